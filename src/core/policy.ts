@@ -1,0 +1,687 @@
+/**
+ * @module policy
+ * The policy model (rate, concurrency, overload; scopes; methods; quota vs overload) and its
+ * compilation: validation with typed errors that name the policy and field, and the integer
+ * microsecond GCRA parameters that the memory store, the Redis script and the simulation share.
+ */
+
+import { A2A_METHODS, type A2AMethod, ALL_A2A_METHODS, isA2AMethod } from './a2a-methods.js';
+
+/**
+ * Who a request is, as the limiter sees it. Built by the server adapters from the authenticated
+ * user and the request body; pure data.
+ *
+ * @example
+ * ```ts
+ * const id: RequestIdentity = { caller: 'orchestrator-7', method: 'SendMessage', messageId: 'm-1' };
+ * ```
+ */
+export interface RequestIdentity {
+  /** Authenticated caller name, or the configured fallback key (e.g. `addr:127.0.0.1`). */
+  readonly caller: string;
+  /** The A2A 1.0 operation. */
+  readonly method: A2AMethod;
+  /** Tenant from the request (`params.tenant`, REST `/{tenant}/` prefix, gRPC `tenant`). */
+  readonly tenant?: string | undefined;
+  /** Skill the request targets, when the agent can tell. */
+  readonly skill?: string | undefined;
+  /** `message.messageId` of SendMessage / SendStreamingMessage; absent for other methods. */
+  readonly messageId?: string | undefined;
+}
+
+/**
+ * Built-in scopes: whose bucket a request draws from. `caller+method` gives every caller one bucket
+ * per method; `caller+skill` one per skill.
+ *
+ * @example
+ * ```ts
+ * const scope: BuiltinScope = 'caller+method';
+ * ```
+ */
+export type BuiltinScope =
+  | 'caller'
+  | 'tenant'
+  | 'skill'
+  | 'method'
+  | 'agent'
+  | 'caller+method'
+  | 'caller+skill'
+  | 'tenant+method';
+
+/**
+ * A scope computed by your own function. Return `undefined` to let the policy not apply to that
+ * request. `callerScoped: true` promises the key names one caller, which lets rejections reserve
+ * slots; never set it for a key shared by several callers.
+ *
+ * @example
+ * ```ts
+ * const byRegion: CustomScope = { name: 'region', key: (r) => r.tenant?.split('-')[0], callerScoped: false };
+ * ```
+ */
+export interface CustomScope {
+  /** Scope label on the wire (ErrorInfo metadata `scope`), e.g. `region`. */
+  readonly name: string;
+  /** Key for the request, or `undefined` when the policy does not apply. */
+  readonly key: (request: RequestIdentity) => string | undefined;
+  /** True only if every key belongs to exactly one caller. */
+  readonly callerScoped: boolean;
+}
+
+/**
+ * A policy's scope: built-in or custom.
+ *
+ * @example
+ * ```ts
+ * const scope: PolicyScope = 'tenant';
+ * ```
+ */
+export type PolicyScope = BuiltinScope | CustomScope;
+
+/**
+ * How a rejection by a policy is reported: `quota` (429 / RESOURCE_EXHAUSTED,
+ * `RATE_LIMIT_EXCEEDED`) or `overload` (503 / UNAVAILABLE, `AGENT_OVERLOADED`).
+ *
+ * @example
+ * ```ts
+ * const kind: RejectionKind = 'quota';
+ * ```
+ */
+export type RejectionKind = 'quota' | 'overload';
+
+interface PolicyBase {
+  /** Name on the wire (ErrorInfo `policy`, `RateLimit-Policy`), printable ASCII, ≤ 64 chars, unique. */
+  readonly name: string;
+  /** A2A methods the policy applies to; default: all. */
+  readonly methods?: readonly A2AMethod[];
+  /** Free text for the agent card. */
+  readonly description?: string;
+}
+
+/**
+ * `limit` requests per `windowSeconds` with `burst`, as GCRA (a token bucket with one timestamp
+ * per key). Caller-scoped rate rejections of requests with a messageId reserve a slot.
+ *
+ * @example
+ * ```ts
+ * const perCaller: RatePolicy = {
+ *   name: 'per-caller', kind: 'rate', scope: 'caller', methods: ['SendMessage'],
+ *   limit: 60, windowSeconds: 60, burst: 10,
+ * };
+ * ```
+ */
+export interface RatePolicy extends PolicyBase {
+  readonly kind: 'rate';
+  /** Whose bucket; default `caller`. */
+  readonly scope?: PolicyScope;
+  /** Requests per window, a positive integer (`q` of `RateLimit-Policy`). */
+  readonly limit: number;
+  /** Window length in whole seconds (`w` of `RateLimit-Policy`). */
+  readonly windowSeconds: number;
+  /** Requests allowed at once from a full bucket, integer ≥ 1; default `limit`. */
+  readonly burst?: number;
+  /** Default `quota`; set `overload` for an agent-wide protective rate. */
+  readonly rejectAs?: RejectionKind;
+}
+
+/**
+ * At most `max` in flight per scope key: tasks until a terminal state, streams until closed.
+ * Leases not renewed for `leaseTtlSeconds` are abandoned and freed.
+ *
+ * @example
+ * ```ts
+ * const tasks: ConcurrencyPolicy = { name: 'tasks-per-caller', kind: 'concurrency', max: 5 };
+ * ```
+ */
+export interface ConcurrencyPolicy extends PolicyBase {
+  readonly kind: 'concurrency';
+  /** Whose slots; default `caller`. */
+  readonly scope?: PolicyScope;
+  /** Maximum in flight per key, positive integer. */
+  readonly max: number;
+  /** A lease not renewed for this long is freed; default 600 s. */
+  readonly leaseTtlSeconds?: number;
+  /** Hold-time estimate used until real hold times are observed; default 1,000 ms. */
+  readonly initialHoldEstimateMs?: number;
+  /** Default `quota`. */
+  readonly rejectAs?: RejectionKind;
+}
+
+/**
+ * Agent-wide protection: the agent failing for everyone answers 503 / UNAVAILABLE,
+ * `AGENT_OVERLOADED`, scope `agent`. Give at least one of the two thresholds.
+ *
+ * @example
+ * ```ts
+ * const guard: OverloadPolicy = { name: 'agent-overload', kind: 'overload', maxInFlight: 500, maxEventLoopDelayMs: 200 };
+ * ```
+ */
+export interface OverloadPolicy extends PolicyBase {
+  readonly kind: 'overload';
+  /** Requests in flight across the whole agent (per store) before rejecting. */
+  readonly maxInFlight?: number;
+  /** Event-loop delay (ms, reported by the server layer) above which requests are rejected. */
+  readonly maxEventLoopDelayMs?: number;
+  /** A lease not renewed for this long is freed; default 600 s. */
+  readonly leaseTtlSeconds?: number;
+  /** Hold-time estimate used until real hold times are observed; default 1,000 ms. */
+  readonly initialHoldEstimateMs?: number;
+}
+
+/**
+ * Any policy.
+ *
+ * @example
+ * ```ts
+ * const policies: Policy[] = [{ name: 'per-caller', kind: 'rate', limit: 60, windowSeconds: 60, burst: 10 }];
+ * ```
+ */
+export type Policy = RatePolicy | ConcurrencyPolicy | OverloadPolicy;
+
+/**
+ * Knobs of the reservation (hold) mechanism of DESIGN §3. All optional.
+ *
+ * @example
+ * ```ts
+ * const options: HoldOptions = { maxNoShows: 3, maxHoldsPerKey: 1_000, minGraceMs: 3_000 };
+ * ```
+ */
+export interface HoldOptions {
+  /** Unclaimed expirations after which a key stops making holds; default 3. */
+  readonly maxNoShows?: number;
+  /** Live holds per key at most; default 1,000. */
+  readonly maxHoldsPerKey?: number;
+  /** Smallest grace after a slot during which the retry may claim it; default 3,000 ms. */
+  readonly minGraceMs?: number;
+  /** Grace as a fraction of the delay when that is larger; default 0.1. */
+  readonly graceFraction?: number;
+}
+
+/**
+ * A malformed policy set, found at construction. `policy` names the policy (or its index when it
+ * has no usable name) and `field` the offending field.
+ *
+ * @example
+ * ```ts
+ * try { compilePolicies([{ name: 'x', kind: 'rate', limit: 0, windowSeconds: 60 }]); }
+ * catch (e) { if (e instanceof PolicyError) console.log(e.policy, e.field); } // 'x' 'limit'
+ * ```
+ */
+export class PolicyError extends Error {
+  override readonly name = 'PolicyError';
+  /** Policy name, or `#<index>` when the policy has no valid name. */
+  readonly policy: string;
+  /** The field that is wrong. */
+  readonly field: string;
+
+  constructor(policy: string, field: string, problem: string) {
+    super(`Policy "${policy}": ${field} ${problem}`);
+    this.policy = policy;
+    this.field = field;
+  }
+}
+
+/** Fields every compiled policy shares. */
+interface CompiledBase {
+  /** Position in the compiled set; stable across stores (used in storage keys). */
+  readonly index: number;
+  readonly name: string;
+  /** Scope label for the wire. */
+  readonly scopeName: string;
+  /** Key names one caller: rate rejections may reserve. */
+  readonly callerScoped: boolean;
+  readonly rejectAs: RejectionKind;
+  readonly methods: ReadonlySet<A2AMethod>;
+  /** The subject of a request under this policy (`caller:x`, `tenant:t`, `agent`), or undefined if it does not apply. */
+  readonly subjectOf: (request: RequestIdentity) => string | undefined;
+  readonly source: Policy;
+}
+
+/**
+ * A validated rate policy with its GCRA parameters in integer microseconds. The emission interval
+ * is `ceil(windowSeconds · 10⁶ / limit)` µs: the one rounding rule shared by every store, so the
+ * limit is never exceeded by rounding.
+ *
+ * @example
+ * ```ts
+ * const [p] = compilePolicies([{ name: 'r', kind: 'rate', limit: 60, windowSeconds: 60, burst: 10 }]).policies;
+ * if (p?.kind === 'rate') p.emissionUs; // 1_000_000
+ * ```
+ */
+export interface CompiledRatePolicy extends CompiledBase {
+  readonly kind: 'rate';
+  readonly limit: number;
+  readonly windowSeconds: number;
+  readonly burst: number;
+  /** T, µs. */
+  readonly emissionUs: number;
+  /** τ = (burst − 1)·T, µs. */
+  readonly toleranceUs: number;
+  /** Window, µs. */
+  readonly windowUs: number;
+}
+
+/**
+ * A validated concurrency (or overload in-flight) policy.
+ *
+ * @example
+ * ```ts
+ * const [p] = compilePolicies([{ name: 'c', kind: 'concurrency', max: 2 }]).policies;
+ * if (p?.kind === 'concurrency') p.leaseTtlMs; // 600_000
+ * ```
+ */
+export interface CompiledConcurrencyPolicy extends CompiledBase {
+  readonly kind: 'concurrency';
+  readonly max: number;
+  /** Lease TTL, ms. */
+  readonly leaseTtlMs: number;
+  /** Hold estimate before observations, ms. */
+  readonly initialHoldEstimateMs: number;
+}
+
+/**
+ * A validated overload policy. Its in-flight limit is kept as leases on the key `agent`.
+ *
+ * @example
+ * ```ts
+ * const [p] = compilePolicies([{ name: 'o', kind: 'overload', maxEventLoopDelayMs: 200 }]).policies;
+ * if (p?.kind === 'overload') p.maxInFlight; // Infinity
+ * ```
+ */
+export interface CompiledOverloadPolicy extends CompiledBase {
+  readonly kind: 'overload';
+  /** In-flight cap; `Infinity` when not set. */
+  readonly maxInFlight: number;
+  /** Event-loop delay cap, ms; `Infinity` when not set. */
+  readonly maxEventLoopDelayMs: number;
+  readonly leaseTtlMs: number;
+  readonly initialHoldEstimateMs: number;
+}
+
+/**
+ * Any compiled policy.
+ *
+ * @example
+ * ```ts
+ * const kinds = compilePolicies(policies).policies.map((p: CompiledPolicy) => p.kind);
+ * ```
+ */
+export type CompiledPolicy =
+  | CompiledRatePolicy
+  | CompiledConcurrencyPolicy
+  | CompiledOverloadPolicy;
+
+/**
+ * Hold options with defaults applied; grace and bounds in µs.
+ *
+ * @example
+ * ```ts
+ * compilePolicies([]).holds.maxNoShows; // 3
+ * ```
+ */
+export interface CompiledHoldOptions {
+  readonly maxNoShows: number;
+  readonly maxHoldsPerKey: number;
+  readonly minGraceUs: number;
+  readonly graceFraction: number;
+}
+
+/**
+ * A validated policy set: the policies in declared order and, per method, those that apply.
+ *
+ * @example
+ * ```ts
+ * const set = compilePolicies([{ name: 'r', kind: 'rate', limit: 10, windowSeconds: 1 }]);
+ * set.forMethod('GetTask').length; // 1
+ * ```
+ */
+export interface CompiledPolicySet {
+  readonly policies: readonly CompiledPolicy[];
+  readonly holds: CompiledHoldOptions;
+  /** Policies that apply to `method`, in declared order (precomputed; no allocation). */
+  forMethod(method: A2AMethod): readonly CompiledPolicy[];
+}
+
+const BUILTIN_SCOPES: ReadonlySet<string> = new Set<BuiltinScope>([
+  'caller',
+  'tenant',
+  'skill',
+  'method',
+  'agent',
+  'caller+method',
+  'caller+skill',
+  'tenant+method',
+]);
+
+const CALLER_SCOPES: ReadonlySet<string> = new Set(['caller', 'caller+method', 'caller+skill']);
+
+/** Default tenant label when a tenant-scoped policy meets a request without a tenant. */
+const NO_TENANT = '-';
+
+function builtinSubject(scope: BuiltinScope): (r: RequestIdentity) => string | undefined {
+  switch (scope) {
+    case 'caller':
+      return (r) => `caller:${r.caller}`;
+    case 'tenant':
+      return (r) => `tenant:${r.tenant || NO_TENANT}`;
+    case 'skill':
+      return (r) => (r.skill ? `skill:${r.skill}` : undefined);
+    case 'method':
+      return (r) => `method:${r.method}`;
+    case 'agent':
+      return () => 'agent';
+    case 'caller+method':
+      return (r) => `caller:${r.caller}/method:${r.method}`;
+    case 'caller+skill':
+      return (r) => (r.skill ? `caller:${r.caller}/skill:${r.skill}` : undefined);
+    case 'tenant+method':
+      return (r) => `tenant:${r.tenant || NO_TENANT}/method:${r.method}`;
+  }
+}
+
+const NAME_PATTERN = /^[\x21-\x7e](?:[\x20-\x7e]{0,62}[\x21-\x7e])?$/;
+
+function isPositiveInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
+}
+
+function isPositiveFinite(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'object' && value !== null)
+    return Array.isArray(value) ? 'an array' : 'an object';
+  return String(value);
+}
+
+interface Scoped {
+  scopeName: string;
+  callerScoped: boolean;
+  subjectOf: (r: RequestIdentity) => string | undefined;
+}
+
+function compileScope(label: string, scope: unknown, fallback: BuiltinScope): Scoped {
+  const value = scope ?? fallback;
+  if (typeof value === 'string') {
+    if (!BUILTIN_SCOPES.has(value)) {
+      throw new PolicyError(
+        label,
+        'scope',
+        `must be one of ${[...BUILTIN_SCOPES].join(', ')} or a custom scope, got ${describe(value)}`,
+      );
+    }
+    return {
+      scopeName: value,
+      callerScoped: CALLER_SCOPES.has(value),
+      subjectOf: builtinSubject(value as BuiltinScope),
+    };
+  }
+  if (typeof value === 'object' && value !== null) {
+    const custom = value as Partial<CustomScope>;
+    if (typeof custom.name !== 'string' || !/^[a-z][a-zA-Z0-9_-]{0,62}$/.test(custom.name)) {
+      throw new PolicyError(label, 'scope.name', 'must match [a-z][a-zA-Z0-9_-]{0,62}');
+    }
+    if (typeof custom.key !== 'function') {
+      throw new PolicyError(
+        label,
+        'scope.key',
+        'must be a function (request) => string | undefined',
+      );
+    }
+    if (typeof custom.callerScoped !== 'boolean') {
+      throw new PolicyError(label, 'scope.callerScoped', 'must be true or false');
+    }
+    const { key, name } = custom;
+    return {
+      scopeName: name,
+      callerScoped: custom.callerScoped,
+      subjectOf: (r) => {
+        const k = key(r);
+        return k === undefined ? undefined : `${name}:${k}`;
+      },
+    };
+  }
+  throw new PolicyError(
+    label,
+    'scope',
+    `must be a string or a custom scope, got ${describe(value)}`,
+  );
+}
+
+function compileMethods(label: string, methods: unknown): ReadonlySet<A2AMethod> {
+  if (methods === undefined) return new Set(ALL_A2A_METHODS);
+  if (!Array.isArray(methods) || methods.length === 0) {
+    throw new PolicyError(label, 'methods', 'must be a non-empty array of A2A method names');
+  }
+  for (const m of methods) {
+    if (!isA2AMethod(m)) {
+      throw new PolicyError(
+        label,
+        'methods',
+        `has unknown A2A method ${describe(m)} (known: ${Object.keys(A2A_METHODS).join(', ')})`,
+      );
+    }
+  }
+  return new Set(methods as A2AMethod[]);
+}
+
+function compileRejectAs(label: string, value: unknown): RejectionKind {
+  if (value === undefined || value === 'quota') return 'quota';
+  if (value === 'overload') return 'overload';
+  throw new PolicyError(label, 'rejectAs', `must be "quota" or "overload", got ${describe(value)}`);
+}
+
+function optionalPositive(label: string, field: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!isPositiveFinite(value)) {
+    throw new PolicyError(label, field, `must be a positive number, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function compileOne(raw: unknown, index: number, names: Set<string>): CompiledPolicy {
+  if (typeof raw !== 'object' || raw === null) {
+    throw new PolicyError(`#${index}`, 'policy', `must be an object, got ${describe(raw)}`);
+  }
+  const p = raw as Record<string, unknown>;
+  const name = p.name;
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    throw new PolicyError(
+      `#${index}`,
+      'name',
+      `must be 1–64 printable ASCII characters without surrounding spaces, got ${describe(name)}`,
+    );
+  }
+  if (names.has(name)) throw new PolicyError(name, 'name', 'is used by more than one policy');
+  names.add(name);
+  const methods = compileMethods(name, p.methods);
+  const source = raw as Policy;
+
+  switch (p.kind) {
+    case 'rate': {
+      if (!isPositiveInteger(p.limit)) {
+        throw new PolicyError(
+          name,
+          'limit',
+          `must be a positive integer, got ${describe(p.limit)}`,
+        );
+      }
+      if (!isPositiveInteger(p.windowSeconds)) {
+        throw new PolicyError(
+          name,
+          'windowSeconds',
+          `must be a positive whole number of seconds, got ${describe(p.windowSeconds)}`,
+        );
+      }
+      const burst = p.burst ?? p.limit;
+      if (!isPositiveInteger(burst)) {
+        throw new PolicyError(name, 'burst', `must be an integer ≥ 1, got ${describe(p.burst)}`);
+      }
+      const windowUs = p.windowSeconds * 1_000_000;
+      if (p.limit > windowUs) {
+        throw new PolicyError(
+          name,
+          'limit',
+          `must be at most 1,000,000 per second, got ${p.limit}`,
+        );
+      }
+      const emissionUs = Math.ceil(windowUs / p.limit);
+      return {
+        kind: 'rate',
+        index,
+        name,
+        ...compileScope(name, p.scope, 'caller'),
+        rejectAs: compileRejectAs(name, p.rejectAs),
+        methods,
+        source,
+        limit: p.limit,
+        windowSeconds: p.windowSeconds,
+        burst,
+        emissionUs,
+        toleranceUs: (burst - 1) * emissionUs,
+        windowUs,
+      };
+    }
+    case 'concurrency': {
+      if (!isPositiveInteger(p.max)) {
+        throw new PolicyError(name, 'max', `must be a positive integer, got ${describe(p.max)}`);
+      }
+      return {
+        kind: 'concurrency',
+        index,
+        name,
+        ...compileScope(name, p.scope, 'caller'),
+        rejectAs: compileRejectAs(name, p.rejectAs),
+        methods,
+        source,
+        max: p.max,
+        leaseTtlMs: optionalPositive(name, 'leaseTtlSeconds', p.leaseTtlSeconds, 600) * 1000,
+        initialHoldEstimateMs: optionalPositive(
+          name,
+          'initialHoldEstimateMs',
+          p.initialHoldEstimateMs,
+          1000,
+        ),
+      };
+    }
+    case 'overload': {
+      if (p.scope !== undefined && p.scope !== 'agent') {
+        throw new PolicyError(
+          name,
+          'scope',
+          `of an overload policy is always "agent", got ${describe(p.scope)}`,
+        );
+      }
+      if (p.maxInFlight === undefined && p.maxEventLoopDelayMs === undefined) {
+        throw new PolicyError(name, 'maxInFlight', 'or maxEventLoopDelayMs must be set');
+      }
+      if (p.maxInFlight !== undefined && !isPositiveInteger(p.maxInFlight)) {
+        throw new PolicyError(
+          name,
+          'maxInFlight',
+          `must be a positive integer, got ${describe(p.maxInFlight)}`,
+        );
+      }
+      return {
+        kind: 'overload',
+        index,
+        name,
+        ...compileScope(name, 'agent', 'agent'),
+        rejectAs: 'overload',
+        methods,
+        source,
+        maxInFlight: (p.maxInFlight as number | undefined) ?? Number.POSITIVE_INFINITY,
+        maxEventLoopDelayMs: optionalPositive(
+          name,
+          'maxEventLoopDelayMs',
+          p.maxEventLoopDelayMs,
+          Number.POSITIVE_INFINITY,
+        ),
+        leaseTtlMs: optionalPositive(name, 'leaseTtlSeconds', p.leaseTtlSeconds, 600) * 1000,
+        initialHoldEstimateMs: optionalPositive(
+          name,
+          'initialHoldEstimateMs',
+          p.initialHoldEstimateMs,
+          1000,
+        ),
+      };
+    }
+    default:
+      throw new PolicyError(
+        name,
+        'kind',
+        `must be "rate", "concurrency" or "overload", got ${describe(p.kind)}`,
+      );
+  }
+}
+
+function compileHolds(options: HoldOptions | undefined): CompiledHoldOptions {
+  const o = options ?? {};
+  const label = '(hold options)';
+  const maxNoShows = o.maxNoShows ?? 3;
+  if (!Number.isSafeInteger(maxNoShows) || maxNoShows < 0) {
+    throw new PolicyError(
+      label,
+      'maxNoShows',
+      `must be an integer ≥ 0, got ${describe(o.maxNoShows)}`,
+    );
+  }
+  const maxHoldsPerKey = o.maxHoldsPerKey ?? 1000;
+  if (!Number.isSafeInteger(maxHoldsPerKey) || maxHoldsPerKey < 0) {
+    throw new PolicyError(
+      label,
+      'maxHoldsPerKey',
+      `must be an integer ≥ 0, got ${describe(o.maxHoldsPerKey)}`,
+    );
+  }
+  const minGraceMs = optionalPositive(label, 'minGraceMs', o.minGraceMs, 3000);
+  const graceFraction = o.graceFraction ?? 0.1;
+  if (typeof graceFraction !== 'number' || !(graceFraction >= 0 && graceFraction <= 1)) {
+    throw new PolicyError(
+      label,
+      'graceFraction',
+      `must be between 0 and 1, got ${describe(graceFraction)}`,
+    );
+  }
+  return { maxNoShows, maxHoldsPerKey, minGraceUs: Math.round(minGraceMs * 1000), graceFraction };
+}
+
+/**
+ * Validates a policy set and precomputes everything the decision needs. Throws {@link PolicyError}
+ * naming the policy and field for: a missing or duplicate name, an unknown kind, scope or method, a
+ * limit, window or max that is not a positive integer, a burst below 1, an overload policy with no
+ * threshold.
+ *
+ * @example
+ * ```ts
+ * const set = compilePolicies([
+ *   { name: 'per-caller', kind: 'rate', scope: 'caller', methods: ['SendMessage'], limit: 60, windowSeconds: 60, burst: 10 },
+ *   { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 1000, windowSeconds: 60 },
+ * ]);
+ * set.forMethod('SendMessage').map((p) => p.name); // ['per-caller', 'per-tenant']
+ * ```
+ */
+export function compilePolicies(
+  policies: readonly Policy[],
+  holdOptions?: HoldOptions,
+): CompiledPolicySet {
+  if (!Array.isArray(policies)) {
+    throw new PolicyError('(policy set)', 'policies', 'must be an array');
+  }
+  const names = new Set<string>();
+  const compiled = policies.map((p, i) => compileOne(p, i, names));
+  const byMethod = new Map<A2AMethod, readonly CompiledPolicy[]>();
+  for (const method of ALL_A2A_METHODS) {
+    byMethod.set(
+      method,
+      compiled.filter((p) => p.methods.has(method)),
+    );
+  }
+  const none: readonly CompiledPolicy[] = [];
+  return {
+    policies: compiled,
+    holds: compileHolds(holdOptions),
+    forMethod: (method) => byMethod.get(method) ?? none,
+  };
+}

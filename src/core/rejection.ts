@@ -1,0 +1,190 @@
+/**
+ * @module rejection
+ * The values a decision produces — `Admission` and `Rejection` — and the one rounding rule that
+ * turns an exact delay into the whole seconds every wire form carries.
+ */
+
+import type { A2AMethod } from './a2a-methods.js';
+import type { RejectionKind } from './policy.js';
+
+/**
+ * ErrorInfo reasons this library emits (in the operator's own domain, never `a2a-protocol.org`).
+ *
+ * @example
+ * ```ts
+ * REASONS.quota; // 'RATE_LIMIT_EXCEEDED'
+ * ```
+ */
+export const REASONS = {
+  quota: 'RATE_LIMIT_EXCEEDED',
+  overload: 'AGENT_OVERLOADED',
+} as const;
+
+/**
+ * One of {@link REASONS}.
+ *
+ * @example
+ * ```ts
+ * const reason: RejectionReason = 'AGENT_OVERLOADED';
+ * ```
+ */
+export type RejectionReason = (typeof REASONS)[keyof typeof REASONS];
+
+/**
+ * The quota that was exceeded: a rate (`windowSeconds` set) or a concurrency cap (no window).
+ *
+ * @example
+ * ```ts
+ * const quota: QuotaState = { limit: 60, windowSeconds: 60, remaining: 0 };
+ * ```
+ */
+export interface QuotaState {
+  /** Requests per window, or concurrent requests. */
+  readonly limit: number;
+  /** Window, seconds; absent for concurrency caps. */
+  readonly windowSeconds?: number;
+  /** Whole units left now (0 on a rejection). */
+  readonly remaining: number;
+}
+
+/**
+ * A rejection: everything a binding needs to encode it. Decided before any side effect, so a
+ * rejected call did nothing and is safe to retry.
+ *
+ * @example
+ * ```ts
+ * const r: Rejection = {
+ *   kind: 'quota', retryAfterMs: 12_000, policy: 'per-caller', scope: 'caller',
+ *   subject: 'caller:orchestrator-7', method: 'SendMessage',
+ *   quota: { limit: 60, windowSeconds: 60, remaining: 0 }, reserved: true,
+ *   message: 'caller:orchestrator-7 exceeded per-caller (60 requests per 60 s) for SendMessage; retry in 12 s',
+ * };
+ * ```
+ */
+export interface Rejection {
+  readonly kind: RejectionKind;
+  /** Exact delay until this request would be admitted, ms (from store state). */
+  readonly retryAfterMs: number;
+  /** Name of the policy that set the delay. */
+  readonly policy: string;
+  /** Scope label of that policy (`caller`, `tenant`, `skill`, `method`, `agent`, or custom). */
+  readonly scope: string;
+  /** Whose limit, e.g. `caller:orchestrator-7`. */
+  readonly subject: string;
+  /** The A2A method that was rejected. */
+  readonly method: A2AMethod;
+  /** Present for quota rejections of rate and concurrency policies. */
+  readonly quota?: QuotaState;
+  /** Rate rejections only: whether a slot is held for this request's messageId. */
+  readonly reserved?: boolean;
+  /** Human-readable summary. */
+  readonly message: string;
+}
+
+/**
+ * The state of one rate policy for a request, for `RateLimit` / `RateLimit-Policy` headers.
+ *
+ * @example
+ * ```ts
+ * const s: LimitState = { policy: 'per-caller', limit: 60, windowSeconds: 60, remaining: 9, resetSeconds: 1 };
+ * ```
+ */
+export interface LimitState {
+  readonly policy: string;
+  /** `q`: requests per window. */
+  readonly limit: number;
+  /** `w`: window, seconds. */
+  readonly windowSeconds: number;
+  /** `r`: whole requests available now, net of holds. */
+  readonly remaining: number;
+  /** `t`: seconds until `remaining` next grows (0 when the bucket is full). */
+  readonly resetSeconds: number;
+}
+
+/**
+ * A concurrency lease taken at admission; release it when the task ends or the stream closes.
+ *
+ * @example
+ * ```ts
+ * const lease: LeaseRef = { policyIndex: 1, key: 'caller:a', leaseId: 'l-1' };
+ * ```
+ */
+export interface LeaseRef {
+  /** Index of the policy in the compiled set. */
+  readonly policyIndex: number;
+  /** Storage key (the policy's subject). */
+  readonly key: string;
+  /** Unique id of this lease. */
+  readonly leaseId: string;
+}
+
+/**
+ * An admitted request.
+ *
+ * @example
+ * ```ts
+ * if (decision.admitted) release(decision.leases);
+ * ```
+ */
+export interface Admission {
+  readonly admitted: true;
+  /** One entry per applicable rate policy, after this request was charged. */
+  readonly limits: readonly LimitState[];
+  /** Leases taken (concurrency and overload in-flight policies). */
+  readonly leases: readonly LeaseRef[];
+  /** True when the request was admitted by claiming a held slot. */
+  readonly claimedHold: boolean;
+}
+
+/**
+ * A rejected request, with the rate states for the headers.
+ *
+ * @example
+ * ```ts
+ * if (!decision.admitted) console.log(decision.rejection.retryAfterMs);
+ * ```
+ */
+export interface RejectedDecision {
+  readonly admitted: false;
+  readonly rejection: Rejection;
+  /** One entry per applicable rate policy; the rejecting one has `remaining` 0. */
+  readonly limits: readonly LimitState[];
+}
+
+/**
+ * The outcome of one admission decision.
+ *
+ * @example
+ * ```ts
+ * const d: Decision = store.decideSync(request);
+ * ```
+ */
+export type Decision = Admission | RejectedDecision;
+
+/**
+ * Whole seconds for the wire: rounded up, never 0. Every wire form of one rejection
+ * (`Retry-After`, `RetryInfo`, `RateLimit` `t`, pushback = seconds × 1000) uses this number.
+ *
+ * @example
+ * ```ts
+ * wireDelaySeconds(1);      // 1
+ * wireDelaySeconds(12_000); // 12
+ * wireDelaySeconds(12_001); // 13
+ * ```
+ */
+export function wireDelaySeconds(retryAfterMs: number): number {
+  if (!(retryAfterMs > 0)) return 1;
+  return Math.max(1, Math.ceil(retryAfterMs / 1000));
+}
+
+/**
+ * The ErrorInfo reason of a rejection.
+ *
+ * @example
+ * ```ts
+ * rejectionReason({ kind: 'overload' }); // 'AGENT_OVERLOADED'
+ * ```
+ */
+export function rejectionReason(rejection: Pick<Rejection, 'kind'>): RejectionReason {
+  return REASONS[rejection.kind];
+}

@@ -1,0 +1,101 @@
+/**
+ * @module retry-hint
+ * The client's view of a failed (or successful) call: what any wire shape decodes to. This file
+ * owns only the types; `extractRetryHint` (extract-retry-hint.ts) produces them.
+ */
+
+/**
+ * How a failure should be treated.
+ * - `quota`: the caller's own limit (429; RESOURCE_EXHAUSTED or -32603 with reason RATE_LIMIT_EXCEEDED).
+ * - `overload`: the agent is failing for everyone (503 / UNAVAILABLE, or reason AGENT_OVERLOADED).
+ * - `transient-unknown`: 500/502/504, INTERNAL, a gateway page, a reset connection: maybe nothing happened, maybe something did.
+ * - `not-retryable`: anything else (including RESOURCE_EXHAUSTED with no rate-limit evidence, e.g. message too large).
+ *
+ * @example
+ * ```ts
+ * const kind: HintKind = 'quota';
+ * ```
+ */
+export type HintKind = 'quota' | 'overload' | 'transient-unknown' | 'not-retryable';
+
+/**
+ * Where a hinted delay was read from, in precedence order.
+ *
+ * @example
+ * ```ts
+ * const source: DelaySource = 'retry-info';
+ * ```
+ */
+export type DelaySource =
+  | 'retry-info'
+  | 'retry-after'
+  | 'ratelimit'
+  | 'x-ratelimit'
+  | 'grpc-pushback';
+
+/**
+ * A quota policy as announced by `RateLimit-Policy` (q per w seconds), used for pacing.
+ *
+ * @example
+ * ```ts
+ * const p: AnnouncedPolicy = { policy: 'per-caller', limit: 60, windowSeconds: 60 };
+ * ```
+ */
+export interface AnnouncedPolicy {
+  readonly policy: string;
+  /** `q`. */
+  readonly limit: number;
+  /** `w`, seconds. */
+  readonly windowSeconds: number;
+}
+
+/**
+ * A `RateLimit` field item (draft-11, or the legacy `limit=, remaining=, reset=` / `X-RateLimit-*` forms).
+ *
+ * @example
+ * ```ts
+ * const s: AnnouncedState = { policy: 'per-caller', remaining: 0, resetSeconds: 12 };
+ * ```
+ */
+export interface AnnouncedState {
+  /** Policy name when the form names one. */
+  readonly policy?: string;
+  /** `r`: requests left now. */
+  readonly remaining: number;
+  /** `t`: seconds until `remaining` grows / the window resets. */
+  readonly resetSeconds?: number;
+}
+
+/**
+ * Everything a response said about retrying, from any binding.
+ *
+ * @example
+ * ```ts
+ * const hint: RetryHint = { kind: 'quota', delayMs: 12_000, delaySource: 'retry-info', policy: 'per-caller', reason: 'RATE_LIMIT_EXCEEDED' };
+ * ```
+ */
+export interface RetryHint {
+  readonly kind: HintKind;
+  /** Server-hinted delay, ms, finite and ≥ 0; absent when the response gave none. */
+  readonly delayMs?: number;
+  /** Which field `delayMs` came from. */
+  readonly delaySource?: DelaySource;
+  /** True when the only hint was a negative or unparseable `grpc-retry-pushback-ms`: do not retry. */
+  readonly doNotRetry?: boolean;
+  /** ErrorInfo metadata `policy`, or the `RateLimit` item's name. */
+  readonly policy?: string;
+  /** ErrorInfo reason, e.g. `RATE_LIMIT_EXCEEDED`. */
+  readonly reason?: string;
+  /** ErrorInfo domain. */
+  readonly domain?: string;
+  /** ErrorInfo metadata `reserved` ("true"/"false") when present. */
+  readonly reserved?: boolean;
+  /** HTTP status, or gRPC code for the gRPC binding. */
+  readonly status?: number;
+  /** Error message from the body / grpc-message, if any. */
+  readonly message?: string;
+  /** Policies announced by `RateLimit-Policy`. */
+  readonly policies?: readonly AnnouncedPolicy[];
+  /** States announced by `RateLimit` (or legacy / X-RateLimit forms). */
+  readonly states?: readonly AnnouncedState[];
+}
