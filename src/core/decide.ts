@@ -1,0 +1,567 @@
+/**
+ * @module decide
+ * The admission decision of DESIGN §3 over every policy that applies to a request: all-or-nothing,
+ * queue-aware delays with held slots for caller-scoped rate policies, lazy refunds of expired
+ * holds, no-show credit, lease-based concurrency and overload. Pure: time is an argument and the
+ * state lives behind {@link DecisionState}, which a store implements over its own tables.
+ */
+
+import { MESSAGE_METHODS } from './a2a-methods.js';
+import { availableNow, chargeTatUs, conformDelayUs, refundTatUs } from './gcra.js';
+import type {
+  CompiledConcurrencyPolicy,
+  CompiledHoldOptions,
+  CompiledOverloadPolicy,
+  CompiledPolicy,
+  CompiledPolicySet,
+  CompiledRatePolicy,
+  RequestIdentity,
+} from './policy.js';
+import {
+  type Decision,
+  type LeaseRef,
+  type LimitState,
+  type QuotaState,
+  type Rejection,
+  wireDelaySeconds,
+} from './rejection.js';
+
+/**
+ * A slot held for one (policy key, caller, messageId): claimable in `[slotUs, expiresUs]`.
+ *
+ * @example
+ * ```ts
+ * const hold: Hold = { slotUs: 12_000_000, expiresUs: 15_000_000 };
+ * ```
+ */
+export interface Hold {
+  /** When the retry conforms, µs. */
+  readonly slotUs: number;
+  /** Slot + grace, µs; unclaimed past this, the hold is refunded. */
+  readonly expiresUs: number;
+}
+
+/**
+ * What a rate key keeps besides its timestamp, only while it has holds or no-shows.
+ *
+ * @example
+ * ```ts
+ * const extra: RateExtra = { holds: new Map(), nextExpiryUs: Infinity, noShows: 0, noShowsAtUs: 0 };
+ * ```
+ */
+export interface RateExtra {
+  /** Holds by `caller \0 messageId`. */
+  holds: Map<string, Hold>;
+  /** Earliest `expiresUs` among holds (a lower bound), µs; expiry is only scanned past it. */
+  nextExpiryUs: number;
+  /** Unclaimed expirations, decayed one per window. */
+  noShows: number;
+  /** Time the no-show decay last advanced, µs. */
+  noShowsAtUs: number;
+}
+
+/**
+ * One concurrency lease.
+ *
+ * @example
+ * ```ts
+ * const lease: Lease = { acquiredMs: 0, expiresMs: 600_000 };
+ * ```
+ */
+export interface Lease {
+  /** When admitted, ms. */
+  readonly acquiredMs: number;
+  /** Freed as abandoned past this unless renewed, ms. */
+  expiresMs: number;
+}
+
+/**
+ * The leases of one concurrency key and its observed hold time.
+ *
+ * @example
+ * ```ts
+ * const set: LeaseSet = { leases: new Map(), ewmaHoldMs: undefined };
+ * ```
+ */
+export interface LeaseSet {
+  leases: Map<string, Lease>;
+  /** Exponentially weighted mean of observed hold times, ms. */
+  ewmaHoldMs: number | undefined;
+}
+
+/**
+ * A concurrency-like policy (concurrency, or overload with an in-flight cap).
+ *
+ * @example
+ * ```ts
+ * const p: LeasePolicy = set.policies[1] as LeasePolicy;
+ * ```
+ */
+export type LeasePolicy = CompiledConcurrencyPolicy | CompiledOverloadPolicy;
+
+/**
+ * The key a store returns for subjects that did not fit under `maxKeys`: one shared bucket per
+ * policy, limited together, never holding slots.
+ *
+ * @example
+ * ```ts
+ * state.rateKey(policy, 'caller:new', nowUs) === OVERFLOW_KEY; // table full
+ * ```
+ */
+export const OVERFLOW_KEY = '\u0000overflow';
+
+/**
+ * The state a decision reads and writes. Stores implement it over their own tables; the decision
+ * calls it synchronously, so one call of {@link decide} is atomic for an in-process store.
+ *
+ * @example
+ * ```ts
+ * const decision = decide(policySet, request, clock.nowMs(), memoryTables);
+ * ```
+ */
+export interface DecisionState {
+  /** The storage key for `subject` under `policy`, or {@link OVERFLOW_KEY} when the table is full. */
+  rateKey(policy: CompiledRatePolicy, subject: string, nowUs: number): string;
+  /** `tatUs` of a key, or undefined for a key with no state (full bucket). */
+  getTat(policy: CompiledRatePolicy, key: string): number | undefined;
+  /** Holds and no-shows of a key, if any. */
+  getExtra(policy: CompiledRatePolicy, key: string): RateExtra | undefined;
+  /** Writes a key back; the store may drop it when `tatUs <= nowUs` and `extra` is undefined. */
+  putRate(
+    policy: CompiledRatePolicy,
+    key: string,
+    tatUs: number,
+    extra: RateExtra | undefined,
+    nowUs: number,
+  ): void;
+  /** Leases of a key, if any. */
+  getLeases(policy: LeasePolicy, key: string): LeaseSet | undefined;
+  /** Writes leases back; undefined drops the key. */
+  putLeases(policy: LeasePolicy, key: string, set: LeaseSet | undefined): void;
+  /** A fresh, unique lease id. */
+  nextLeaseId(): string;
+}
+
+/**
+ * A request as the decision sees it: identity plus live signals from the server layer.
+ *
+ * @example
+ * ```ts
+ * const input: DecisionInput = { caller: 'a', method: 'SendMessage', messageId: 'm1', eventLoopDelayMs: 12 };
+ * ```
+ */
+export interface DecisionInput extends RequestIdentity {
+  /** Current event-loop delay, ms (for overload policies with `maxEventLoopDelayMs`). */
+  readonly eventLoopDelayMs?: number | undefined;
+}
+
+/** Smallest delay for concurrency and overload rejections, ms (DESIGN §3). */
+const MIN_ESTIMATE_MS = 1000;
+/** EWMA weight of a new hold-time observation. */
+const EWMA_ALPHA = 0.2;
+
+/** Evaluation of one policy for one request (phase 1). */
+interface Step {
+  readonly policy: CompiledPolicy;
+  readonly subject: string;
+  readonly key: string;
+  /** Rate: timestamp after lazy refunds (undefined = full bucket). */
+  tatUs: number | undefined;
+  extra: RateExtra | undefined;
+  /** Rate: this request's hold key, when it may hold or claim. */
+  holdKey: string | undefined;
+  /** Rate: the request's own hold in this policy, if any. */
+  hold: Hold | undefined;
+  /** Leases: the key's set after pruning. */
+  leases: LeaseSet | undefined;
+  /** µs until this policy admits (0 = admits now). */
+  delayUs: number;
+  /** Rate state needs writing back even on rejection (refunds happened). */
+  dirty: boolean;
+}
+
+/**
+ * Refunds holds that expired unclaimed, counts them as no-shows and decays no-shows by one per
+ * window. Returns the refunded timestamp.
+ */
+function settleExtra(
+  extra: RateExtra,
+  tatUs: number | undefined,
+  nowUs: number,
+  p: CompiledRatePolicy,
+): number | undefined {
+  let tat = tatUs;
+  if (nowUs > extra.nextExpiryUs) {
+    let next = Number.POSITIVE_INFINITY;
+    for (const [k, h] of extra.holds) {
+      if (nowUs > h.expiresUs) {
+        extra.holds.delete(k);
+        if (tat !== undefined && tat > nowUs) tat = refundTatUs(tat, nowUs, p);
+        if (extra.noShows === 0) extra.noShowsAtUs = nowUs;
+        extra.noShows += 1;
+      } else if (h.expiresUs < next) {
+        next = h.expiresUs;
+      }
+    }
+    extra.nextExpiryUs = next;
+  }
+  if (extra.noShows > 0) {
+    const forgiven = Math.floor((nowUs - extra.noShowsAtUs) / p.windowUs);
+    if (forgiven > 0) {
+      extra.noShows = Math.max(0, extra.noShows - forgiven);
+      extra.noShowsAtUs += forgiven * p.windowUs;
+    }
+  }
+  return tat;
+}
+
+function isEmptyExtra(extra: RateExtra | undefined): boolean {
+  return extra === undefined || (extra.holds.size === 0 && extra.noShows === 0);
+}
+
+/**
+ * Frees leases not renewed before their expiry (abandoned by a crashed holder).
+ *
+ * @example
+ * ```ts
+ * pruneLeases(set, clock.nowMs());
+ * ```
+ */
+export function pruneLeases(set: LeaseSet | undefined, nowMs: number): LeaseSet | undefined {
+  if (set === undefined) return undefined;
+  for (const [id, lease] of set.leases) if (lease.expiresMs <= nowMs) set.leases.delete(id);
+  return set;
+}
+
+/** Delay estimate for a full concurrency key: its observed hold time and the position in line. */
+function leaseDelayMs(set: LeaseSet, max: number, initialMs: number): number {
+  const holdMs = set.ewmaHoldMs ?? initialMs;
+  const inFlight = set.leases.size;
+  const ahead = inFlight - max + 1;
+  return Math.max(MIN_ESTIMATE_MS, Math.ceil((holdMs * ahead) / Math.max(1, inFlight)));
+}
+
+function evaluate(
+  p: CompiledPolicy,
+  input: DecisionInput,
+  nowMs: number,
+  nowUs: number,
+  state: DecisionState,
+): Step | undefined {
+  const subject = p.subjectOf(input);
+  if (subject === undefined) return undefined;
+  if (p.kind === 'rate') {
+    const key = state.rateKey(p, subject, nowUs);
+    let tatUs = state.getTat(p, key);
+    const extra = state.getExtra(p, key);
+    // Settling holds may refund or empty the extra state: such a key is written back either way.
+    if (extra !== undefined) tatUs = settleExtra(extra, tatUs, nowUs, p);
+    const holdKey =
+      p.callerScoped &&
+      key !== OVERFLOW_KEY &&
+      input.messageId !== undefined &&
+      MESSAGE_METHODS.has(input.method)
+        ? `${input.caller}\u0000${input.messageId}`
+        : undefined;
+    const hold = holdKey === undefined ? undefined : extra?.holds.get(holdKey);
+    let delayUs: number;
+    if (hold !== undefined) delayUs = hold.slotUs > nowUs ? hold.slotUs - nowUs : 0;
+    else delayUs = conformDelayUs(tatUs, nowUs, p);
+    return {
+      policy: p,
+      subject,
+      key,
+      tatUs,
+      extra,
+      holdKey,
+      hold,
+      leases: undefined,
+      delayUs,
+      dirty: extra !== undefined,
+    };
+  }
+  const leases = pruneLeases(state.getLeases(p, subject), nowMs);
+  let delayMs = 0;
+  const max = p.kind === 'concurrency' ? p.max : p.maxInFlight;
+  if (leases !== undefined && leases.leases.size >= max) {
+    delayMs = leaseDelayMs(leases, max, p.initialHoldEstimateMs);
+  }
+  if (p.kind === 'overload') {
+    const lag = input.eventLoopDelayMs;
+    if (lag !== undefined && lag > p.maxEventLoopDelayMs) {
+      delayMs = Math.max(delayMs, MIN_ESTIMATE_MS, Math.ceil(2 * lag));
+    }
+  }
+  return {
+    policy: p,
+    subject,
+    key: subject,
+    tatUs: undefined,
+    extra: undefined,
+    holdKey: undefined,
+    hold: undefined,
+    leases,
+    delayUs: delayMs * 1000,
+    dirty: false,
+  };
+}
+
+function rateLimitState(step: Step, p: CompiledRatePolicy, nowUs: number): LimitState {
+  const { remaining, nextUs } = availableNow(step.tatUs, nowUs, p);
+  return {
+    policy: p.name,
+    limit: p.limit,
+    windowSeconds: p.windowSeconds,
+    remaining,
+    resetSeconds: nextUs > 0 ? Math.ceil(nextUs / 1_000_000) : 0,
+  };
+}
+
+function graceUs(delayUs: number, holds: CompiledHoldOptions): number {
+  return Math.max(holds.minGraceUs, Math.floor(delayUs * holds.graceFraction));
+}
+
+/**
+ * Whether the setter may reserve a slot for this request, and if so the slot, µs.
+ * Conditions (DESIGN §3): caller-scoped rate policy, a messageId, no existing hold, fewer than
+ * `maxNoShows` no-shows, fewer than `maxHoldsPerKey` holds, slot at most one window ahead.
+ */
+function reservableSlotUs(
+  step: Step,
+  nowUs: number,
+  holds: CompiledHoldOptions,
+): number | undefined {
+  const p = step.policy;
+  if (p.kind !== 'rate' || step.holdKey === undefined || step.hold !== undefined) return undefined;
+  const extra = step.extra;
+  if (extra !== undefined) {
+    if (extra.noShows >= holds.maxNoShows) return undefined;
+    if (extra.holds.size >= holds.maxHoldsPerKey) return undefined;
+  } else if (holds.maxHoldsPerKey === 0 || holds.maxNoShows === 0) {
+    return undefined;
+  }
+  if (step.delayUs > p.windowUs) return undefined;
+  return nowUs + step.delayUs;
+}
+
+function describeQuota(p: CompiledPolicy): string {
+  switch (p.kind) {
+    case 'rate':
+      return `${p.limit} requests per ${p.windowSeconds} s`;
+    case 'concurrency':
+      return `${p.max} concurrent requests`;
+    case 'overload':
+      return Number.isFinite(p.maxInFlight)
+        ? `${p.maxInFlight} requests in flight`
+        : `event-loop delay ${p.maxEventLoopDelayMs} ms`;
+  }
+}
+
+function buildRejection(
+  step: Step,
+  input: DecisionInput,
+  retryAfterMs: number,
+  reserved: boolean | undefined,
+): Rejection {
+  const p = step.policy;
+  const seconds = wireDelaySeconds(retryAfterMs);
+  const kind = p.rejectAs;
+  const message =
+    kind === 'overload'
+      ? `Agent overloaded (${p.name}: ${describeQuota(p)}); retry in ${seconds} s`
+      : `${step.subject} exceeded ${p.name} (${describeQuota(p)}) for ${input.method}; retry in ${seconds} s`;
+  let quota: QuotaState | undefined;
+  if (kind === 'quota') {
+    if (p.kind === 'rate') quota = { limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 };
+    else if (p.kind === 'concurrency') quota = { limit: p.max, remaining: 0 };
+  }
+  return {
+    kind,
+    retryAfterMs,
+    policy: p.name,
+    scope: p.scopeName,
+    subject: step.subject,
+    method: input.method,
+    ...(quota === undefined ? {} : { quota }),
+    ...(reserved === undefined ? {} : { reserved }),
+    message,
+  };
+}
+
+/**
+ * Decides one request against every policy of `policySet` that applies to its method, at `nowMs`.
+ * Admitted: every rate policy is charged (or a held slot claimed) and every lease taken. Rejected:
+ * nothing is charged, except that a caller-scoped rate policy which set the delay reserves this
+ * request's slot when it carries a messageId (DESIGN §3).
+ *
+ * @example
+ * ```ts
+ * const set = compilePolicies([{ name: 'per-caller', kind: 'rate', limit: 60, windowSeconds: 60, burst: 10 }]);
+ * const d = decide(set, { caller: 'a', method: 'SendMessage', messageId: 'm1' }, 0, tables);
+ * if (!d.admitted) d.rejection.retryAfterMs; // exact ms until this request conforms
+ * ```
+ */
+export function decide(
+  policySet: CompiledPolicySet,
+  input: DecisionInput,
+  nowMs: number,
+  state: DecisionState,
+): Decision {
+  const nowUs = Math.floor(nowMs * 1000);
+  const policies = policySet.forMethod(input.method);
+  const steps: Step[] = [];
+  let setter: Step | undefined;
+  for (const p of policies) {
+    const step = evaluate(p, input, nowMs, nowUs, state);
+    if (step === undefined) continue;
+    steps.push(step);
+    if (step.delayUs > 0 && (setter === undefined || step.delayUs > setter.delayUs)) setter = step;
+  }
+
+  if (setter === undefined) return admit(steps, nowMs, nowUs, state);
+
+  // Rejected: write back lazy refunds; reserve in the setter if allowed.
+  let reserved: boolean | undefined;
+  if (setter.policy.kind === 'rate') {
+    if (setter.hold !== undefined) {
+      reserved = true;
+    } else {
+      const slotUs = reservableSlotUs(setter, nowUs, policySet.holds);
+      reserved = slotUs !== undefined;
+      if (slotUs !== undefined && setter.holdKey !== undefined) {
+        const p = setter.policy;
+        const extra = setter.extra ?? {
+          holds: new Map<string, Hold>(),
+          nextExpiryUs: Number.POSITIVE_INFINITY,
+          noShows: 0,
+          noShowsAtUs: nowUs,
+        };
+        const expiresUs = slotUs + graceUs(setter.delayUs, policySet.holds);
+        extra.holds.set(setter.holdKey, { slotUs, expiresUs });
+        if (expiresUs < extra.nextExpiryUs) extra.nextExpiryUs = expiresUs;
+        setter.extra = extra;
+        setter.tatUs = chargeTatUs(setter.tatUs, nowUs, p);
+        setter.dirty = true;
+      }
+    }
+  }
+  const limits: LimitState[] = [];
+  for (const step of steps) {
+    const p = step.policy;
+    if (p.kind !== 'rate') continue;
+    if (step.dirty) {
+      state.putRate(
+        p,
+        step.key,
+        step.tatUs ?? nowUs,
+        isEmptyExtra(step.extra) ? undefined : step.extra,
+        nowUs,
+      );
+    }
+    limits.push(
+      step === setter
+        ? {
+            policy: p.name,
+            limit: p.limit,
+            windowSeconds: p.windowSeconds,
+            remaining: 0,
+            resetSeconds: wireDelaySeconds(Math.ceil(step.delayUs / 1000)),
+          }
+        : rateLimitState(step, p, nowUs),
+    );
+  }
+  const retryAfterMs = Math.ceil(setter.delayUs / 1000);
+  return {
+    admitted: false,
+    rejection: buildRejection(setter, input, retryAfterMs, reserved),
+    limits,
+  };
+}
+
+function admit(
+  steps: readonly Step[],
+  nowMs: number,
+  nowUs: number,
+  state: DecisionState,
+): Decision {
+  const leases: LeaseRef[] = [];
+  let claimedHold = false;
+  const limits: LimitState[] = [];
+  for (const step of steps) {
+    const p = step.policy;
+    if (p.kind === 'rate') {
+      if (step.hold !== undefined && step.holdKey !== undefined && step.extra !== undefined) {
+        step.extra.holds.delete(step.holdKey);
+        if (step.extra.noShows > 0) step.extra.noShows -= 1;
+        claimedHold = true;
+      } else {
+        step.tatUs = chargeTatUs(step.tatUs, nowUs, p);
+      }
+      state.putRate(
+        p,
+        step.key,
+        step.tatUs ?? nowUs,
+        isEmptyExtra(step.extra) ? undefined : step.extra,
+        nowUs,
+      );
+      limits.push(rateLimitState(step, p, nowUs));
+    } else if (p.kind === 'concurrency' || Number.isFinite(p.maxInFlight)) {
+      const set = step.leases ?? { leases: new Map<string, Lease>(), ewmaHoldMs: undefined };
+      const leaseId = state.nextLeaseId();
+      set.leases.set(leaseId, { acquiredMs: nowMs, expiresMs: nowMs + p.leaseTtlMs });
+      state.putLeases(p, step.key, set);
+      leases.push({ policyIndex: p.index, key: step.key, leaseId });
+    }
+  }
+  return { admitted: true, limits, leases, claimedHold };
+}
+
+/**
+ * Ends a lease: frees its slot and feeds its hold time into the key's estimate. Unknown or
+ * already-expired leases are ignored (release is idempotent).
+ *
+ * @example
+ * ```ts
+ * releaseLease(policy, lease.key, lease.leaseId, clock.nowMs(), tables);
+ * ```
+ */
+export function releaseLease(
+  policy: LeasePolicy,
+  key: string,
+  leaseId: string,
+  nowMs: number,
+  state: DecisionState,
+): boolean {
+  const set = state.getLeases(policy, key);
+  const lease = set?.leases.get(leaseId);
+  if (set === undefined || lease === undefined) return false;
+  set.leases.delete(leaseId);
+  const heldMs = Math.max(0, nowMs - lease.acquiredMs);
+  set.ewmaHoldMs =
+    set.ewmaHoldMs === undefined ? heldMs : set.ewmaHoldMs + EWMA_ALPHA * (heldMs - set.ewmaHoldMs);
+  pruneLeases(set, nowMs);
+  state.putLeases(policy, key, set.leases.size === 0 ? undefined : set);
+  return true;
+}
+
+/**
+ * Extends a live lease by its policy's TTL from `nowMs`. Returns false when the lease is gone
+ * (released, or expired as abandoned).
+ *
+ * @example
+ * ```ts
+ * renewLease(policy, lease.key, lease.leaseId, clock.nowMs(), tables);
+ * ```
+ */
+export function renewLease(
+  policy: LeasePolicy,
+  key: string,
+  leaseId: string,
+  nowMs: number,
+  state: DecisionState,
+): boolean {
+  const lease = state.getLeases(policy, key)?.leases.get(leaseId);
+  if (lease === undefined || lease.expiresMs <= nowMs) return false;
+  lease.expiresMs = nowMs + policy.leaseTtlMs;
+  return true;
+}

@@ -1,0 +1,96 @@
+/**
+ * @module gcra
+ * GCRA (the generic cell rate algorithm, a token bucket kept as one timestamp) in integer
+ * microseconds. A key's state is its theoretical arrival time `tatUs`; a key with no state is the
+ * same as `tatUs <= now`, a full bucket.
+ */
+
+/**
+ * The GCRA parameters of one rate policy, µs.
+ *
+ * @example
+ * ```ts
+ * const p: GcraParams = { emissionUs: 1_000_000, toleranceUs: 9_000_000, burst: 10 }; // 60/min, burst 10
+ * ```
+ */
+export interface GcraParams {
+  /** T = window / limit, µs. */
+  readonly emissionUs: number;
+  /** τ = (burst − 1)·T, µs. */
+  readonly toleranceUs: number;
+  /** Bucket size. */
+  readonly burst: number;
+}
+
+/**
+ * Time until a request at `nowUs` conforms, µs (0 when it conforms now).
+ *
+ * @example
+ * ```ts
+ * conformDelayUs(undefined, 5, p); // 0: no state is a full bucket
+ * conformDelayUs(20_000_000, 0, p); // 11_000_000
+ * ```
+ */
+export function conformDelayUs(tatUs: number | undefined, nowUs: number, p: GcraParams): number {
+  if (tatUs === undefined) return 0;
+  const delay = tatUs - p.toleranceUs - nowUs;
+  return Math.max(delay, 0);
+}
+
+/**
+ * The state after charging one request at `nowUs`: `max(tat, now) + T`.
+ *
+ * @example
+ * ```ts
+ * chargeTatUs(undefined, 100, p); // 1_000_100
+ * ```
+ */
+export function chargeTatUs(tatUs: number | undefined, nowUs: number, p: GcraParams): number {
+  return (tatUs === undefined || tatUs < nowUs ? nowUs : tatUs) + p.emissionUs;
+}
+
+/**
+ * The state after refunding one emission interval: `max(tat − T, now)`; a full bucket stays full.
+ *
+ * @example
+ * ```ts
+ * refundTatUs(5_000_000, 0, p); // 4_000_000
+ * ```
+ */
+export function refundTatUs(tatUs: number, nowUs: number, p: GcraParams): number {
+  const refunded = tatUs - p.emissionUs;
+  return Math.max(refunded, nowUs);
+}
+
+/**
+ * Whether a key's state is the same as no state (full bucket): it can be dropped.
+ *
+ * @example
+ * ```ts
+ * isFullBucket(10, 11); // true
+ * ```
+ */
+export function isFullBucket(tatUs: number | undefined, nowUs: number): boolean {
+  return tatUs === undefined || tatUs <= nowUs;
+}
+
+/**
+ * Whole requests available now (`r`) and µs until that number next grows (0 when full).
+ *
+ * @example
+ * ```ts
+ * availableNow(undefined, 0, p); // { remaining: 10, nextUs: 0 }
+ * availableNow(20_000_000, 0, p); // { remaining: 0, nextUs: 11_000_000 }
+ * ```
+ */
+export function availableNow(
+  tatUs: number | undefined,
+  nowUs: number,
+  p: GcraParams,
+): { remaining: number; nextUs: number } {
+  if (tatUs === undefined || tatUs <= nowUs) return { remaining: p.burst, nextUs: 0 };
+  const slack = nowUs + p.toleranceUs + p.emissionUs - tatUs;
+  const remaining = slack > 0 ? Math.min(p.burst, Math.floor(slack / p.emissionUs)) : 0;
+  if (remaining >= p.burst) return { remaining: p.burst, nextUs: 0 };
+  return { remaining, nextUs: tatUs - p.toleranceUs + remaining * p.emissionUs - nowUs };
+}

@@ -1,0 +1,355 @@
+/**
+ * @module memory-store
+ * `MemoryStore`: the embedded, single-process store with a synchronous decision path. Owns the
+ * tables behind the pure decision and their memory bound: full, hold-free keys are dropped by an
+ * incremental sweep (no timer per key); at `maxKeys` idle keys go first, then new keys share one
+ * overflow bucket per policy — never a fresh, unlimited one.
+ */
+
+import type { Clock } from '../core/clock.js';
+import {
+  type DecisionInput,
+  type DecisionState,
+  decide,
+  type LeasePolicy,
+  type LeaseSet,
+  OVERFLOW_KEY,
+  pruneLeases,
+  type RateExtra,
+  releaseLease,
+  renewLease,
+} from '../core/decide.js';
+import {
+  type CompiledPolicySet,
+  type CompiledRatePolicy,
+  compilePolicies,
+  type HoldOptions,
+  type Policy,
+} from '../core/policy.js';
+import type { Decision, LeaseRef } from '../core/rejection.js';
+import type { Store } from './store.js';
+
+/**
+ * Options of {@link MemoryStore}.
+ *
+ * @example
+ * ```ts
+ * const options: MemoryStoreOptions = { policies: [{ name: 'r', kind: 'rate', limit: 60, windowSeconds: 60 }], maxKeys: 50_000 };
+ * ```
+ */
+export interface MemoryStoreOptions {
+  /** Policies, raw (validated here) or already compiled. */
+  readonly policies: readonly Policy[] | CompiledPolicySet;
+  /** Hold options when `policies` is raw. */
+  readonly holds?: HoldOptions;
+  /** Time source; default `Date.now`. */
+  readonly clock?: Clock;
+  /** Keys kept per rate policy before new keys share the overflow bucket; default 100,000. */
+  readonly maxKeys?: number;
+}
+
+/**
+ * Counts for tests and metrics.
+ *
+ * @example
+ * ```ts
+ * store.stats().rateKeys; // keys currently kept across rate policies
+ * ```
+ */
+export interface MemoryStoreStats {
+  /** Rate keys kept, over all rate policies. */
+  readonly rateKeys: number;
+  /** Live holds, over all rate keys. */
+  readonly holds: number;
+  /** Live leases, over all concurrency and overload policies. */
+  readonly leases: number;
+  /** Decisions that had to use an overflow bucket since creation. */
+  readonly overflowDecisions: number;
+}
+
+/** Entries examined per sweep step, and decisions between background steps. */
+const SWEEP_BATCH = 64;
+const SWEEP_EVERY = 64;
+/** Entries examined when a new key meets a full table. */
+const PRESSURE_SWEEP = 1024;
+/** After a fruitless pressure sweep, this many new keys overflow before the next one. */
+const PRESSURE_COOLDOWN = 256;
+
+class RateTable {
+  readonly tat = new Map<string, number>();
+  readonly extra = new Map<string, RateExtra>();
+  overflowTat: number | undefined;
+  /** New keys to send straight to overflow after a pressure sweep found nothing to drop. */
+  pressureCooldown = 0;
+  private cursor: Iterator<[string, number]> | undefined;
+
+  /** Drops up to `budget` examined keys that are the same as no key. Returns how many it freed. */
+  sweep(nowUs: number, budget: number): number {
+    let freed = 0;
+    for (let i = 0; i < budget; i++) {
+      if (this.cursor === undefined) this.cursor = this.tat.entries();
+      const next = this.cursor.next();
+      if (next.done) {
+        this.cursor = undefined;
+        if (this.tat.size <= i) break;
+        continue;
+      }
+      const [key, tatUs] = next.value;
+      if (tatUs <= nowUs && !this.extra.has(key)) {
+        this.tat.delete(key);
+        freed++;
+      }
+    }
+    return freed;
+  }
+}
+
+const systemClock: Clock = { nowMs: () => Date.now() };
+
+/**
+ * The in-memory store: decisions are synchronous (`decideSync`) and atomic by construction.
+ * Use one per process; several replicas share limits through `RedisStore` instead.
+ *
+ * @example
+ * ```ts
+ * const store = new MemoryStore({
+ *   policies: [{ name: 'per-caller', kind: 'rate', scope: 'caller', methods: ['SendMessage'], limit: 60, windowSeconds: 60, burst: 10 }],
+ * });
+ * const d = store.decideSync({ caller: 'orchestrator-7', method: 'SendMessage', messageId: 'm-1' });
+ * ```
+ */
+export class MemoryStore implements Store, DecisionState {
+  readonly policySet: CompiledPolicySet;
+  private readonly clock: Clock;
+  private readonly maxKeys: number;
+  private readonly rates: RateTable[] = [];
+  private readonly leaseTables: Map<string, LeaseSet>[] = [];
+  private ops = 0;
+  private leaseCounter = 0;
+  private overflowDecisions = 0;
+  private leaseCursor: { index: number; it: Iterator<[string, LeaseSet]> } | undefined;
+
+  constructor(options: MemoryStoreOptions) {
+    this.policySet = Array.isArray(options.policies)
+      ? compilePolicies(options.policies as readonly Policy[], options.holds)
+      : (options.policies as CompiledPolicySet);
+    this.clock = options.clock ?? systemClock;
+    const maxKeys = options.maxKeys ?? 100_000;
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
+      throw new RangeError(`MemoryStore: maxKeys must be a positive integer, got ${maxKeys}`);
+    }
+    this.maxKeys = maxKeys;
+    for (const p of this.policySet.policies) {
+      this.rates[p.index] = new RateTable();
+      this.leaseTables[p.index] = new Map();
+    }
+  }
+
+  /**
+   * Decides one request now, synchronously.
+   *
+   * @example
+   * ```ts
+   * const d = store.decideSync({ caller: 'a', method: 'GetTask' });
+   * ```
+   */
+  decideSync(input: DecisionInput): Decision {
+    const nowMs = this.clock.nowMs();
+    if ((++this.ops & (SWEEP_EVERY - 1)) === 0) this.sweep(nowMs);
+    return decide(this.policySet, input, nowMs, this);
+  }
+
+  /** {@inheritDoc Store.decide} */
+  decide(input: DecisionInput): Promise<Decision> {
+    try {
+      return Promise.resolve(this.decideSync(input));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Ends leases now, synchronously; unknown leases are ignored.
+   *
+   * @example
+   * ```ts
+   * store.releaseSync(admission.leases);
+   * ```
+   */
+  releaseSync(leases: readonly LeaseRef[]): void {
+    const nowMs = this.clock.nowMs();
+    for (const lease of leases) {
+      const p = this.leasePolicy(lease.policyIndex);
+      if (p !== undefined) releaseLease(p, lease.key, lease.leaseId, nowMs, this);
+    }
+  }
+
+  /** {@inheritDoc Store.release} */
+  release(leases: readonly LeaseRef[]): Promise<void> {
+    this.releaseSync(leases);
+    return Promise.resolve();
+  }
+
+  /**
+   * Extends leases by their TTL now, synchronously.
+   *
+   * @example
+   * ```ts
+   * store.renewSync(admission.leases); // [true]
+   * ```
+   */
+  renewSync(leases: readonly LeaseRef[]): boolean[] {
+    const nowMs = this.clock.nowMs();
+    return leases.map((lease) => {
+      const p = this.leasePolicy(lease.policyIndex);
+      return p !== undefined && renewLease(p, lease.key, lease.leaseId, nowMs, this);
+    });
+  }
+
+  /** {@inheritDoc Store.renew} */
+  renew(leases: readonly LeaseRef[]): Promise<boolean[]> {
+    return Promise.resolve(this.renewSync(leases));
+  }
+
+  /** Nothing to free; present for the {@link Store} contract. */
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /**
+   * Current table sizes.
+   *
+   * @example
+   * ```ts
+   * store.stats(); // { rateKeys: 3, holds: 1, leases: 0, overflowDecisions: 0 }
+   * ```
+   */
+  stats(): MemoryStoreStats {
+    let rateKeys = 0;
+    let holds = 0;
+    let leases = 0;
+    for (const t of this.rates) {
+      if (t === undefined) continue;
+      rateKeys += t.tat.size;
+      for (const e of t.extra.values()) holds += e.holds.size;
+    }
+    for (const m of this.leaseTables) {
+      if (m === undefined) continue;
+      for (const s of m.values()) leases += s.leases.size;
+    }
+    return { rateKeys, holds, leases, overflowDecisions: this.overflowDecisions };
+  }
+
+  /** Background step: drops full rate keys and lease keys whose leases all expired. */
+  private sweep(nowMs: number): void {
+    const nowUs = Math.floor(nowMs * 1000);
+    for (const t of this.rates) t?.sweep(nowUs, SWEEP_BATCH);
+    for (let i = 0; i < SWEEP_BATCH; i++) {
+      if (this.leaseCursor === undefined) {
+        const index = this.leaseTables.findIndex((m) => m !== undefined && m.size > 0);
+        if (index < 0) return;
+        this.leaseCursor = {
+          index,
+          it: (this.leaseTables[index] as Map<string, LeaseSet>).entries(),
+        };
+      }
+      const next = this.leaseCursor.it.next();
+      if (next.done) {
+        const following = this.leaseTables.findIndex(
+          (m, j) => j > (this.leaseCursor?.index ?? 0) && m !== undefined && m.size > 0,
+        );
+        this.leaseCursor =
+          following < 0
+            ? undefined
+            : {
+                index: following,
+                it: (this.leaseTables[following] as Map<string, LeaseSet>).entries(),
+              };
+        if (following < 0) return;
+        continue;
+      }
+      const [key, set] = next.value;
+      pruneLeases(set, nowMs);
+      if (set.leases.size === 0) this.leaseTables[this.leaseCursor.index]?.delete(key);
+    }
+  }
+
+  private leasePolicy(index: number): LeasePolicy | undefined {
+    const p = this.policySet.policies[index];
+    return p === undefined || p.kind === 'rate' ? undefined : p;
+  }
+
+  private table(policy: CompiledRatePolicy): RateTable {
+    return this.rates[policy.index] as RateTable;
+  }
+
+  // DecisionState: called by the pure decision, never by users.
+
+  /** @internal */
+  rateKey(policy: CompiledRatePolicy, subject: string, nowUs: number): string {
+    const t = this.table(policy);
+    if (t.tat.size < this.maxKeys || t.tat.has(subject) || t.extra.has(subject)) return subject;
+    if (t.pressureCooldown > 0) {
+      t.pressureCooldown--;
+    } else if (t.sweep(nowUs, PRESSURE_SWEEP) > 0) {
+      return subject;
+    } else {
+      t.pressureCooldown = PRESSURE_COOLDOWN;
+    }
+    this.overflowDecisions++;
+    return OVERFLOW_KEY;
+  }
+
+  /** @internal */
+  getTat(policy: CompiledRatePolicy, key: string): number | undefined {
+    const t = this.table(policy);
+    return key === OVERFLOW_KEY ? t.overflowTat : t.tat.get(key);
+  }
+
+  /** @internal */
+  getExtra(policy: CompiledRatePolicy, key: string): RateExtra | undefined {
+    return key === OVERFLOW_KEY ? undefined : this.table(policy).extra.get(key);
+  }
+
+  /** @internal */
+  putRate(
+    policy: CompiledRatePolicy,
+    key: string,
+    tatUs: number,
+    extra: RateExtra | undefined,
+    nowUs: number,
+  ): void {
+    const t = this.table(policy);
+    if (key === OVERFLOW_KEY) {
+      t.overflowTat = tatUs > nowUs ? tatUs : undefined;
+      return;
+    }
+    if (extra === undefined) {
+      t.extra.delete(key);
+      if (tatUs <= nowUs) t.tat.delete(key);
+      else t.tat.set(key, tatUs);
+    } else {
+      t.extra.set(key, extra);
+      t.tat.set(key, tatUs);
+    }
+  }
+
+  /** @internal */
+  getLeases(policy: LeasePolicy, key: string): LeaseSet | undefined {
+    return this.leaseTables[policy.index]?.get(key);
+  }
+
+  /** @internal */
+  putLeases(policy: LeasePolicy, key: string, set: LeaseSet | undefined): void {
+    const m = this.leaseTables[policy.index];
+    if (m === undefined) return;
+    if (set === undefined) m.delete(key);
+    else m.set(key, set);
+  }
+
+  /** @internal */
+  nextLeaseId(): string {
+    this.leaseCounter += 1;
+    return `m${this.leaseCounter.toString(36)}`;
+  }
+}

@@ -1,0 +1,6 @@
+/**
+ * @module testing
+ * Helpers users can reuse in their own tests: a manual clock and the store contract suite.
+ */
+export * from './manual-clock.js';
+export * from './store-contract.js';
