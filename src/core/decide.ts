@@ -540,7 +540,8 @@ export function releaseLease(
   set.ewmaHoldMs =
     set.ewmaHoldMs === undefined ? heldMs : set.ewmaHoldMs + EWMA_ALPHA * (heldMs - set.ewmaHoldMs);
   pruneLeases(set, nowMs);
-  state.putLeases(policy, key, set.leases.size === 0 ? undefined : set);
+  // Kept even when empty, so the key's observed hold time survives; stores drop empty sets lazily.
+  state.putLeases(policy, key, set);
   return true;
 }
 

@@ -1,0 +1,192 @@
+/**
+ * @module decide.bench
+ * `npm run bench:decide`: the synchronous MemoryStore decision path against rate-limiter-flexible's
+ * `RateLimiterMemory.consume()`, measured in the same run, interleaved, medians of rounds. Prints
+ * one line per round and one JSON object as the last line. Needs `--expose-gc` for memory figures.
+ */
+
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import type { Policy } from '../src/core/policy.js';
+import { MemoryStore } from '../src/store/memory-store.js';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 300);
+const KEYS_100K = 100_000;
+const MEMORY_KEYS = 200_000;
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+/** Runs `op` in batches for about ROUND_MS and returns operations per second. */
+function measureSync(op: (i: number) => void): number {
+  let n = 0;
+  const start = process.hrtime.bigint();
+  const budget = BigInt(ROUND_MS) * 1_000_000n;
+  let elapsed = 0n;
+  while (elapsed < budget) {
+    for (let j = 0; j < 1000; j++) op(n++);
+    elapsed = process.hrtime.bigint() - start;
+  }
+  return n / (Number(elapsed) / 1e9);
+}
+
+async function measureAsync(op: (i: number) => Promise<unknown>): Promise<number> {
+  let n = 0;
+  const start = process.hrtime.bigint();
+  const budget = BigInt(ROUND_MS) * 1_000_000n;
+  let elapsed = 0n;
+  while (elapsed < budget) {
+    for (let j = 0; j < 1000; j++) {
+      try {
+        await op(n++);
+      } catch {
+        // rate-limiter-flexible rejects the promise when the limit is hit
+      }
+    }
+    elapsed = process.hrtime.bigint() - start;
+  }
+  return n / (Number(elapsed) / 1e9);
+}
+
+const keys = Array.from({ length: KEYS_100K }, (_, i) => `caller-${i.toString().padStart(6, '0')}`);
+const huge = 1_000_000_000;
+
+function ours(policies: Policy[]): MemoryStore {
+  return new MemoryStore({ policies, maxKeys: 1_000_000 });
+}
+const open: Policy = { name: 'open', kind: 'rate', limit: huge, windowSeconds: 1000, burst: huge };
+
+const workloads = {
+  hotKey: {
+    ours: () => {
+      const s = ours([open]);
+      return () => measureSync(() => s.decideSync({ caller: 'hot', method: 'SendMessage' }));
+    },
+    rlf: () => {
+      const r = new RateLimiterMemory({ points: huge, duration: 1000 });
+      return () => measureAsync(() => r.consume('hot'));
+    },
+  },
+  hotKeyRejected: {
+    ours: () => {
+      const s = ours([{ name: 'tight', kind: 'rate', limit: 1, windowSeconds: 3600, burst: 1 }]);
+      return () => measureSync(() => s.decideSync({ caller: 'hot', method: 'SendMessage' }));
+    },
+    rlf: () => {
+      const r = new RateLimiterMemory({ points: 1, duration: 3600 });
+      return () => measureAsync(() => r.consume('hot'));
+    },
+  },
+  keys100k: {
+    ours: () => {
+      const s = ours([open]);
+      return () =>
+        measureSync((i) =>
+          s.decideSync({ caller: keys[i % KEYS_100K] as string, method: 'SendMessage' }),
+        );
+    },
+    rlf: () => {
+      const r = new RateLimiterMemory({ points: huge, duration: 1000 });
+      return () => measureAsync((i) => r.consume(keys[i % KEYS_100K] as string));
+    },
+  },
+  threePolicies: {
+    ours: () => {
+      const s = ours([
+        { ...open, name: 'per-caller', scope: 'caller' },
+        { ...open, name: 'per-tenant', scope: 'tenant' },
+        { ...open, name: 'per-method', scope: 'method' },
+      ]);
+      return () =>
+        measureSync(() => s.decideSync({ caller: 'hot', tenant: 'acme', method: 'SendMessage' }));
+    },
+    rlf: undefined,
+  },
+} as const;
+
+type Name = keyof typeof workloads;
+const results: Record<string, number[]> = {};
+const record = (k: string, v: number) => {
+  const list = results[k] ?? [];
+  list.push(v);
+  results[k] = list;
+};
+
+// Build every runner once (warm state), then interleave rounds.
+const runners = Object.entries(workloads).map(([name, w]) => ({
+  name: name as Name,
+  ours: w.ours(),
+  rlf: w.rlf?.(),
+}));
+for (let round = 0; round < ROUNDS; round++) {
+  for (const r of runners) {
+    const o = r.ours();
+    record(`${r.name}:ours`, o);
+    let line = `round ${round} ${r.name}: ours ${Math.round(o)}/s`;
+    if (r.rlf) {
+      const f = await r.rlf();
+      record(`${r.name}:rlf`, f);
+      line += `, rate-limiter-flexible ${Math.round(f)}/s`;
+    }
+    console.log(line);
+  }
+}
+
+function heapUsed(): number {
+  gc?.();
+  gc?.();
+  return process.memoryUsage().heapUsed;
+}
+
+/** Heap bytes per active key: fresh keys whose bucket is not full, so nothing may drop them. */
+async function bytesPerKey(kind: 'ours' | 'rlf'): Promise<number> {
+  const names = Array.from({ length: MEMORY_KEYS }, (_, i) => `mem-caller-${i}`);
+  const before = heapUsed();
+  let keep: unknown;
+  if (kind === 'ours') {
+    const s = new MemoryStore({
+      policies: [{ name: 'p', kind: 'rate', limit: 10, windowSeconds: 3600, burst: 10 }],
+      maxKeys: MEMORY_KEYS * 2,
+    });
+    for (const n of names) s.decideSync({ caller: n, method: 'SendMessage' });
+    keep = s;
+  } else {
+    const r = new RateLimiterMemory({ points: 10, duration: 3600 });
+    for (const n of names) await r.consume(n);
+    keep = r;
+  }
+  const after = heapUsed();
+  // The key strings exist in both runs (the caller's names); count only what the limiter adds,
+  // including its own derived key strings.
+  void keep;
+  return (after - before) / MEMORY_KEYS;
+}
+
+const bytesOurs = gc ? median([await bytesPerKey('ours'), await bytesPerKey('ours')]) : Number.NaN;
+const bytesRlf = gc ? median([await bytesPerKey('rlf'), await bytesPerKey('rlf')]) : Number.NaN;
+
+const m = (k: string) => Math.round(median(results[k] ?? []));
+const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+const summary = {
+  node: process.version,
+  rounds: ROUNDS,
+  roundMs: ROUND_MS,
+  decisionsPerSecHotKey: m('hotKey:ours'),
+  decisionsPerSecHotKeyRejected: m('hotKeyRejected:ours'),
+  decisionsPerSec100kKeys: m('keys100k:ours'),
+  decisionsPerSec3Policies: m('threePolicies:ours'),
+  bytesPerActiveKey: Math.round(bytesOurs),
+  rlfPerSecHotKey: m('hotKey:rlf'),
+  rlfPerSecHotKeyRejected: m('hotKeyRejected:rlf'),
+  rlfPerSec100kKeys: m('keys100k:rlf'),
+  bytesPerKeyRlf: Math.round(bytesRlf),
+  ratioVsRlfHotKey: ratio(m('hotKey:ours'), m('hotKey:rlf')),
+  ratioVsRlfRejected: ratio(m('hotKeyRejected:ours'), m('hotKeyRejected:rlf')),
+  ratioVsRlf100kKeys: ratio(m('keys100k:ours'), m('keys100k:rlf')),
+};
+console.log(JSON.stringify(summary));

@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest';
+import { compilePolicies, type Policy, PolicyError } from './policy.js';
+
+function errorOf(policies: unknown[]): PolicyError {
+  try {
+    compilePolicies(policies as Policy[]);
+  } catch (e) {
+    if (e instanceof PolicyError) return e;
+    throw e;
+  }
+  throw new Error('expected a PolicyError');
+}
+
+describe('compilePolicies', () => {
+  it('computes GCRA parameters in integer microseconds', () => {
+    const [p] = compilePolicies([
+      { name: 'per-caller', kind: 'rate', limit: 60, windowSeconds: 60, burst: 10 },
+    ]).policies;
+    expect(p).toMatchObject({
+      emissionUs: 1_000_000,
+      toleranceUs: 9_000_000,
+      windowUs: 60_000_000,
+    });
+  });
+
+  it('rounds a non-integer emission interval up, so rounding never exceeds the limit', () => {
+    const [p] = compilePolicies([
+      { name: 'r', kind: 'rate', limit: 7, windowSeconds: 60 },
+    ]).policies;
+    expect(p?.kind === 'rate' && p.emissionUs).toBe(8_571_429);
+  });
+
+  it('defaults: scope caller, all methods, burst = limit, quota', () => {
+    const set = compilePolicies([{ name: 'r', kind: 'rate', limit: 5, windowSeconds: 1 }]);
+    const [p] = set.policies;
+    expect(p).toMatchObject({
+      scopeName: 'caller',
+      callerScoped: true,
+      burst: 5,
+      rejectAs: 'quota',
+    });
+    expect(set.forMethod('GetExtendedAgentCard')).toHaveLength(1);
+  });
+
+  it('applies policies per method in declared order', () => {
+    const set = compilePolicies([
+      { name: 'a', kind: 'rate', limit: 1, windowSeconds: 1, methods: ['SendMessage'] },
+      { name: 'b', kind: 'concurrency', max: 1, methods: ['SendMessage', 'GetTask'] },
+    ]);
+    expect(set.forMethod('SendMessage').map((p) => p.name)).toEqual(['a', 'b']);
+    expect(set.forMethod('GetTask').map((p) => p.name)).toEqual(['b']);
+    expect(set.forMethod('ListTasks')).toEqual([]);
+  });
+
+  it('builds subjects per scope', () => {
+    const scopes = [
+      'caller',
+      'tenant',
+      'skill',
+      'method',
+      'agent',
+      'caller+method',
+      'caller+skill',
+    ];
+    const set = compilePolicies(
+      scopes.map(
+        (scope, i) =>
+          ({ name: `p${i}`, kind: 'rate', limit: 1, windowSeconds: 1, scope }) as Policy,
+      ),
+    );
+    const request = { caller: 'c', method: 'SendMessage', tenant: 't', skill: 's' } as const;
+    expect(set.policies.map((p) => p.subjectOf(request))).toEqual([
+      'caller:c',
+      'tenant:t',
+      'skill:s',
+      'method:SendMessage',
+      'agent',
+      'caller:c/method:SendMessage',
+      'caller:c/skill:s',
+    ]);
+    expect(set.policies.map((p) => p.callerScoped)).toEqual([
+      true,
+      false,
+      false,
+      false,
+      false,
+      true,
+      true,
+    ]);
+    // A skill-scoped policy does not apply to a request without a skill.
+    expect(set.policies[2]?.subjectOf({ caller: 'c', method: 'GetTask' })).toBeUndefined();
+  });
+
+  it('supports custom scopes', () => {
+    const [p] = compilePolicies([
+      {
+        name: 'region',
+        kind: 'rate',
+        limit: 1,
+        windowSeconds: 1,
+        scope: { name: 'region', key: (r) => r.tenant?.split('-')[0], callerScoped: false },
+      },
+    ]).policies;
+    expect(p?.subjectOf({ caller: 'c', method: 'GetTask', tenant: 'eu-acme' })).toBe('region:eu');
+    expect(p?.scopeName).toBe('region');
+  });
+
+  it.each([
+    [[{ name: 'x', kind: 'rate', limit: 0, windowSeconds: 60 }], 'x', 'limit'],
+    [[{ name: 'x', kind: 'rate', limit: -5, windowSeconds: 60 }], 'x', 'limit'],
+    [[{ name: 'x', kind: 'rate', limit: 1.5, windowSeconds: 60 }], 'x', 'limit'],
+    [[{ name: 'x', kind: 'rate', limit: 10, windowSeconds: 0 }], 'x', 'windowSeconds'],
+    [[{ name: 'x', kind: 'rate', limit: 10, windowSeconds: 60, burst: 0 }], 'x', 'burst'],
+    [
+      [{ name: 'x', kind: 'rate', limit: 10, windowSeconds: 60, methods: ['message/send'] }],
+      'x',
+      'methods',
+    ],
+    [[{ name: 'x', kind: 'rate', limit: 10, windowSeconds: 60, methods: [] }], 'x', 'methods'],
+    [[{ name: 'x', kind: 'rate', limit: 10, windowSeconds: 60, scope: 'user' }], 'x', 'scope'],
+    [
+      [{ name: 'x', kind: 'rate', limit: 10, windowSeconds: 60, rejectAs: 'busy' }],
+      'x',
+      'rejectAs',
+    ],
+    [[{ name: 'x', kind: 'leaky', limit: 10 }], 'x', 'kind'],
+    [[{ name: 'x', kind: 'concurrency', max: 0 }], 'x', 'max'],
+    [[{ name: 'x', kind: 'overload' }], 'x', 'maxInFlight'],
+    [[{ name: 'x', kind: 'overload', maxInFlight: 10, scope: 'caller' }], 'x', 'scope'],
+    [[{ kind: 'rate', limit: 1, windowSeconds: 1 }], '#0', 'name'],
+    [[{ name: ' padded ', kind: 'rate', limit: 1, windowSeconds: 1 }], '#0', 'name'],
+    [
+      [
+        { name: 'dup', kind: 'rate', limit: 1, windowSeconds: 1 },
+        { name: 'dup', kind: 'concurrency', max: 1 },
+      ],
+      'dup',
+      'name',
+    ],
+    [[null], '#0', 'policy'],
+  ])('rejects %j naming policy %s and field %s', (policies, policy, field) => {
+    const e = errorOf(policies);
+    expect(e.policy).toBe(policy);
+    expect(e.field).toBe(field);
+    expect(e.message).toContain(field);
+  });
+
+  it('validates hold options', () => {
+    expect(() => compilePolicies([], { maxNoShows: -1 })).toThrow(/maxNoShows/);
+    expect(() => compilePolicies([], { graceFraction: 2 })).toThrow(/graceFraction/);
+    expect(compilePolicies([], { minGraceMs: 2000 }).holds.minGraceUs).toBe(2_000_000);
+  });
+});
