@@ -21,7 +21,6 @@ import {
   type Decision,
   type LeaseRef,
   type LimitState,
-  type QuotaState,
   type Rejection,
   wireDelaySeconds,
 } from './rejection.js';
@@ -120,8 +119,8 @@ export const OVERFLOW_KEY = '\u0000overflow';
  * ```
  */
 export interface DecisionState {
-  /** The storage key for `subject` under `policy`, or {@link OVERFLOW_KEY} when the table is full. */
-  rateKey(policy: CompiledRatePolicy, subject: string, nowUs: number): string;
+  /** The storage key for `key` (from `policy.keyOf`), or {@link OVERFLOW_KEY} when the table is full. */
+  rateKey(policy: CompiledRatePolicy, key: string, nowUs: number): string;
   /** `tatUs` of a key, or undefined for a key with no state (full bucket). */
   getTat(policy: CompiledRatePolicy, key: string): number | undefined;
   /** Holds and no-shows of a key, if any. */
@@ -155,16 +154,68 @@ export interface DecisionInput extends RequestIdentity {
   readonly eventLoopDelayMs?: number | undefined;
 }
 
-/** Smallest delay for concurrency and overload rejections, ms (DESIGN §3). */
-const MIN_ESTIMATE_MS = 1000;
-/** EWMA weight of a new hold-time observation. */
-const EWMA_ALPHA = 0.2;
+/**
+ * Smallest delay of concurrency and overload rejections, ms (DESIGN §3). Shared with the Redis
+ * script so both stores estimate identically.
+ *
+ * @example
+ * ```ts
+ * Math.max(LEASE_MIN_DELAY_MS, estimateMs); // never below 1 s
+ * ```
+ */
+export const LEASE_MIN_DELAY_MS = 1000;
 
-/** Evaluation of one policy for one request (phase 1). */
+/**
+ * Weight of a new observed lease hold time in the key's exponentially weighted mean (unitless).
+ * Shared with the Redis script.
+ *
+ * @example
+ * ```ts
+ * ewmaMs = ewmaMs + LEASE_EWMA_ALPHA * (heldMs - ewmaMs);
+ * ```
+ */
+export const LEASE_EWMA_ALPHA = 0.2;
+
+const MIN_ESTIMATE_MS = LEASE_MIN_DELAY_MS;
+const EWMA_ALPHA = LEASE_EWMA_ALPHA;
+
+/**
+ * The key under which a request may hold or claim a slot in a caller-scoped rate policy:
+ * `caller \0 messageId`, or undefined when the request cannot hold (no messageId, or a method
+ * that carries none).
+ *
+ * @example
+ * ```ts
+ * holdKeyOf({ caller: 'a', method: 'SendMessage', messageId: 'm1' }); // 'a\u0000m1'
+ * holdKeyOf({ caller: 'a', method: 'GetTask' }); // undefined
+ * ```
+ */
+export function holdKeyOf(input: RequestIdentity): string | undefined {
+  return input.messageId !== undefined && MESSAGE_METHODS.has(input.method)
+    ? `${input.caller}\u0000${input.messageId}`
+    : undefined;
+}
+
+/**
+ * µs → the exact `retryAfterMs` of a rejection: rounded up to whole milliseconds.
+ *
+ * @example
+ * ```ts
+ * retryAfterMsOf(1_000_001); // 1001
+ * ```
+ */
+export function retryAfterMsOf(delayUs: number): number {
+  return Math.ceil(delayUs / 1000);
+}
+
+/**
+ * Evaluation of one policy for one request (phase 1). Steps are pooled and overwritten by each
+ * decision (decisions are synchronous and never nested), so the hot path allocates none.
+ */
 interface Step {
-  readonly policy: CompiledPolicy;
-  readonly subject: string;
-  readonly key: string;
+  policy: CompiledPolicy;
+  /** Key in the policy's table (see `CompiledPolicy.keyOf`). */
+  key: string;
   /** Rate: timestamp after lazy refunds (undefined = full bucket). */
   tatUs: number | undefined;
   extra: RateExtra | undefined;
@@ -241,46 +292,56 @@ function leaseDelayMs(set: LeaseSet, max: number, initialMs: number): number {
   return Math.max(MIN_ESTIMATE_MS, Math.ceil((holdMs * ahead) / Math.max(1, inFlight)));
 }
 
+const STEP_POOL: Step[] = [];
+
+function newStep(index: number): Step {
+  const step: Step = {
+    policy: undefined as unknown as CompiledPolicy,
+    key: '',
+    tatUs: undefined,
+    extra: undefined,
+    holdKey: undefined,
+    hold: undefined,
+    leases: undefined,
+    delayUs: 0,
+    dirty: false,
+  };
+  STEP_POOL[index] = step;
+  return step;
+}
+
+/** Fills `step` for policy `p`; false when the policy does not apply to this request. */
 function evaluate(
+  step: Step,
   p: CompiledPolicy,
   input: DecisionInput,
   nowMs: number,
   nowUs: number,
   state: DecisionState,
-): Step | undefined {
-  const subject = p.subjectOf(input);
-  if (subject === undefined) return undefined;
+): boolean {
+  const tableKey = p.keyOf(input);
+  if (tableKey === undefined) return false;
+  step.policy = p;
   if (p.kind === 'rate') {
-    const key = state.rateKey(p, subject, nowUs);
+    const key = state.rateKey(p, tableKey, nowUs);
     let tatUs = state.getTat(p, key);
     const extra = state.getExtra(p, key);
     // Settling holds may refund or empty the extra state: such a key is written back either way.
     if (extra !== undefined) tatUs = settleExtra(extra, tatUs, nowUs, p);
-    const holdKey =
-      p.callerScoped &&
-      key !== OVERFLOW_KEY &&
-      input.messageId !== undefined &&
-      MESSAGE_METHODS.has(input.method)
-        ? `${input.caller}\u0000${input.messageId}`
-        : undefined;
+    const holdKey = p.callerScoped && key !== OVERFLOW_KEY ? holdKeyOf(input) : undefined;
     const hold = holdKey === undefined ? undefined : extra?.holds.get(holdKey);
-    let delayUs: number;
-    if (hold !== undefined) delayUs = hold.slotUs > nowUs ? hold.slotUs - nowUs : 0;
-    else delayUs = conformDelayUs(tatUs, nowUs, p);
-    return {
-      policy: p,
-      subject,
-      key,
-      tatUs,
-      extra,
-      holdKey,
-      hold,
-      leases: undefined,
-      delayUs,
-      dirty: extra !== undefined,
-    };
+    step.key = key;
+    step.tatUs = tatUs;
+    step.extra = extra;
+    step.holdKey = holdKey;
+    step.hold = hold;
+    step.leases = undefined;
+    step.delayUs =
+      hold === undefined ? conformDelayUs(tatUs, nowUs, p) : Math.max(0, hold.slotUs - nowUs);
+    step.dirty = extra !== undefined;
+    return true;
   }
-  const leases = pruneLeases(state.getLeases(p, subject), nowMs);
+  const leases = pruneLeases(state.getLeases(p, tableKey), nowMs);
   let delayMs = 0;
   const max = p.kind === 'concurrency' ? p.max : p.maxInFlight;
   if (leases !== undefined && leases.leases.size >= max) {
@@ -292,28 +353,56 @@ function evaluate(
       delayMs = Math.max(delayMs, MIN_ESTIMATE_MS, Math.ceil(2 * lag));
     }
   }
-  return {
-    policy: p,
-    subject,
-    key: subject,
-    tatUs: undefined,
-    extra: undefined,
-    holdKey: undefined,
-    hold: undefined,
-    leases,
-    delayUs: delayMs * 1000,
-    dirty: false,
-  };
+  step.key = tableKey;
+  step.tatUs = undefined;
+  step.extra = undefined;
+  step.holdKey = undefined;
+  step.hold = undefined;
+  step.leases = leases;
+  step.delayUs = delayMs * 1000;
+  step.dirty = false;
+  return true;
 }
 
-function rateLimitState(step: Step, p: CompiledRatePolicy, nowUs: number): LimitState {
-  const { remaining, nextUs } = availableNow(step.tatUs, nowUs, p);
+/**
+ * The `RateLimit` state (r, t) of a rate policy whose key holds `tatUs` at `nowUs`.
+ *
+ * @example
+ * ```ts
+ * limitStateOf(policy, undefined, nowUs); // full bucket: remaining = burst, resetSeconds 0
+ * ```
+ */
+export function limitStateOf(
+  p: CompiledRatePolicy,
+  tatUs: number | undefined,
+  nowUs: number,
+): LimitState {
+  const { remaining, nextUs } = availableNow(tatUs, nowUs, p);
   return {
     policy: p.name,
     limit: p.limit,
     windowSeconds: p.windowSeconds,
     remaining,
     resetSeconds: nextUs > 0 ? Math.ceil(nextUs / 1_000_000) : 0,
+  };
+}
+
+/**
+ * The `RateLimit` state of the policy that rejected a request: r = 0 and t = the delay in whole
+ * wire seconds.
+ *
+ * @example
+ * ```ts
+ * rejectingLimitState(policy, 12_000_000).resetSeconds; // 12
+ * ```
+ */
+export function rejectingLimitState(p: CompiledRatePolicy, delayUs: number): LimitState {
+  return {
+    policy: p.name,
+    limit: p.limit,
+    windowSeconds: p.windowSeconds,
+    remaining: 0,
+    resetSeconds: wireDelaySeconds(retryAfterMsOf(delayUs)),
   };
 }
 
@@ -344,7 +433,19 @@ function reservableSlotUs(
   return nowUs + step.delayUs;
 }
 
+const QUOTA_TEXT = new WeakMap<CompiledPolicy, string>();
+
+/** "60 requests per 60 s", cached per policy. */
 function describeQuota(p: CompiledPolicy): string {
+  let text = QUOTA_TEXT.get(p);
+  if (text === undefined) {
+    text = quotaText(p);
+    QUOTA_TEXT.set(p, text);
+  }
+  return text;
+}
+
+function quotaText(p: CompiledPolicy): string {
   switch (p.kind) {
     case 'rate':
       return `${p.limit} requests per ${p.windowSeconds} s`;
@@ -357,35 +458,47 @@ function describeQuota(p: CompiledPolicy): string {
   }
 }
 
-function buildRejection(
-  step: Step,
+/**
+ * The {@link Rejection} value when policy `p` set the delay for `subject`: kind from the policy,
+ * `quota` for quota rejections of rate and concurrency policies, `reserved` for rate policies.
+ * Every store builds its rejections with this function.
+ *
+ * @example
+ * ```ts
+ * rejectionOf(policy, 'caller:a', input, 1000, true).message; // 'caller:a exceeded per-caller …'
+ * ```
+ */
+export function rejectionOf(
+  p: CompiledPolicy,
+  subject: string,
   input: DecisionInput,
   retryAfterMs: number,
   reserved: boolean | undefined,
 ): Rejection {
-  const p = step.policy;
   const seconds = wireDelaySeconds(retryAfterMs);
   const kind = p.rejectAs;
   const message =
     kind === 'overload'
       ? `Agent overloaded (${p.name}: ${describeQuota(p)}); retry in ${seconds} s`
-      : `${step.subject} exceeded ${p.name} (${describeQuota(p)}) for ${input.method}; retry in ${seconds} s`;
-  let quota: QuotaState | undefined;
-  if (kind === 'quota') {
-    if (p.kind === 'rate') quota = { limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 };
-    else if (p.kind === 'concurrency') quota = { limit: p.max, remaining: 0 };
-  }
-  return {
+      : `${subject} exceeded ${p.name} (${describeQuota(p)}) for ${input.method}; retry in ${seconds} s`;
+  const rejection: { -readonly [K in keyof Rejection]: Rejection[K] } = {
     kind,
     retryAfterMs,
     policy: p.name,
     scope: p.scopeName,
-    subject: step.subject,
+    subject,
     method: input.method,
-    ...(quota === undefined ? {} : { quota }),
-    ...(reserved === undefined ? {} : { reserved }),
     message,
   };
+  if (kind === 'quota') {
+    if (p.kind === 'rate') {
+      rejection.quota = { limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 };
+    } else if (p.kind === 'concurrency') {
+      rejection.quota = { limit: p.max, remaining: 0 };
+    }
+  }
+  if (reserved !== undefined) rejection.reserved = reserved;
+  return rejection;
 }
 
 /**
@@ -409,16 +522,16 @@ export function decide(
 ): Decision {
   const nowUs = Math.floor(nowMs * 1000);
   const policies = policySet.forMethod(input.method);
-  const steps: Step[] = [];
+  let count = 0;
   let setter: Step | undefined;
   for (const p of policies) {
-    const step = evaluate(p, input, nowMs, nowUs, state);
-    if (step === undefined) continue;
-    steps.push(step);
+    const step = STEP_POOL[count] ?? newStep(count);
+    if (!evaluate(step, p, input, nowMs, nowUs, state)) continue;
+    count++;
     if (step.delayUs > 0 && (setter === undefined || step.delayUs > setter.delayUs)) setter = step;
   }
 
-  if (setter === undefined) return admit(steps, nowMs, nowUs, state);
+  if (setter === undefined) return admit(count, nowMs, nowUs, state);
 
   // Rejected: write back lazy refunds; reserve in the setter if allowed.
   let reserved: boolean | undefined;
@@ -446,7 +559,8 @@ export function decide(
     }
   }
   const limits: LimitState[] = [];
-  for (const step of steps) {
+  for (let i = 0; i < count; i++) {
+    const step = STEP_POOL[i] as Step;
     const p = step.policy;
     if (p.kind !== 'rate') continue;
     if (step.dirty) {
@@ -459,35 +573,29 @@ export function decide(
       );
     }
     limits.push(
-      step === setter
-        ? {
-            policy: p.name,
-            limit: p.limit,
-            windowSeconds: p.windowSeconds,
-            remaining: 0,
-            resetSeconds: wireDelaySeconds(Math.ceil(step.delayUs / 1000)),
-          }
-        : rateLimitState(step, p, nowUs),
+      step === setter ? rejectingLimitState(p, step.delayUs) : limitStateOf(p, step.tatUs, nowUs),
     );
   }
-  const retryAfterMs = Math.ceil(setter.delayUs / 1000);
+  const retryAfterMs = retryAfterMsOf(setter.delayUs);
   return {
     admitted: false,
-    rejection: buildRejection(setter, input, retryAfterMs, reserved),
+    rejection: rejectionOf(
+      setter.policy,
+      setter.policy.subjectOf(input) ?? setter.key,
+      input,
+      retryAfterMs,
+      reserved,
+    ),
     limits,
   };
 }
 
-function admit(
-  steps: readonly Step[],
-  nowMs: number,
-  nowUs: number,
-  state: DecisionState,
-): Decision {
+function admit(count: number, nowMs: number, nowUs: number, state: DecisionState): Decision {
   const leases: LeaseRef[] = [];
   let claimedHold = false;
   const limits: LimitState[] = [];
-  for (const step of steps) {
+  for (let i = 0; i < count; i++) {
+    const step = STEP_POOL[i] as Step;
     const p = step.policy;
     if (p.kind === 'rate') {
       if (step.hold !== undefined && step.holdKey !== undefined && step.extra !== undefined) {
@@ -504,7 +612,7 @@ function admit(
         isEmptyExtra(step.extra) ? undefined : step.extra,
         nowUs,
       );
-      limits.push(rateLimitState(step, p, nowUs));
+      limits.push(limitStateOf(p, step.tatUs, nowUs));
     } else if (p.kind === 'concurrency' || Number.isFinite(p.maxInFlight)) {
       const set = step.leases ?? { leases: new Map<string, Lease>(), ewmaHoldMs: undefined };
       const leaseId = state.nextLeaseId();

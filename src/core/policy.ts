@@ -233,6 +233,11 @@ interface CompiledBase {
   readonly methods: ReadonlySet<A2AMethod>;
   /** The subject of a request under this policy (`caller:x`, `tenant:t`, `agent`), or undefined if it does not apply. */
   readonly subjectOf: (request: RequestIdentity) => string | undefined;
+  /**
+   * The key of a request in this policy's own table: unique per subject, allocation-free for the
+   * single-dimension scopes (the caller name itself for `caller`). Undefined when `subjectOf` is.
+   */
+  readonly keyOf: (request: RequestIdentity) => string | undefined;
   readonly source: Policy;
 }
 
@@ -399,6 +404,25 @@ interface Scoped {
   scopeName: string;
   callerScoped: boolean;
   subjectOf: (r: RequestIdentity) => string | undefined;
+  keyOf: (r: RequestIdentity) => string | undefined;
+}
+
+/** Table keys of the single-dimension scopes; the rest use their subject. */
+function builtinKey(scope: BuiltinScope): ((r: RequestIdentity) => string | undefined) | undefined {
+  switch (scope) {
+    case 'caller':
+      return (r) => r.caller;
+    case 'tenant':
+      return (r) => r.tenant || NO_TENANT;
+    case 'skill':
+      return (r) => r.skill || undefined;
+    case 'method':
+      return (r) => r.method;
+    case 'agent':
+      return () => 'agent';
+    default:
+      return undefined;
+  }
 }
 
 function compileScope(label: string, scope: unknown, fallback: BuiltinScope): Scoped {
@@ -411,10 +435,12 @@ function compileScope(label: string, scope: unknown, fallback: BuiltinScope): Sc
         `must be one of ${[...BUILTIN_SCOPES].join(', ')} or a custom scope, got ${describe(value)}`,
       );
     }
+    const subjectOf = builtinSubject(value as BuiltinScope);
     return {
       scopeName: value,
       callerScoped: CALLER_SCOPES.has(value),
-      subjectOf: builtinSubject(value as BuiltinScope),
+      subjectOf,
+      keyOf: builtinKey(value as BuiltinScope) ?? subjectOf,
     };
   }
   if (typeof value === 'object' && value !== null) {
@@ -440,6 +466,7 @@ function compileScope(label: string, scope: unknown, fallback: BuiltinScope): Sc
         const k = key(r);
         return k === undefined ? undefined : `${name}:${k}`;
       },
+      keyOf: key,
     };
   }
   throw new PolicyError(

@@ -286,13 +286,13 @@ export class MemoryStore implements Store, DecisionState {
   // DecisionState: called by the pure decision, never by users.
 
   /** @internal */
-  rateKey(policy: CompiledRatePolicy, subject: string, nowUs: number): string {
+  rateKey(policy: CompiledRatePolicy, key: string, nowUs: number): string {
     const t = this.table(policy);
-    if (t.tat.size < this.maxKeys || t.tat.has(subject) || t.extra.has(subject)) return subject;
+    if (t.tat.size < this.maxKeys || t.tat.has(key)) return key;
     if (t.pressureCooldown > 0) {
       t.pressureCooldown--;
     } else if (t.sweep(nowUs, PRESSURE_SWEEP) > 0) {
-      return subject;
+      return key;
     } else {
       t.pressureCooldown = PRESSURE_COOLDOWN;
     }
@@ -308,7 +308,8 @@ export class MemoryStore implements Store, DecisionState {
 
   /** @internal */
   getExtra(policy: CompiledRatePolicy, key: string): RateExtra | undefined {
-    return key === OVERFLOW_KEY ? undefined : this.table(policy).extra.get(key);
+    const extra = this.table(policy).extra;
+    return extra.size === 0 || key === OVERFLOW_KEY ? undefined : extra.get(key);
   }
 
   /** @internal */
@@ -325,7 +326,7 @@ export class MemoryStore implements Store, DecisionState {
       return;
     }
     if (extra === undefined) {
-      t.extra.delete(key);
+      if (t.extra.size > 0) t.extra.delete(key);
       if (tatUs <= nowUs) t.tat.delete(key);
       else t.tat.set(key, tatUs);
     } else {
