@@ -83,15 +83,18 @@ const workloads = {
     },
   },
   keys100k: {
+    // Keys stay tracked (each visit spends 3.6 s of a 1000-request burst), as real callers do.
     ours: () => {
-      const s = ours([open]);
+      const s = ours([
+        { name: 'kept', kind: 'rate', limit: 1000, windowSeconds: 3600, burst: 1000 },
+      ]);
       return () =>
         measureSync((i) =>
           s.decideSync({ caller: keys[i % KEYS_100K] as string, method: 'SendMessage' }),
         );
     },
     rlf: () => {
-      const r = new RateLimiterMemory({ points: huge, duration: 1000 });
+      const r = new RateLimiterMemory({ points: 1000, duration: 3600 });
       return () => measureAsync((i) => r.consume(keys[i % KEYS_100K] as string));
     },
   },

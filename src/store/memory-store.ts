@@ -27,6 +27,7 @@ import {
   type Policy,
 } from '../core/policy.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
+import { type MessageRecord, MessageRecords } from './message-records.js';
 import type { Store } from './store.js';
 
 /**
@@ -75,28 +76,77 @@ const PRESSURE_SWEEP = 1024;
 /** After a fruitless pressure sweep, this many new keys overflow before the next one. */
 const PRESSURE_COOLDOWN = 256;
 
+/**
+ * The timestamps of one rate policy: key → slot in a growable `Float64Array`, so a kept key costs a
+ * Map entry and 8 bytes (no boxed number per update), and a decision's read-then-write of the same
+ * key costs one hash lookup (the last slot is remembered).
+ */
 class RateTable {
-  readonly tat = new Map<string, number>();
   readonly extra = new Map<string, RateExtra>();
   overflowTat: number | undefined;
   /** New keys to send straight to overflow after a pressure sweep found nothing to drop. */
   pressureCooldown = 0;
+  private readonly slots = new Map<string, number>();
+  private tats = new Float64Array(1024);
+  private readonly free: number[] = [];
+  private highWater = 0;
+  private lastKey: string | undefined;
+  private lastSlot = -1;
   private cursor: Iterator<[string, number]> | undefined;
+
+  get size(): number {
+    return this.slots.size;
+  }
+
+  has(key: string): boolean {
+    return this.slots.has(key);
+  }
+
+  get(key: string): number | undefined {
+    const slot = this.slots.get(key);
+    this.lastKey = key;
+    this.lastSlot = slot ?? -1;
+    return slot === undefined ? undefined : this.tats[slot];
+  }
+
+  set(key: string, tatUs: number): void {
+    let slot = key === this.lastKey ? this.lastSlot : (this.slots.get(key) ?? -1);
+    if (slot < 0) {
+      slot = this.free.pop() ?? this.highWater++;
+      if (slot >= this.tats.length) {
+        const grown = new Float64Array(this.tats.length * 2);
+        grown.set(this.tats);
+        this.tats = grown;
+      }
+      this.slots.set(key, slot);
+    }
+    this.tats[slot] = tatUs;
+    this.lastKey = key;
+    this.lastSlot = slot;
+  }
+
+  delete(key: string): void {
+    const slot = this.slots.get(key);
+    if (slot === undefined) return;
+    this.slots.delete(key);
+    this.free.push(slot);
+    if (key === this.lastKey) this.lastKey = undefined;
+  }
 
   /** Drops up to `budget` examined keys that are the same as no key. Returns how many it freed. */
   sweep(nowUs: number, budget: number): number {
     let freed = 0;
     for (let i = 0; i < budget; i++) {
-      if (this.cursor === undefined) this.cursor = this.tat.entries();
+      if (this.cursor === undefined) this.cursor = this.slots.entries();
       const next = this.cursor.next();
       if (next.done) {
         this.cursor = undefined;
-        if (this.tat.size <= i) break;
+        if (this.slots.size <= i) break;
         continue;
       }
-      const [key, tatUs] = next.value;
-      if (tatUs <= nowUs && !this.extra.has(key)) {
-        this.tat.delete(key);
+      const [key, slot] = next.value;
+      if ((this.tats[slot] ?? 0) <= nowUs && !this.extra.has(key)) {
+        this.delete(key);
         freed++;
       }
     }
@@ -122,6 +172,8 @@ export class MemoryStore implements Store, DecisionState {
   readonly policySet: CompiledPolicySet;
   private readonly clock: Clock;
   private readonly maxKeys: number;
+  /** Deduplication records, bounded by `maxKeys`. */
+  private readonly messages: MessageRecords;
   private readonly rates: RateTable[] = [];
   private readonly leaseTables: Map<string, LeaseSet>[] = [];
   private ops = 0;
@@ -139,6 +191,7 @@ export class MemoryStore implements Store, DecisionState {
       throw new RangeError(`MemoryStore: maxKeys must be a positive integer, got ${maxKeys}`);
     }
     this.maxKeys = maxKeys;
+    this.messages = new MessageRecords(maxKeys);
     for (const p of this.policySet.policies) {
       this.rates[p.index] = new RateTable();
       this.leaseTables[p.index] = new Map();
@@ -211,6 +264,30 @@ export class MemoryStore implements Store, DecisionState {
     return Promise.resolve(this.renewSync(leases));
   }
 
+  /** {@inheritDoc Store.rememberMessage} */
+  rememberMessage(caller: string, messageId: string, ttlMs: number): Promise<MessageRecord> {
+    try {
+      return Promise.resolve(this.messages.remember(caller, messageId, ttlMs, this.clock.nowMs()));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** {@inheritDoc Store.recordMessageTask} */
+  recordMessageTask(
+    caller: string,
+    messageId: string,
+    taskId: string,
+    ttlMs: number,
+  ): Promise<void> {
+    try {
+      this.messages.record(caller, messageId, taskId, ttlMs, this.clock.nowMs());
+      return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   /** Nothing to free; present for the {@link Store} contract. */
   close(): Promise<void> {
     return Promise.resolve();
@@ -230,7 +307,7 @@ export class MemoryStore implements Store, DecisionState {
     let leases = 0;
     for (const t of this.rates) {
       if (t === undefined) continue;
-      rateKeys += t.tat.size;
+      rateKeys += t.size;
       for (const e of t.extra.values()) holds += e.holds.size;
     }
     for (const m of this.leaseTables) {
@@ -288,7 +365,7 @@ export class MemoryStore implements Store, DecisionState {
   /** @internal */
   rateKey(policy: CompiledRatePolicy, key: string, nowUs: number): string {
     const t = this.table(policy);
-    if (t.tat.size < this.maxKeys || t.tat.has(key)) return key;
+    if (t.size < this.maxKeys || t.has(key)) return key;
     if (t.pressureCooldown > 0) {
       t.pressureCooldown--;
     } else if (t.sweep(nowUs, PRESSURE_SWEEP) > 0) {
@@ -303,7 +380,7 @@ export class MemoryStore implements Store, DecisionState {
   /** @internal */
   getTat(policy: CompiledRatePolicy, key: string): number | undefined {
     const t = this.table(policy);
-    return key === OVERFLOW_KEY ? t.overflowTat : t.tat.get(key);
+    return key === OVERFLOW_KEY ? t.overflowTat : t.get(key);
   }
 
   /** @internal */
@@ -327,11 +404,11 @@ export class MemoryStore implements Store, DecisionState {
     }
     if (extra === undefined) {
       if (t.extra.size > 0) t.extra.delete(key);
-      if (tatUs <= nowUs) t.tat.delete(key);
-      else t.tat.set(key, tatUs);
+      if (tatUs <= nowUs) t.delete(key);
+      else t.set(key, tatUs);
     } else {
       t.extra.set(key, extra);
-      t.tat.set(key, tatUs);
+      t.set(key, tatUs);
     }
   }
 

@@ -8,6 +8,9 @@
 import type { DecisionInput } from '../core/decide.js';
 import type { CompiledPolicySet } from '../core/policy.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
+import type { MessageRecord } from './message-records.js';
+
+export type { MessageRecord } from './message-records.js';
 
 /**
  * Where limiter state lives. Every method is safe to call concurrently; `decide` is atomic over
@@ -28,6 +31,19 @@ export interface Store {
   release(leases: readonly LeaseRef[]): Promise<void>;
   /** Extends leases by their TTL; one boolean per lease, false when it is already gone. */
   renew(leases: readonly LeaseRef[]): Promise<boolean[]>;
+  /**
+   * Deduplication (DESIGN §4): atomically records (caller, messageId) for `ttlMs` if no live
+   * record exists. `fresh: true` means this is the first copy; otherwise the earlier copy's
+   * task id, once {@link Store.recordMessageTask} stored it.
+   */
+  rememberMessage(caller: string, messageId: string, ttlMs: number): Promise<MessageRecord>;
+  /** Attaches the task an admitted message started to its record, which then lives `ttlMs`. */
+  recordMessageTask(
+    caller: string,
+    messageId: string,
+    taskId: string,
+    ttlMs: number,
+  ): Promise<void>;
   /** Frees resources (connections); the store is unusable afterwards. */
   close(): Promise<void>;
 }

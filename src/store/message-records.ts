@@ -1,0 +1,130 @@
+/**
+ * @module message-records
+ * The in-memory deduplication table behind `MemoryStore.rememberMessage` (DESIGN §4
+ * "Deduplication"): (caller, messageId) → the task an admitted message started, with a TTL.
+ * Bounded: expired entries are dropped by a small incremental sweep on every call (no timer per
+ * key), and at the cap the oldest entry goes first.
+ */
+
+/**
+ * What a store knows about a (caller, messageId): `fresh` when it had not seen it (it now has),
+ * otherwise the task the first copy started, once recorded.
+ *
+ * @example
+ * ```ts
+ * const seen: MessageRecord = await store.rememberMessage('orchestrator-7', 'm-1', 600_000);
+ * if (!seen.fresh && seen.taskId !== undefined) return existingTask(seen.taskId);
+ * ```
+ */
+export type MessageRecord =
+  | { readonly fresh: true }
+  | { readonly fresh: false; readonly taskId?: string };
+
+interface Entry {
+  expiresMs: number;
+  taskId: string | undefined;
+}
+
+/** Entries examined per call by the incremental sweep. */
+const SWEEP_BATCH = 8;
+
+const FRESH: MessageRecord = Object.freeze({ fresh: true });
+const SEEN: MessageRecord = Object.freeze({ fresh: false });
+
+/**
+ * Checks a TTL argument: a positive, finite number of milliseconds.
+ *
+ * @example
+ * ```ts
+ * checkMessageTtlMs(600_000); // ok; 0, NaN, Infinity throw RangeError
+ * ```
+ */
+export function checkMessageTtlMs(ttlMs: number): void {
+  if (!(ttlMs > 0 && Number.isFinite(ttlMs))) {
+    throw new RangeError(`message record ttlMs must be a positive number, got ${ttlMs}`);
+  }
+}
+
+/**
+ * A bounded map of message records, keyed by `caller \0 messageId`.
+ *
+ * @example
+ * ```ts
+ * const records = new MessageRecords(100_000);
+ * records.remember('a', 'm1', 60_000, now); // { fresh: true }
+ * records.remember('a', 'm1', 60_000, now); // { fresh: false }
+ * ```
+ */
+export class MessageRecords {
+  private readonly entries = new Map<string, Entry>();
+  private readonly maxEntries: number;
+  private cursor: Iterator<[string, Entry]> | undefined;
+
+  /** @param maxEntries Records kept at most; past it the oldest goes first. */
+  constructor(maxEntries: number) {
+    this.maxEntries = maxEntries;
+  }
+
+  /** Records kept now (expired ones included until swept). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * Set-if-absent: fresh when there was no live record (one now exists until `nowMs + ttlMs`).
+   *
+   * @example
+   * ```ts
+   * records.remember('a', 'm1', 60_000, clock.nowMs());
+   * ```
+   */
+  remember(caller: string, messageId: string, ttlMs: number, nowMs: number): MessageRecord {
+    checkMessageTtlMs(ttlMs);
+    this.sweep(nowMs);
+    const key = `${caller}\u0000${messageId}`;
+    const entry = this.entries.get(key);
+    if (entry !== undefined && entry.expiresMs > nowMs) {
+      return entry.taskId === undefined ? SEEN : { fresh: false, taskId: entry.taskId };
+    }
+    this.put(key, { expiresMs: nowMs + ttlMs, taskId: undefined });
+    return FRESH;
+  }
+
+  /**
+   * Attaches the task a message started; the record lives until `nowMs + ttlMs`.
+   *
+   * @example
+   * ```ts
+   * records.record('a', 'm1', 'task-9', 600_000, clock.nowMs());
+   * ```
+   */
+  record(caller: string, messageId: string, taskId: string, ttlMs: number, nowMs: number): void {
+    checkMessageTtlMs(ttlMs);
+    this.sweep(nowMs);
+    this.put(`${caller}\u0000${messageId}`, { expiresMs: nowMs + ttlMs, taskId });
+  }
+
+  private put(key: string, entry: Entry): void {
+    if (!this.entries.has(key) && this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next();
+      if (!oldest.done) this.entries.delete(oldest.value);
+    }
+    this.entries.set(key, entry);
+  }
+
+  private sweep(nowMs: number): void {
+    for (let i = 0; i < SWEEP_BATCH; i++) {
+      if (this.cursor === undefined) {
+        if (this.entries.size === 0) return;
+        this.cursor = this.entries.entries();
+      }
+      const next = this.cursor.next();
+      if (next.done) {
+        this.cursor = undefined;
+        continue;
+      }
+      const [key, entry] = next.value;
+      if (entry.expiresMs <= nowMs) this.entries.delete(key);
+    }
+  }
+}
