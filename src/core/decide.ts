@@ -19,6 +19,7 @@ import type {
 } from './policy.js';
 import {
   type Decision,
+  describeQuota,
   type LeaseRef,
   type LimitState,
   type Rejection,
@@ -436,7 +437,7 @@ function reservableSlotUs(
 const QUOTA_TEXT = new WeakMap<CompiledPolicy, string>();
 
 /** "60 requests per 60 s", cached per policy. */
-function describeQuota(p: CompiledPolicy): string {
+function policyQuotaText(p: CompiledPolicy): string {
   let text = QUOTA_TEXT.get(p);
   if (text === undefined) {
     text = quotaText(p);
@@ -448,9 +449,9 @@ function describeQuota(p: CompiledPolicy): string {
 function quotaText(p: CompiledPolicy): string {
   switch (p.kind) {
     case 'rate':
-      return `${p.limit} requests per ${p.windowSeconds} s`;
+      return describeQuota({ limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 });
     case 'concurrency':
-      return `${p.max} concurrent requests`;
+      return describeQuota({ limit: p.max, remaining: 0 });
     case 'overload':
       return Number.isFinite(p.maxInFlight)
         ? `${p.maxInFlight} requests in flight`
@@ -479,8 +480,8 @@ export function rejectionOf(
   const kind = p.rejectAs;
   const message =
     kind === 'overload'
-      ? `Agent overloaded (${p.name}: ${describeQuota(p)}); retry in ${seconds} s`
-      : `${subject} exceeded ${p.name} (${describeQuota(p)}) for ${input.method}; retry in ${seconds} s`;
+      ? `Agent overloaded (${p.name}: ${policyQuotaText(p)}); retry in ${seconds} s`
+      : `${subject} exceeded ${p.name} (${policyQuotaText(p)}) for ${input.method}; retry in ${seconds} s`;
   const rejection: { -readonly [K in keyof Rejection]: Rejection[K] } = {
     kind,
     retryAfterMs,

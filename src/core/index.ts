@@ -4,5 +4,7 @@
  */
 export * from './a2a-methods.js';
 export * from './clock.js';
+export * from './decide.js';
+export * from './gcra.js';
 export * from './policy.js';
 export * from './rejection.js';

@@ -188,3 +188,22 @@ export function wireDelaySeconds(retryAfterMs: number): number {
 export function rejectionReason(rejection: Pick<Rejection, 'kind'>): RejectionReason {
   return REASONS[rejection.kind];
 }
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * Human-readable quota, as rejection messages and `QuotaFailure.Violation.description` say it.
+ *
+ * @example
+ * ```ts
+ * describeQuota({ limit: 60, windowSeconds: 60, remaining: 0 }); // '60 requests per 60 s'
+ * describeQuota({ limit: 5, remaining: 0 });                     // '5 concurrent requests'
+ * ```
+ */
+export function describeQuota(quota: QuotaState): string {
+  return quota.windowSeconds === undefined
+    ? plural(quota.limit, 'concurrent request')
+    : `${plural(quota.limit, 'request')} per ${quota.windowSeconds} s`;
+}

@@ -1,0 +1,22 @@
+/**
+ * @module wire
+ * Pure wire encodings: google.rpc details (ProtoJSON and binary), the REST, JSON-RPC and gRPC
+ * encoders and decoders of a `Rejection`, `Retry-After` and `RateLimit` headers, and
+ * `extractRetryHint` — any wire shape to a `RetryHint`. No Node APIs.
+ */
+export * from './decoded-rejection.js';
+export * from './duration.js';
+export * from './error-body.js';
+export * from './error-source.js';
+export * from './extract-retry-hint.js';
+export * from './google-rpc.js';
+export * from './grpc-rejection.js';
+export * from './headers-like.js';
+export * from './json-rpc-rejection.js';
+export * from './proto-binary.js';
+export * from './proto-json.js';
+export * from './ratelimit-headers.js';
+export * from './rejection-details.js';
+export * from './rest-rejection.js';
+export * from './retry-after.js';
+export * from './retry-hint.js';
