@@ -4,3 +4,4 @@
  */
 export * from './manual-clock.js';
 export * from './store-contract.js';
+export * from './virtual-time.js';

@@ -450,4 +450,42 @@ export const STORE_CONTRACT: readonly StoreContractCase[] = [
       await store.close();
     },
   },
+  {
+    name: 'deduplication: set-if-absent per (caller, messageId), task id recorded, records expire',
+    async run(factory) {
+      const { clock, store } = await setup(factory, [PER_CALLER]);
+      assert.deepEqual(await store.rememberMessage('a', 'm1', 60_000), { fresh: true });
+      assert.deepEqual(await store.rememberMessage('a', 'm1', 60_000), { fresh: false });
+      assert.deepEqual(
+        await store.rememberMessage('b', 'm1', 60_000),
+        { fresh: true },
+        'another caller with the same messageId is a different message',
+      );
+      await store.recordMessageTask('a', 'm1', 'task-1', 60_000);
+      assert.deepEqual(await store.rememberMessage('a', 'm1', 60_000), {
+        fresh: false,
+        taskId: 'task-1',
+      });
+      at(clock, 59_999);
+      assert.deepEqual(await store.rememberMessage('a', 'm1', 60_000), {
+        fresh: false,
+        taskId: 'task-1',
+      });
+      at(clock, 60_000); // recorded at 0 with a 60 s TTL: gone now
+      assert.deepEqual(await store.rememberMessage('a', 'm1', 60_000), { fresh: true });
+      assert.deepEqual(await store.rememberMessage('a', 'm1', 60_000), { fresh: false });
+      await store.close();
+    },
+  },
+  {
+    name: 'deduplication: concurrent copies of one message get exactly one fresh answer',
+    async run(factory) {
+      const { store } = await setup(factory, [PER_CALLER]);
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => store.rememberMessage('a', 'same', 60_000)),
+      );
+      assert.equal(answers.filter((a) => a.fresh).length, 1);
+      await store.close();
+    },
+  },
 ];

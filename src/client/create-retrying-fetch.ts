@@ -1,0 +1,146 @@
+/**
+ * @module create-retrying-fetch
+ * `createRetryingFetch`: a `fetch` for the SDK's `JsonRpcTransportFactory({ fetchImpl })` and
+ * `RestTransportFactory({ fetchImpl })` that waits exactly as long as the agent asks. It reads the
+ * request once (operation and messageId), re-sends the identical bytes, reads error responses
+ * through a clone (so the SDK still gets an untouched response) and hands each outcome to the
+ * shared {@link RetryScheduler}. Streams are retried only when refused before their first event.
+ * Requests that are not A2A operations (the agent card, anything else) pass through untouched.
+ */
+
+import { extractRetryHint } from '../wire/extract-retry-hint.js';
+import { readRateLimitHeaders } from '../wire/ratelimit-headers.js';
+import { callerFingerprint } from './caller-fingerprint.js';
+import { identifyA2ARequest } from './identify-a2a-request.js';
+import {
+  type AttemptOutcome,
+  RetryScheduler,
+  type RetrySchedulerOptions,
+} from './retry-scheduler.js';
+
+/**
+ * Options of {@link createRetryingFetch}: the scheduler's options (used when no `scheduler` is
+ * given) plus where to send and how to tell agents and callers apart.
+ *
+ * @example
+ * ```ts
+ * const fetchImpl = createRetryingFetch({ budgetMs: 30_000, agentDeduplicates: true });
+ * ```
+ */
+export interface RetryingFetchOptions extends RetrySchedulerOptions {
+  /** The fetch that actually sends. @defaultValue globalThis.fetch */
+  readonly fetch?: typeof fetch;
+  /** A scheduler to share gates with other transports (its own options then apply). */
+  readonly scheduler?: RetryScheduler;
+  /**
+   * The caller identity the agent limits by; calls of different callers never wait for each other.
+   * @defaultValue a fingerprint of the `Authorization` header (never stored in clear)
+   */
+  readonly callerKey?: (request: Request) => string;
+  /** Which agent a URL belongs to. @defaultValue the URL's origin */
+  readonly agentKey?: (url: URL) => string;
+}
+
+/**
+ * Creates a retrying `fetch`. Give it to the SDK's HTTP transports; the SDK's own errors still
+ * come out for failures that are not rate limits, and `RateLimitedError`,
+ * `AgentOverloadedError` or `RetryBudgetExceededError` come out when the client stops on a limit.
+ *
+ * @example
+ * ```ts
+ * import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+ * import { createRetryingFetch } from 'a2a-ratelimit/client';
+ *
+ * const fetchImpl = createRetryingFetch({ budgetMs: 60_000, maxSingleWaitMs: 30_000 });
+ * const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+ *   transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+ * }));
+ * const client = await factory.createFromUrl('https://agent.example');
+ * ```
+ */
+export function createRetryingFetch(options: RetryingFetchOptions = {}): typeof fetch {
+  const scheduler = options.scheduler ?? new RetryScheduler(options);
+  const callerKey = options.callerKey ?? defaultCallerKey;
+  const agentKey = options.agentKey ?? ((url: URL) => url.origin);
+
+  const retryingFetch = async (
+    input: string | URL | Request,
+    init?: RequestInit,
+  ): Promise<Response> => {
+    const baseFetch = options.fetch ?? globalThis.fetch;
+    const request = new Request(input, init);
+    const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined);
+    const body = request.body === null ? undefined : new Uint8Array(await request.arrayBuffer());
+    const a2a = identifyA2ARequest({
+      httpMethod: request.method,
+      url: request.url,
+      bodyText: body === undefined ? undefined : new TextDecoder().decode(body),
+    });
+    // Every attempt sends the same bytes, so the same messageId.
+    const send = (): Promise<Response> =>
+      baseFetch(request.url, {
+        ...init,
+        method: request.method,
+        headers: request.headers,
+        ...(body === undefined ? {} : { body }),
+        ...(signal ? { signal } : {}),
+      });
+    if (a2a === undefined) return send();
+
+    return scheduler.run(
+      {
+        agent: agentKey(new URL(request.url)),
+        caller: callerKey(request),
+        method: a2a.method,
+        signal: signal ?? undefined,
+      },
+      async (): Promise<AttemptOutcome<Response>> => {
+        let response: Response;
+        try {
+          response = await send();
+        } catch (error) {
+          if (signal?.aborted) throw error;
+          return {
+            ok: false,
+            hint: extractRetryHint({ kind: 'error', error }, scheduler.nowMs()),
+            failure: { error },
+          };
+        }
+        const rateLimit = readRateLimitHeaders(response.headers, scheduler.nowMs());
+        const isEventStream = (response.headers.get('content-type') ?? '').startsWith(
+          'text/event-stream',
+        );
+        // A stream that started is never retried: once its first event may be out, it is the SDK's.
+        if (response.ok && (isEventStream || (a2a.binding === 'rest' && !a2a.streaming))) {
+          return { ok: true, value: response, rateLimit };
+        }
+        const text = await response
+          .clone()
+          .text()
+          .catch(() => '');
+        // JSON-RPC answers errors (rate limits included) with HTTP 200 by default.
+        if (response.ok && !hasJsonRpcError(text)) return { ok: true, value: response, rateLimit };
+        const hint = extractRetryHint(
+          { kind: 'http', status: response.status, headers: response.headers, body: text },
+          scheduler.nowMs(),
+        );
+        return { ok: false, hint, failure: { value: response } };
+      },
+    );
+  };
+  return retryingFetch as typeof fetch;
+}
+
+function hasJsonRpcError(text: string): boolean {
+  if (!text.includes('"error"')) return false;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === 'object' && parsed !== null && 'error' in parsed;
+  } catch {
+    return false;
+  }
+}
+
+function defaultCallerKey(request: Request): string {
+  return callerFingerprint(request.headers.get('authorization'));
+}

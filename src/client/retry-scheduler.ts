@@ -1,0 +1,264 @@
+/**
+ * @module retry-scheduler
+ * `RetryScheduler`: runs one A2A call through the gate of its group and re-sends it, unchanged,
+ * as DESIGN §5 says (rules in plan-retry.ts). Transport-agnostic: the fetch adapter and the gRPC
+ * interceptor give it an `attempt` function that sends the identical request once and reports what
+ * came back as a {@link RetryHint} (via `extractRetryHint`). It owns the deadline, the waiting,
+ * the typed errors, and feeding every response to the gate.
+ */
+
+import type { Clock } from '../core/clock.js';
+import type { RetryHint } from '../wire/retry-hint.js';
+import { DEFAULT_RETRY_RULES, planRetry, type RetryRules, type StopReason } from './plan-retry.js';
+import {
+  AgentOverloadedError,
+  RateLimitedError,
+  RetryBudgetExceededError,
+} from './retry-errors.js';
+import { type RateLimitInfo, type SendGate, SendGateTable } from './send-gate.js';
+import { type Sleep, systemClock, systemSleep } from './sleep.js';
+
+/**
+ * Options of {@link RetryScheduler}: the retry rules plus the caller's default budget and the
+ * injectable time sources. All durations in milliseconds.
+ *
+ * @example
+ * ```ts
+ * const scheduler = new RetryScheduler({ budgetMs: 30_000, maxSingleWaitMs: 20_000, agentDeduplicates: true });
+ * ```
+ */
+export interface RetrySchedulerOptions extends Partial<RetryRules> {
+  /** Total time one call may take, first send to last response, unless the call sets `deadlineMs`. @defaultValue 120_000 */
+  readonly budgetMs?: number;
+  /** Gates kept at most (idle ones are dropped first). @defaultValue 1_000 */
+  readonly maxGates?: number;
+  /** Time source. @defaultValue systemClock */
+  readonly clock?: Clock;
+  /** Waits between attempts and in the gate. @defaultValue systemSleep */
+  readonly sleep?: Sleep;
+  /** Uniform in [0, 1), for jitter and backoff. @defaultValue Math.random */
+  readonly random?: () => number;
+}
+
+/**
+ * One call as the scheduler sees it.
+ *
+ * @example
+ * ```ts
+ * const call: ScheduledCall = { agent: 'https://agent.example', caller: 'bearer-1', method: 'SendMessage', signal };
+ * ```
+ */
+export interface ScheduledCall {
+  /** Which agent (e.g. the URL origin); gates are per agent. */
+  readonly agent: string;
+  /** The caller identity the agent limits by (e.g. the credentials); gates are per caller. */
+  readonly caller: string;
+  /** The A2A method (decides whether transient failures may be retried). */
+  readonly method: string;
+  /** Cancels the call, including any wait. */
+  readonly signal?: AbortSignal | undefined;
+  /** Absolute deadline, ms on the scheduler's clock; the earlier of this and now + `budgetMs` applies. */
+  readonly deadlineMs?: number | undefined;
+}
+
+/**
+ * What one attempt produced: a value to hand back, or a failure with its hint. `failure` is what
+ * the caller gets when the scheduler stops without a typed error: the transport's own response
+ * (`{ value }`) or error (`{ error }`), unchanged.
+ *
+ * @example
+ * ```ts
+ * const outcome: AttemptOutcome<Response> = { ok: false, hint, failure: { value: response } };
+ * ```
+ */
+export type AttemptOutcome<T> =
+  | { readonly ok: true; readonly value: T; readonly rateLimit?: RateLimitInfo | undefined }
+  | {
+      readonly ok: false;
+      readonly hint: RetryHint;
+      readonly failure: { readonly value: T } | { readonly error: unknown };
+    };
+
+/**
+ * Sends one attempt. `attemptIndex` is 0 for the first send. Must send the identical request every
+ * time and must not throw for failures it can describe (a thrown error ends the call as is).
+ *
+ * @example
+ * ```ts
+ * const attempt: Attempt<Response> = async () => ({ ok: true, value: await fetch(url, init) });
+ * ```
+ */
+export type Attempt<T> = (attemptIndex: number) => Promise<AttemptOutcome<T>>;
+
+/**
+ * Counters of a scheduler, for tests and metrics.
+ *
+ * @example
+ * ```ts
+ * scheduler.stats.retries; // re-sends so far
+ * ```
+ */
+export interface RetrySchedulerStats {
+  /** Requests sent (first sends and re-sends). */
+  sends: number;
+  /** Re-sends. */
+  retries: number;
+  /** Calls that ended with a failure (typed error, or the transport's own). */
+  failedCalls: number;
+}
+
+/**
+ * Runs calls with DESIGN §5's retry rules and a shared gate per (agent, caller, method group).
+ * Share one scheduler between all the transports of a process so that they share gates.
+ *
+ * @example
+ * ```ts
+ * const scheduler = new RetryScheduler({ budgetMs: 60_000 });
+ * const response = await scheduler.run(
+ *   { agent: 'https://agent.example', caller: 'me', method: 'GetTask' },
+ *   async () => toOutcome(await fetch(url)),
+ * );
+ * ```
+ */
+export class RetryScheduler {
+  /** The rules in force (defaults filled in). */
+  readonly rules: RetryRules;
+  /** Default total budget per call, ms. */
+  readonly budgetMs: number;
+  /** The gates. */
+  readonly gates: SendGateTable;
+  /** Counters. */
+  readonly stats: RetrySchedulerStats = { sends: 0, retries: 0, failedCalls: 0 };
+  private readonly clock: Clock;
+  private readonly sleep: Sleep;
+  private readonly random: () => number;
+
+  constructor(options: RetrySchedulerOptions = {}) {
+    this.rules = {
+      maxRetries: options.maxRetries ?? DEFAULT_RETRY_RULES.maxRetries,
+      maxSingleWaitMs: options.maxSingleWaitMs ?? DEFAULT_RETRY_RULES.maxSingleWaitMs,
+      jitterMs: options.jitterMs ?? DEFAULT_RETRY_RULES.jitterMs,
+      backoffBaseMs: options.backoffBaseMs ?? DEFAULT_RETRY_RULES.backoffBaseMs,
+      backoffCapMs: options.backoffCapMs ?? DEFAULT_RETRY_RULES.backoffCapMs,
+      agentDeduplicates: options.agentDeduplicates ?? DEFAULT_RETRY_RULES.agentDeduplicates,
+    };
+    this.budgetMs = options.budgetMs ?? 120_000;
+    this.clock = options.clock ?? systemClock;
+    this.sleep = options.sleep ?? systemSleep;
+    this.random = options.random ?? Math.random;
+    this.gates = new SendGateTable({
+      clock: this.clock,
+      sleep: this.sleep,
+      ...(options.maxGates === undefined ? {} : { maxGates: options.maxGates }),
+    });
+  }
+
+  /** Now on the scheduler's clock, ms. */
+  nowMs(): number {
+    return this.clock.nowMs();
+  }
+
+  /**
+   * Runs one call: waits in its gate, sends, and re-sends on retryable failures until it succeeds
+   * or a rule says stop. Resolves with the successful value, or with the transport's own failure
+   * value; rejects with the transport's own error, `RateLimitedError`, `AgentOverloadedError`,
+   * `RetryBudgetExceededError`, or the abort reason.
+   */
+  async run<T>(call: ScheduledCall, attempt: Attempt<T>): Promise<T> {
+    const startMs = this.clock.nowMs();
+    const deadlineMs = Math.min(
+      call.deadlineMs ?? Number.POSITIVE_INFINITY,
+      startMs + this.budgetMs,
+    );
+    const { agent, caller, method, signal } = call;
+    let gate = this.gateOf(call);
+    await gate.acquire({ deadlineMs, maxWaitMs: this.rules.maxSingleWaitMs, signal });
+
+    for (let attemptIndex = 0; ; attemptIndex++) {
+      this.stats.sends++;
+      let outcome: AttemptOutcome<T>;
+      try {
+        outcome = await attempt(attemptIndex);
+      } catch (error) {
+        gate.endSend();
+        this.stats.failedCalls++;
+        throw error;
+      }
+      if (outcome.ok) {
+        gate.onSucceeded(outcome.rateLimit);
+        gate.endSend();
+        return outcome.value;
+      }
+
+      const { hint } = outcome;
+      if ((hint.kind === 'quota' || hint.kind === 'overload') && hint.policy !== undefined) {
+        // The limit has a name: this method's calls now queue in that policy's gate.
+        this.gates.learnPolicy(agent, caller, method, hint.policy);
+        const named = this.gates.gateFor(agent, caller, hint.policy);
+        if (named !== gate) {
+          gate.endSend();
+          named.adoptInFlight(); // count this in-flight call in its real group
+          gate = named;
+        }
+      }
+      if (hint.kind === 'quota' || hint.kind === 'overload') gate.onRejected(hint);
+
+      const plan = planRetry(
+        {
+          hint,
+          method,
+          retriesSoFar: attemptIndex,
+          nowMs: this.clock.nowMs(),
+          deadlineMs,
+          random: this.random,
+        },
+        this.rules,
+      );
+      if (plan.action === 'stop') {
+        gate.endSend();
+        this.stats.failedCalls++;
+        return this.stop(plan.reason, outcome, attemptIndex + 1, {
+          requiredWaitMs: plan.requiredWaitMs ?? 0,
+          remainingMs: deadlineMs - this.clock.nowMs(),
+        });
+      }
+
+      gate.retryScheduled();
+      gate.endSend();
+      try {
+        await this.sleep(plan.delayMs, signal);
+      } catch (error) {
+        gate.retryCancelled();
+        this.stats.failedCalls++;
+        throw error;
+      }
+      gate.beginRetrySend();
+      this.stats.retries++;
+    }
+  }
+
+  private gateOf(call: ScheduledCall): SendGate {
+    const group = this.gates.groupFor(call.agent, call.caller, call.method);
+    return this.gates.gateFor(call.agent, call.caller, group);
+  }
+
+  private stop<T>(
+    reason: StopReason,
+    outcome: Extract<AttemptOutcome<T>, { ok: false }>,
+    attempts: number,
+    budget: { requiredWaitMs: number; remainingMs: number },
+  ): T {
+    const { hint, failure } = outcome;
+    const cause = 'error' in failure ? failure.error : undefined;
+    const options = cause === undefined ? { attempts } : { attempts, cause };
+    if (reason === 'budget') {
+      throw new RetryBudgetExceededError(hint, { ...options, ...budget });
+    }
+    if (reason === 'retries-exhausted' || reason === 'do-not-retry') {
+      if (hint.kind === 'quota') throw new RateLimitedError(hint, options);
+      if (hint.kind === 'overload') throw new AgentOverloadedError(hint, options);
+    }
+    if ('error' in failure) throw failure.error;
+    return failure.value;
+  }
+}

@@ -1,0 +1,429 @@
+/**
+ * @module send-gate
+ * The gate of DESIGN §5: one per (agent, caller identity, method group), where the group is the
+ * policy a rejection named, else the method. When one call learns "not before t", calls not yet
+ * sent in that group wait here and are then released at the policy's pace (`q`/`w` from
+ * `RateLimit-Policy`; without it, one at a time as responses come back) instead of each finding
+ * out separately. `RateLimit` (r, t) on successful responses keeps a steady client under the quota.
+ * Retries never pass through a gate (each goes at its own hinted time), but they count: a rejected
+ * call will use the slot it was told, so the next free slot is one interval after it.
+ * `SendGateTable` owns the gates and bounds their number (idle gates are dropped, least recently
+ * used first). This file owns only bookkeeping and waiting; the rules of a retry are plan-retry.ts.
+ */
+
+import type { Clock } from '../core/clock.js';
+import type { AnnouncedPolicy, AnnouncedState, RetryHint } from '../wire/retry-hint.js';
+import { RetryBudgetExceededError } from './retry-errors.js';
+import type { Sleep } from './sleep.js';
+
+/**
+ * What a response announced about the limits (`RateLimit-Policy` and `RateLimit`).
+ *
+ * @example
+ * ```ts
+ * const info: RateLimitInfo = { policies: [{ policy: 'p', limit: 60, windowSeconds: 60 }], states: [{ policy: 'p', remaining: 9, resetSeconds: 1 }] };
+ * ```
+ */
+export interface RateLimitInfo {
+  readonly policies: readonly AnnouncedPolicy[];
+  readonly states: readonly AnnouncedState[];
+}
+
+/**
+ * How long a call may wait in a gate.
+ *
+ * @example
+ * ```ts
+ * await gate.acquire({ deadlineMs: clock.nowMs() + 30_000, maxWaitMs: 60_000 });
+ * ```
+ */
+export interface GateWaitLimits {
+  /** Absolute deadline, ms on the gate's clock (`Infinity` for none). */
+  readonly deadlineMs: number;
+  /** Longest single wait, ms. */
+  readonly maxWaitMs: number;
+  /** Abandons the wait (rejects with `signal.reason`). */
+  readonly signal?: AbortSignal | undefined;
+}
+
+interface Waiter {
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+  readonly cleanup: AbortController;
+}
+
+/**
+ * One gate. Calls `acquire()` before their first send and `endSend()` when its response arrived;
+ * retries call `retryScheduled()` then `beginRetrySend()`. Responses feed `onRejected` /
+ * `onSucceeded`.
+ *
+ * @example
+ * ```ts
+ * const gate = new SendGate('per-caller', { clock: systemClock, sleep: systemSleep });
+ * await gate.acquire({ deadlineMs: Number.POSITIVE_INFINITY, maxWaitMs: 60_000 });
+ * try { await send(); } finally { gate.endSend(); }
+ * ```
+ */
+export class SendGate {
+  /** The group: a policy name, or a method name until a policy is known. */
+  readonly group: string;
+  private readonly clock: Clock;
+  private readonly sleep: Sleep;
+  /** No first send before this, ms. */
+  private wallMs = Number.NEGATIVE_INFINITY;
+  /** Sends known to be available now; `undefined` = no estimate (send freely). */
+  private tokens: number | undefined;
+  /** When `tokens` next grows by one, ms. */
+  private nextTokenAtMs = Number.NEGATIVE_INFINITY;
+  /** Emission interval from `RateLimit-Policy` (w·1000/q), ms. */
+  private intervalMs: number | undefined;
+  /** `q`: the most tokens an estimate may hold. */
+  private capacity = Number.POSITIVE_INFINITY;
+  /** Pace unknown: one send at a time, released as responses come back. */
+  private probing = false;
+  private inFlight = 0;
+  private pendingRetries = 0;
+  private lastHint: RetryHint | undefined;
+  private readonly waiters: Waiter[] = [];
+  private wake: { atMs: number; controller: AbortController } | undefined;
+
+  constructor(group: string, deps: { readonly clock: Clock; readonly sleep: Sleep }) {
+    this.group = group;
+    this.clock = deps.clock;
+    this.sleep = deps.sleep;
+  }
+
+  /** Calls waiting for their first send. */
+  get queued(): number {
+    return this.waiters.length;
+  }
+
+  /**
+   * Nothing queued, in flight or about to retry, and no wait in force: the gate is the same as no
+   * gate and may be dropped.
+   */
+  isIdle(): boolean {
+    const nowMs = this.clock.nowMs();
+    return (
+      this.waiters.length === 0 &&
+      this.inFlight === 0 &&
+      this.pendingRetries === 0 &&
+      nowMs >= this.wallMs &&
+      nowMs >= this.nextTokenAtMs
+    );
+  }
+
+  /**
+   * Waits until this call may be sent, then counts it in flight. Fails at once with
+   * `RetryBudgetExceededError` when the predictable wait does not fit in `limits`; a wait that is
+   * not predictable (pace unknown) fails when the deadline or `maxWaitMs` is reached.
+   */
+  acquire(limits: GateWaitLimits): Promise<void> {
+    if (limits.signal?.aborted) return Promise.reject(limits.signal.reason);
+    const nowMs = this.clock.nowMs();
+    if (this.waiters.length === 0 && this.releaseAtMs(nowMs) === nowMs) {
+      this.take(nowMs);
+      return Promise.resolve();
+    }
+    const estimateMs = this.estimateReleaseMs(nowMs, this.waiters.length);
+    const waitMs = estimateMs - nowMs;
+    if (waitMs > limits.maxWaitMs || estimateMs > limits.deadlineMs) {
+      return Promise.reject(this.budgetError(waitMs, limits.deadlineMs - nowMs));
+    }
+    return new Promise<void>((resolve, reject) => {
+      const cleanup = new AbortController();
+      const waiter: Waiter = { resolve, reject, cleanup };
+      this.waiters.push(waiter);
+      const leave = (error: unknown): void => {
+        const i = this.waiters.indexOf(waiter);
+        if (i < 0) return;
+        this.waiters.splice(i, 1);
+        cleanup.abort();
+        reject(error);
+        this.pump();
+      };
+      limits.signal?.addEventListener('abort', () => leave(limits.signal?.reason), {
+        once: true,
+        signal: cleanup.signal,
+      });
+      const limitMs = Math.min(limits.deadlineMs - nowMs, limits.maxWaitMs);
+      if (Number.isFinite(limitMs)) {
+        this.sleep(Math.max(0, limitMs), cleanup.signal).then(
+          () => leave(this.budgetError(limitMs, limits.deadlineMs - this.clock.nowMs())),
+          () => {},
+        );
+      }
+      this.pump();
+    });
+  }
+
+  /** A re-send is scheduled (it will not wait in the gate, but it will use a slot). */
+  retryScheduled(): void {
+    this.pendingRetries++;
+  }
+
+  /** A scheduled re-send is abandoned (aborted) before being sent. */
+  retryCancelled(): void {
+    this.pendingRetries = Math.max(0, this.pendingRetries - 1);
+    this.pump();
+  }
+
+  /** A scheduled re-send goes out now. */
+  beginRetrySend(): void {
+    this.pendingRetries = Math.max(0, this.pendingRetries - 1);
+    this.inFlight++;
+    this.consumeIfKnown(this.clock.nowMs());
+  }
+
+  /** Counts a call already sent (through another group's gate) as in flight here. */
+  adoptInFlight(): void {
+    this.inFlight++;
+  }
+
+  /** A send's response (or failure) came back. */
+  endSend(): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+    this.pump();
+  }
+
+  /**
+   * A quota or overload rejection: no first send before now + `hint.delayMs`, and the rejected
+   * call's own retry will use that slot.
+   */
+  onRejected(hint: RetryHint): void {
+    this.lastHint = hint;
+    const delayMs = hint.delayMs;
+    if (delayMs === undefined || !(delayMs >= 0)) return;
+    const nowMs = this.clock.nowMs();
+    const slotMs = nowMs + delayMs;
+    this.wallMs = Math.max(this.wallMs, slotMs);
+    this.learnPace(hint.policies ?? [], hint.policy);
+    this.tokens = 0;
+    this.probing = false;
+    this.nextTokenAtMs = Math.max(this.nextTokenAtMs, slotMs + (this.intervalMs ?? 0));
+    this.pump();
+  }
+
+  /**
+   * A successful response with its `RateLimit` / `RateLimit-Policy` fields: resynchronises the
+   * estimate (r sends now, more after t seconds). Without fields, lets the next probe go.
+   */
+  onSucceeded(info: RateLimitInfo | undefined): void {
+    if (info !== undefined) {
+      this.learnPace(info.policies, this.group);
+      const state = pickState(info.states, this.group);
+      if (state !== undefined && Number.isFinite(state.remaining) && state.remaining >= 0) {
+        const nowMs = this.clock.nowMs();
+        const resetMs = Math.max(0, state.resetSeconds ?? 0) * 1000;
+        // Requests of ours still in flight may be admitted after this count was taken.
+        const tokens = Math.max(0, Math.floor(state.remaining) - this.inFlight);
+        if (tokens > 0) {
+          this.tokens = Math.min(tokens, this.capacity);
+          this.nextTokenAtMs = nowMs + resetMs;
+          this.probing = false;
+        } else if (state.resetSeconds !== undefined || this.intervalMs !== undefined) {
+          this.tokens = 0;
+          this.nextTokenAtMs = Math.max(this.nextTokenAtMs, nowMs + resetMs);
+          this.probing = false;
+        }
+      }
+    }
+    this.pump();
+  }
+
+  private learnPace(policies: readonly AnnouncedPolicy[], name: string | undefined): void {
+    const policy =
+      policies.find((p) => p.policy === name) ?? (policies.length === 1 ? policies[0] : undefined);
+    if (policy === undefined || !(policy.limit > 0) || !(policy.windowSeconds > 0)) return;
+    this.intervalMs = (policy.windowSeconds * 1000) / policy.limit;
+    this.capacity = policy.limit;
+  }
+
+  /** Brings a token estimate up to `nowMs` at the known pace. */
+  private refill(nowMs: number): void {
+    if (this.tokens === undefined || this.intervalMs === undefined) return;
+    if (nowMs < this.nextTokenAtMs || this.tokens >= this.capacity) return;
+    const grown = Math.floor((nowMs - this.nextTokenAtMs) / this.intervalMs) + 1;
+    this.tokens = Math.min(this.capacity, this.tokens + grown);
+    this.nextTokenAtMs += grown * this.intervalMs;
+  }
+
+  /** The time the head of the queue may go, or `undefined` while waiting for a response. */
+  private releaseAtMs(nowMs: number): number | undefined {
+    const notBeforeMs = Math.max(nowMs, this.wallMs);
+    if (this.probing) return this.inFlight + this.pendingRetries === 0 ? notBeforeMs : undefined;
+    if (this.tokens === undefined) return notBeforeMs;
+    this.refill(nowMs);
+    if (this.tokens > 0) return notBeforeMs;
+    if (this.intervalMs !== undefined || nowMs < this.nextTokenAtMs) {
+      return Math.max(notBeforeMs, this.nextTokenAtMs);
+    }
+    // The announced wait is over but the pace is unknown: probe one at a time.
+    this.tokens = undefined;
+    this.probing = true;
+    return this.inFlight + this.pendingRetries === 0 ? notBeforeMs : undefined;
+  }
+
+  /** Predictable release time of the waiter at `position` (0 = head), ms. */
+  private estimateReleaseMs(nowMs: number, position: number): number {
+    const notBeforeMs = Math.max(nowMs, this.wallMs);
+    if (this.probing || this.tokens === undefined) return notBeforeMs;
+    this.refill(nowMs);
+    if (this.tokens > position) return notBeforeMs;
+    const behind = position - this.tokens;
+    return Math.max(notBeforeMs, this.nextTokenAtMs + behind * (this.intervalMs ?? 0));
+  }
+
+  private take(nowMs: number): void {
+    this.inFlight++;
+    this.consumeIfKnown(nowMs);
+  }
+
+  private consumeIfKnown(nowMs: number): void {
+    if (this.tokens === undefined) return;
+    this.refill(nowMs);
+    if (this.tokens >= this.capacity && this.intervalMs !== undefined) {
+      this.nextTokenAtMs = nowMs + this.intervalMs;
+    }
+    this.tokens = Math.max(0, this.tokens - 1);
+  }
+
+  private pump(): void {
+    const nowMs = this.clock.nowMs();
+    while (this.waiters.length > 0) {
+      const atMs = this.releaseAtMs(nowMs);
+      if (atMs === undefined) return;
+      if (atMs > nowMs) {
+        this.scheduleWake(atMs);
+        return;
+      }
+      const waiter = this.waiters.shift() as Waiter;
+      waiter.cleanup.abort();
+      this.take(nowMs);
+      waiter.resolve();
+    }
+    // Queue drained: an unknown pace stops mattering until the next rejection.
+    this.probing = false;
+  }
+
+  private scheduleWake(atMs: number): void {
+    if (this.wake !== undefined && this.wake.atMs <= atMs) return;
+    this.wake?.controller.abort();
+    const controller = new AbortController();
+    this.wake = { atMs, controller };
+    this.sleep(atMs - this.clock.nowMs(), controller.signal).then(
+      () => {
+        if (this.wake?.controller === controller) this.wake = undefined;
+        this.pump();
+      },
+      () => {},
+    );
+  }
+
+  private budgetError(requiredWaitMs: number, remainingMs: number): RetryBudgetExceededError {
+    const hint: RetryHint = this.lastHint ?? {
+      kind: 'quota',
+      delayMs: requiredWaitMs,
+      delaySource: 'ratelimit',
+      policy: this.group,
+    };
+    return new RetryBudgetExceededError(hint, { attempts: 0, requiredWaitMs, remainingMs });
+  }
+}
+
+function pickState(states: readonly AnnouncedState[], group: string): AnnouncedState | undefined {
+  const named = states.find((s) => s.policy === group);
+  if (named !== undefined) return named;
+  // Otherwise the state closest to exhaustion speaks for the group.
+  let lowest: AnnouncedState | undefined;
+  for (const s of states) if (lowest === undefined || s.remaining < lowest.remaining) lowest = s;
+  return lowest;
+}
+
+/**
+ * Options of {@link SendGateTable}.
+ *
+ * @example
+ * ```ts
+ * const table = new SendGateTable({ clock: systemClock, sleep: systemSleep, maxGates: 500 });
+ * ```
+ */
+export interface SendGateTableOptions {
+  readonly clock: Clock;
+  readonly sleep: Sleep;
+  /** Gates (and learned method → policy mappings) kept at most; idle ones go first. @defaultValue 1_000 */
+  readonly maxGates?: number;
+}
+
+/**
+ * The gates of one client, keyed by (agent, caller, group), and what it learned about which policy
+ * limits which method. Bounded: past `maxGates`, idle gates are dropped least recently used first
+ * (an idle gate holds nothing a fresh one would not).
+ *
+ * @example
+ * ```ts
+ * const table = new SendGateTable({ clock, sleep });
+ * const gate = table.gateFor('https://agent.example', 'caller-a', 'SendMessage');
+ * ```
+ */
+export class SendGateTable {
+  private readonly clock: Clock;
+  private readonly sleep: Sleep;
+  private readonly maxGates: number;
+  private readonly gates = new Map<string, SendGate>();
+  private readonly policyByMethod = new Map<string, string>();
+
+  constructor(options: SendGateTableOptions) {
+    this.clock = options.clock;
+    this.sleep = options.sleep;
+    this.maxGates = Math.max(1, options.maxGates ?? 1_000);
+  }
+
+  /** Gates currently kept. */
+  get size(): number {
+    return this.gates.size;
+  }
+
+  /** The group a method's calls queue in: the policy last seen limiting it, else the method. */
+  groupFor(agent: string, caller: string, method: string): string {
+    return this.policyByMethod.get(key(agent, caller, method)) ?? method;
+  }
+
+  /** Records that `policy` limits `method` for this agent and caller. */
+  learnPolicy(agent: string, caller: string, method: string, policy: string): void {
+    const k = key(agent, caller, method);
+    this.policyByMethod.delete(k);
+    this.policyByMethod.set(k, policy);
+    while (this.policyByMethod.size > this.maxGates) {
+      const oldest = this.policyByMethod.keys().next().value as string;
+      this.policyByMethod.delete(oldest);
+    }
+  }
+
+  /** The gate of a group, created on first use (and marked most recently used). */
+  gateFor(agent: string, caller: string, group: string): SendGate {
+    const k = key(agent, caller, group);
+    let gate = this.gates.get(k);
+    if (gate !== undefined) {
+      this.gates.delete(k);
+    } else {
+      gate = new SendGate(group, { clock: this.clock, sleep: this.sleep });
+      this.evict();
+    }
+    this.gates.set(k, gate);
+    return gate;
+  }
+
+  /** Drops idle gates while over the cap, least recently used first; busy gates stay. */
+  private evict(): void {
+    if (this.gates.size < this.maxGates) return;
+    for (const [k, gate] of this.gates) {
+      if (this.gates.size < this.maxGates) return;
+      if (gate.isIdle()) this.gates.delete(k);
+    }
+  }
+}
+
+function key(agent: string, caller: string, name: string): string {
+  return `${agent}\u0000${caller}\u0000${name}`;
+}
