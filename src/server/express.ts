@@ -1,0 +1,477 @@
+/**
+ * @module server/express
+ * Express admission middleware, mounted in front of the SDK's `jsonRpcHandler` and `restHandler`
+ * on the same paths. It parses the body once (the SDK's own `express.json()` then skips it),
+ * answers a malformed body exactly as the SDK would, identifies the caller with the agent's own
+ * `UserBuilder`, asks the limiter, and either writes the rejection (before any task exists) or
+ * sets the `RateLimit` headers and passes the request on. The only file importing express and
+ * the SDK's Express bits.
+ */
+
+import {
+  formatSSEEvent,
+  SendMessageResponse,
+  SSE_HEADERS,
+  StreamResponse,
+  type Task,
+} from '@a2a-js/sdk';
+import {
+  A2A_ERROR_CODE,
+  RequestMalformedError,
+  toJsonRpcError,
+  toRestErrorBody,
+} from '@a2a-js/sdk/errors';
+import {
+  type A2ARequestHandler,
+  defaultServerCallContextBuilder,
+  type ServerCallContext,
+  UnauthenticatedUser,
+  type User,
+} from '@a2a-js/sdk/server';
+import type { UserBuilder } from '@a2a-js/sdk/server/express';
+import express, {
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express';
+import { type A2AMethod, toA2AMethod } from '../core/a2a-methods.js';
+import type { AdmissionOutcome, AdmissionRequest, Binding, Limiter } from './limiter.js';
+import { TICKET_HEADER } from './limiter.js';
+import { matchRestRoute } from './rest-route.js';
+import { TERMINAL_TASK_STATES } from './task-lease-tracker.js';
+
+/**
+ * Who the caller is, from an Express request.
+ *
+ * @example
+ * ```ts
+ * const identify: ExpressIdentify = (req) => String(req.user?.id ?? 'anonymous');
+ * ```
+ */
+export type ExpressIdentify = (req: Request) => string | Promise<string>;
+
+/**
+ * Options of {@link jsonRpcAdmission} and {@link restAdmission}.
+ *
+ * @example
+ * ```ts
+ * const options: ExpressAdmissionOptions = { userBuilder, requestHandler };
+ * ```
+ */
+export interface ExpressAdmissionOptions {
+  /**
+   * The same `UserBuilder` the agent gives the SDK. Default identity: `User.userName` of an
+   * authenticated user; unauthenticated callers get {@link unauthenticatedKey}.
+   */
+  readonly userBuilder?: UserBuilder;
+  /** Replaces the default identity entirely (then `userBuilder` is not called). */
+  readonly identify?: ExpressIdentify;
+  /**
+   * Key of callers the `userBuilder` does not authenticate. Default `addr:<req.ip>` (the client
+   * address as Express sees it; set Express's `trust proxy` behind a proxy). Never a header the
+   * caller could set, unless you choose one here.
+   */
+  readonly unauthenticatedKey?: (req: Request) => string;
+  /** The skill a request targets, for skill-scoped policies. */
+  readonly skill?: (req: Request, body: unknown) => string | undefined;
+  /**
+   * The SDK request handler, used to answer a duplicate message with its existing task.
+   * Required while deduplication is on.
+   */
+  readonly requestHandler?: A2ARequestHandler;
+  /** JSON-RPC only: send HTTP 429 / 503 with rejections instead of 200. Default false. */
+  readonly mirrorHttpStatus?: boolean;
+  /** Recognise v0.3 method names and `/v1/...` REST paths (the SDK's legacy mode). Default true. */
+  readonly legacy?: boolean;
+  /** Body size limit, as `express.json` takes it; default `'100kb'` (the SDK's). */
+  readonly bodyLimit?: string | number;
+}
+
+interface ParsedRequest {
+  readonly method: A2AMethod;
+  readonly tenant: string | undefined;
+  readonly messageId: string | undefined;
+  readonly legacy: boolean;
+  /** JSON-RPC id. */
+  readonly id: string | number | null;
+}
+
+function stringOrUndefined(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function messageIdOf(params: unknown): string | undefined {
+  const message = (params as { message?: { messageId?: unknown } } | null | undefined)?.message;
+  return stringOrUndefined(message?.messageId);
+}
+
+function jsonRpcId(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+function mediaType(req: Request): string | undefined {
+  const raw = req.headers['content-type'];
+  return raw === undefined ? undefined : (raw.split(';', 1)[0] ?? '').trim().toLowerCase();
+}
+
+function isA2AVersionLegacy(req: Request): boolean {
+  const version = req.header('a2a-version')?.trim();
+  return version === undefined || version === '' || version.startsWith('0.');
+}
+
+/** Default identity: the agent's own UserBuilder, else the configured unauthenticated key. */
+function identityOf(options: ExpressAdmissionOptions): (req: Request) => string | Promise<string> {
+  if (options.identify !== undefined) return options.identify;
+  const fallback =
+    options.unauthenticatedKey ??
+    ((req: Request) => `addr:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`);
+  const builder = options.userBuilder;
+  if (builder === undefined) return fallback;
+  return async (req) => {
+    const user: User = await builder(req);
+    return user.isAuthenticated && user.userName ? user.userName : fallback(req);
+  };
+}
+
+function writeHttp(
+  res: Response,
+  status: number,
+  headers: Readonly<Record<string, string>>,
+  body: string,
+): void {
+  res.status(status);
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  res.end(body);
+}
+
+/** State shared by both bindings' middleware. */
+interface Admission {
+  readonly limiter: Limiter;
+  readonly options: ExpressAdmissionOptions;
+  readonly identify: (req: Request) => string | Promise<string>;
+}
+
+function makeAdmission(limiter: Limiter, options: ExpressAdmissionOptions): Admission {
+  if (limiter.dedupMethods.size > 0 && options.requestHandler === undefined) {
+    throw new TypeError(
+      'a2a-ratelimit: deduplication is on, so the Express adapter needs `requestHandler` (the SDK handler) to answer a duplicate with its task; or create the limiter with `dedup: false`',
+    );
+  }
+  return { limiter, options, identify: identityOf(options) };
+}
+
+/** The SDK call context for the dedup lookup: same user, tenant and headers the SDK would use. */
+async function callContext(
+  admission: Admission,
+  req: Request,
+  tenant: string | undefined,
+): Promise<ServerCallContext> {
+  const user = admission.options.userBuilder
+    ? await admission.options.userBuilder(req)
+    : new UnauthenticatedUser();
+  const requestedVersion = req.header('a2a-version') || undefined;
+  return defaultServerCallContextBuilder({
+    extensions: undefined,
+    user,
+    headers: req.headers,
+    ...(requestedVersion === undefined ? {} : { requestedVersion }),
+    ...(tenant === undefined ? {} : { tenant }),
+  });
+}
+
+/**
+ * Runs identity → decision, then calls `onOutcome`. Errors of the identity function or the store
+ * go to Express's `next(err)`.
+ */
+function decide(
+  admission: Admission,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  parsed: ParsedRequest,
+  binding: Binding,
+  onDuplicate: (taskId: string | undefined) => Promise<void>,
+): void {
+  const withCaller = (caller: string): void => {
+    const request: AdmissionRequest = {
+      caller,
+      method: parsed.method,
+      binding,
+      tenant: parsed.tenant,
+      messageId: parsed.messageId,
+      skill: admission.options.skill?.(req, req.body),
+    };
+    const outcome = admission.limiter.admit(request);
+    if (outcome instanceof Promise) outcome.then(apply, next);
+    else apply(outcome);
+  };
+  const apply = (outcome: AdmissionOutcome): void => {
+    if (outcome.status === 'admitted') {
+      const ticket = outcome.ticket;
+      req.headers[TICKET_HEADER] = ticket.id;
+      for (const [name, value] of Object.entries(ticket.headers)) res.setHeader(name, value);
+      res.once('close', () => ticket.end());
+      next();
+      return;
+    }
+    if (outcome.status === 'duplicate') {
+      onDuplicate(outcome.taskId).catch(next);
+      return;
+    }
+    const { limiter, options } = admission;
+    const encoded =
+      binding === 'jsonrpc'
+        ? limiter.encodeJsonRpc(
+            outcome.rejection,
+            parsed.id,
+            outcome.limits,
+            options.mirrorHttpStatus === true,
+          )
+        : limiter.encodeRest(outcome.rejection, outcome.limits);
+    writeHttp(res, encoded.status, encoded.headers, encoded.body);
+  };
+  try {
+    const caller = admission.identify(req);
+    if (typeof caller === 'string') withCaller(caller);
+    else caller.then(withCaller, next);
+  } catch (error) {
+    next(error);
+  }
+}
+
+/** The message a duplicate whose first copy produced no task gets (google.rpc ALREADY_EXISTS). */
+function duplicateWithoutTaskMessage(messageId: string | undefined): string {
+  return `Message ${messageId ?? ''} was already received and processed without creating a task; it is not run again`;
+}
+
+function sseOneEvent(res: Response, frame: unknown): void {
+  res.status(200);
+  for (const [name, value] of Object.entries(SSE_HEADERS)) res.setHeader(name, value);
+  res.end(formatSSEEvent(frame));
+}
+
+/**
+ * Admission middleware for the JSON-RPC binding. Mount it on the same path as, and before, the
+ * SDK's `jsonRpcHandler`. Every A2A 1.0 method (and the v0.3 names, for the SDK's legacy mode) is
+ * decided; malformed JSON gets the SDK's own `-32700` answer; a rejection is written as
+ * `{"jsonrpc":"2.0","id",…,"error":{"code":-32603,"data":[ErrorInfo, RetryInfo, QuotaFailure?]}}`
+ * with `Retry-After` and `RateLimit` headers (HTTP 200, or 429 / 503 with `mirrorHttpStatus`).
+ *
+ * @example
+ * ```ts
+ * app.use('/a2a/jsonrpc', jsonRpcAdmission(limiter, { userBuilder, requestHandler }));
+ * app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder }));
+ * ```
+ */
+export function jsonRpcAdmission(
+  limiter: Limiter,
+  options: ExpressAdmissionOptions = {},
+): RequestHandler {
+  const admission = makeAdmission(limiter, options);
+  const parse = express.json({ limit: options.bodyLimit ?? '100kb' });
+  const legacyNames = options.legacy !== false;
+  return (req, res, next) => {
+    if (req.headers[TICKET_HEADER] !== undefined) delete req.headers[TICKET_HEADER];
+    if (req.method !== 'POST' || (req.url !== '/' && req.path !== '/')) return next();
+    const type = mediaType(req);
+    if (type !== undefined && type !== 'application/json') return next();
+    parse(req, res, (error?: unknown) => {
+      if (error !== undefined && error !== null) {
+        const syntax = error instanceof SyntaxError;
+        writeHttp(
+          res,
+          200,
+          { 'content-type': 'application/json; charset=utf-8' },
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: null,
+            error: syntax
+              ? { code: A2A_ERROR_CODE.PARSE_ERROR, message: 'Invalid JSON payload.' }
+              : { code: A2A_ERROR_CODE.INVALID_REQUEST, message: (error as Error).message },
+          }),
+        );
+        return;
+      }
+      const body = req.body as { method?: unknown; params?: unknown } | undefined;
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) return next();
+      const name = body.method;
+      const method = legacyNames
+        ? toA2AMethod(name)
+        : typeof name === 'string' && !name.includes('/')
+          ? toA2AMethod(name)
+          : undefined;
+      if (method === undefined) return next();
+      const params = body.params as { tenant?: unknown } | undefined;
+      const parsed: ParsedRequest = {
+        method,
+        tenant: stringOrUndefined(params?.tenant),
+        messageId: messageIdOf(params),
+        legacy: typeof name === 'string' && name.includes('/'),
+        id: jsonRpcId(body),
+      };
+      decide(admission, req, res, next, parsed, 'jsonrpc', async (taskId) => {
+        if (taskId === undefined) {
+          const error = {
+            code: A2A_ERROR_CODE.INVALID_REQUEST,
+            message: duplicateWithoutTaskMessage(parsed.messageId),
+          };
+          writeHttp(
+            res,
+            200,
+            { 'content-type': 'application/json; charset=utf-8' },
+            JSON.stringify({ jsonrpc: '2.0', id: parsed.id, error }),
+          );
+          return;
+        }
+        const handler = options.requestHandler as A2ARequestHandler;
+        const context = await callContext(admission, req, parsed.tenant);
+        let task: Task;
+        try {
+          task = await handler.getTask({ id: taskId, tenant: parsed.tenant ?? '' }, context);
+        } catch (lookupError) {
+          res
+            .status(200)
+            .json({ jsonrpc: '2.0', id: parsed.id, error: toJsonRpcError(lookupError) });
+          return;
+        }
+        const result = SendMessageResponse.toJSON({ payload: { $case: 'task', value: task } });
+        if (method === 'SendMessage') {
+          res.status(200).json({ jsonrpc: '2.0', id: parsed.id, result });
+        } else if (TERMINAL_TASK_STATES.has(task.status?.state ?? 0) || parsed.legacy) {
+          sseOneEvent(res, { jsonrpc: '2.0', id: parsed.id, result });
+        } else {
+          // Resubscribe: the SDK streams the live task (first event: the task).
+          req.body = {
+            jsonrpc: '2.0',
+            id: parsed.id,
+            method: 'SubscribeToTask',
+            params: {
+              id: taskId,
+              ...(parsed.tenant === undefined ? {} : { tenant: parsed.tenant }),
+            },
+          };
+          next();
+        }
+      });
+    });
+  };
+}
+
+/**
+ * Admission middleware for the HTTP+JSON (REST) binding. Mount it on the same path as, and
+ * before, the SDK's `restHandler`. Every A2A 1.0 route (with the optional `/{tenant}` prefix;
+ * SubscribeToTask by GET and POST; v0.3 `/v1/...` routes for the SDK's legacy mode) is decided;
+ * malformed JSON gets the SDK's own 400 google.rpc.Status body; a rejection is HTTP 429 / 503 with
+ * `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED",…,"details":[…]}}`, `Retry-After` and
+ * `RateLimit` headers.
+ *
+ * @example
+ * ```ts
+ * app.use('/a2a/rest', restAdmission(limiter, { userBuilder, requestHandler }));
+ * app.use('/a2a/rest', restHandler({ requestHandler, userBuilder }));
+ * ```
+ */
+export function restAdmission(
+  limiter: Limiter,
+  options: ExpressAdmissionOptions = {},
+): RequestHandler {
+  const admission = makeAdmission(limiter, options);
+  const legacy = options.legacy !== false;
+  const parse = express.json({
+    limit: options.bodyLimit ?? '100kb',
+    type: ['application/json', 'application/a2a+json'],
+    strict: false,
+  });
+  const parseLegacy = express.json({
+    limit: options.bodyLimit ?? '100kb',
+    type: 'application/json',
+    strict: false,
+  });
+  return (req, res, next) => {
+    if (req.headers[TICKET_HEADER] !== undefined) delete req.headers[TICKET_HEADER];
+    const useLegacy = legacy && isA2AVersionLegacy(req);
+    const route = matchRestRoute(req.method, req.path, { legacy: useLegacy });
+    if (route === undefined) return next();
+    const type = mediaType(req);
+    const accepted = route.legacy
+      ? type === undefined || type === 'application/json'
+      : type === undefined || type === 'application/json' || type === 'application/a2a+json';
+    if (!accepted) return next();
+    (route.legacy ? parseLegacy : parse)(req, res, (error?: unknown) => {
+      if (error !== undefined && error !== null) {
+        const status =
+          error instanceof SyntaxError
+            ? 400
+            : Number((error as { status?: unknown }).status) >= 400
+              ? Number((error as { status: number }).status)
+              : 400;
+        const malformed = new RequestMalformedError(
+          error instanceof SyntaxError ? 'Invalid JSON payload.' : (error as Error).message,
+        );
+        writeHttp(
+          res,
+          status,
+          { 'content-type': 'application/a2a+json' },
+          JSON.stringify(toRestErrorBody(malformed, status)),
+        );
+        return;
+      }
+      const body = req.body as { tenant?: unknown } | undefined;
+      const parsed: ParsedRequest = {
+        method: route.method,
+        tenant: route.tenant ?? stringOrUndefined(body?.tenant),
+        messageId:
+          route.method === 'SendMessage' || route.method === 'SendStreamingMessage'
+            ? messageIdOf(body)
+            : undefined,
+        legacy: route.legacy,
+        id: null,
+      };
+      decide(admission, req, res, next, parsed, 'rest', async (taskId) => {
+        if (taskId === undefined) {
+          writeHttp(
+            res,
+            409,
+            { 'content-type': 'application/a2a+json' },
+            JSON.stringify({
+              error: {
+                code: 409,
+                status: 'ALREADY_EXISTS',
+                message: duplicateWithoutTaskMessage(parsed.messageId),
+                details: [],
+              },
+            }),
+          );
+          return;
+        }
+        const handler = options.requestHandler as A2ARequestHandler;
+        const context = await callContext(admission, req, parsed.tenant);
+        let task: Task;
+        try {
+          task = await handler.getTask({ id: taskId, tenant: parsed.tenant ?? '' }, context);
+        } catch (lookupError) {
+          const body404 = toRestErrorBody(lookupError, 404);
+          writeHttp(res, 404, { 'content-type': 'application/a2a+json' }, JSON.stringify(body404));
+          return;
+        }
+        const payload = { payload: { $case: 'task' as const, value: task } };
+        if (parsed.method === 'SendMessage') {
+          writeHttp(
+            res,
+            200,
+            { 'content-type': 'application/a2a+json' },
+            JSON.stringify(SendMessageResponse.toJSON(payload)),
+          );
+        } else if (TERMINAL_TASK_STATES.has(task.status?.state ?? 0) || route.legacy) {
+          sseOneEvent(res, StreamResponse.toJSON(payload));
+        } else {
+          const prefix = parsed.tenant === undefined ? '' : `/${encodeURIComponent(parsed.tenant)}`;
+          req.url = `${prefix}/tasks/${encodeURIComponent(taskId)}:subscribe`;
+          next();
+        }
+      });
+    });
+  };
+}

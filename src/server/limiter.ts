@@ -1,0 +1,632 @@
+/**
+ * @module limiter
+ * `createLimiter`: the one place that turns an identified request into one admission decision
+ * and a rejection into its wire form, shared by every adapter (Express JSON-RPC and REST, grpc-js).
+ * It also owns what follows an admission: concurrency leases held until the task ends or the
+ * response closes, renewal of live leases, deduplication of retried messages by messageId, the
+ * event-loop overload signal, and the observer calls that metrics hang off.
+ */
+
+import { type A2AMethod, MESSAGE_METHODS } from '../core/a2a-methods.js';
+import type { Clock } from '../core/clock.js';
+import type { DecisionInput } from '../core/decide.js';
+import type { CompiledPolicySet, HoldOptions, Policy, RequestIdentity } from '../core/policy.js';
+import type { Admission, Decision, LeaseRef, LimitState, Rejection } from '../core/rejection.js';
+import { MemoryStore } from '../store/memory-store.js';
+import type { Store } from '../store/store.js';
+import {
+  encodeGrpcRejection,
+  encodeJsonRpcRejection,
+  encodeRestRejection,
+  type GrpcRejectionStatus,
+  type HttpRejectionResponse,
+  rateLimitHeaders,
+} from '../wire/index.js';
+import {
+  type EventLoopDelaySource,
+  type EventLoopMonitorOptions,
+  monitorEventLoop,
+} from './event-loop-monitor.js';
+import { type AgentCardLike, resolveOperatorDomain } from './operator-domain.js';
+import { type EventBusManagerLike, TaskLeaseTracker } from './task-lease-tracker.js';
+
+/**
+ * The A2A binding a request arrived on.
+ *
+ * @example
+ * ```ts
+ * const binding: Binding = 'jsonrpc';
+ * ```
+ */
+export type Binding = 'jsonrpc' | 'rest' | 'grpc';
+
+/**
+ * One request as an adapter identified it.
+ *
+ * @example
+ * ```ts
+ * const request: AdmissionRequest = { caller: 'orchestrator-7', method: 'SendMessage', messageId: 'm-1', binding: 'rest' };
+ * ```
+ */
+export interface AdmissionRequest extends RequestIdentity {
+  readonly binding: Binding;
+}
+
+/**
+ * How long a concurrency lease taken at admission is held: until the task reaches a terminal
+ * (or, by default, interrupted) state, or until the response ends (stream closed, client gone).
+ *
+ * @example
+ * ```ts
+ * const until: LeaseHoldUntil = 'response';
+ * ```
+ */
+export type LeaseHoldUntil = 'task' | 'response';
+
+/**
+ * Receives every outcome; metrics (`a2a-ratelimit/server/metrics`) implement it.
+ *
+ * @example
+ * ```ts
+ * const observer: LimiterObserver = { rejected: (req, r) => console.log(req.caller, r.policy) };
+ * ```
+ */
+export interface LimiterObserver {
+  /** A request was admitted (after being charged, or by claiming its held slot). */
+  admitted?(request: AdmissionRequest, admission: Admission): void;
+  /** A request was rejected; nothing was created or started. */
+  rejected?(request: AdmissionRequest, rejection: Rejection): void;
+  /** A copy of an already admitted message was answered with the existing task (not charged). */
+  deduplicated?(request: AdmissionRequest): void;
+  /** Holds made, claimed, or expired unclaimed, per rate policy (as seen by this process). */
+  holds?(event: 'made' | 'claimed' | 'expired', policy: string, count: number): void;
+  /** Leases this process currently holds, after every change. */
+  leasesHeld?(count: number): void;
+}
+
+/**
+ * Deduplication of retried messages (DESIGN §4).
+ *
+ * @example
+ * ```ts
+ * const dedup: DedupOptions = { ttlSeconds: 900, methods: ['SendMessage', 'SendStreamingMessage'] };
+ * ```
+ */
+export interface DedupOptions {
+  /** Methods deduplicated; default SendMessage and SendStreamingMessage. */
+  readonly methods?: readonly A2AMethod[];
+  /** How long (caller, messageId) → task is remembered, seconds; default 900. */
+  readonly ttlSeconds?: number;
+  /** How long a copy waits for the first copy's task id when it is still being created, ms; default 2,000. */
+  readonly waitForTaskMs?: number;
+}
+
+/**
+ * Options of {@link createLimiter}.
+ *
+ * @example
+ * ```ts
+ * const options: LimiterOptions = {
+ *   policies: [{ name: 'per-caller', kind: 'rate', scope: 'caller', methods: ['SendMessage'], limit: 60, windowSeconds: 60, burst: 10 }],
+ *   domain: 'agents.example.com',
+ * };
+ * ```
+ */
+export interface LimiterOptions {
+  /** Policies; required unless `store` is given (a store brings its own). */
+  readonly policies?: readonly Policy[];
+  /** Where state lives; default a `MemoryStore` over `policies`. */
+  readonly store?: Store;
+  /** Time source for the default store and lease bookkeeping; default `Date.now`. */
+  readonly clock?: Clock;
+  /** ErrorInfo domain (yours, never `a2a-protocol.org`). Default: host of `card`'s first interface URL. */
+  readonly domain?: string;
+  /** The agent card, for the default domain. */
+  readonly card?: AgentCardLike;
+  /** Hold options for the default store. */
+  readonly holds?: HoldOptions;
+  /**
+   * Overload signal: event-loop delay fed into overload policies with `maxEventLoopDelayMs`.
+   * Default: sampled with `perf_hooks.monitorEventLoopDelay` when such a policy exists. A function
+   * replaces the monitor (ms); `false` disables it.
+   */
+  readonly eventLoopDelay?: false | EventLoopMonitorOptions | (() => number);
+  /** Deduplication by (caller, messageId); on by default; `false` turns it off. */
+  readonly dedup?: false | DedupOptions;
+  /** Lease lifetimes. */
+  readonly leases?: {
+    /** Per policy name: hold its leases until the task ends or the response ends. Default `task` for SendMessage / SendStreamingMessage, `response` for other methods. */
+    readonly holdUntil?: Readonly<Record<string, LeaseHoldUntil>>;
+    /** Release a task's leases when it enters INPUT_REQUIRED / AUTH_REQUIRED; default true. */
+    readonly releaseOnInterrupted?: boolean;
+    /** How often live leases are renewed, ms; default a third of the shortest lease TTL. */
+    readonly renewEveryMs?: number;
+  };
+  /** Outcome observer (metrics). */
+  readonly observer?: LimiterObserver;
+}
+
+/**
+ * What the limiter made of a request.
+ * - `admitted`: go on; `ticket.headers` are the `RateLimit` headers for the response; call
+ *   `ticket.end()` when the response ends.
+ * - `rejected`: write the rejection (nothing was created or started).
+ * - `duplicate`: a copy of an already admitted message; answer with task `taskId` (undefined when
+ *   the first copy produced no task), do not run it.
+ *
+ * @example
+ * ```ts
+ * const outcome = await limiter.admit({ caller: 'a', method: 'GetTask', binding: 'rest' });
+ * if (outcome.status === 'rejected') console.log(outcome.rejection.retryAfterMs);
+ * ```
+ */
+export type AdmissionOutcome =
+  | { readonly status: 'admitted'; readonly ticket: AdmissionTicket }
+  | {
+      readonly status: 'rejected';
+      readonly rejection: Rejection;
+      readonly limits: readonly LimitState[];
+    }
+  | { readonly status: 'duplicate'; readonly taskId: string | undefined };
+
+/**
+ * Metadata / header key carrying an admission's ticket id from the adapter (which always sets or
+ * clears it) to the SDK's request handler, where {@link Limiter.trackTasks} reads it from
+ * `ServerCallContext.state.get('headers')` to tie leases and dedup entries to the task.
+ *
+ * @example
+ * ```ts
+ * req.headers[TICKET_HEADER]; // 't1f'
+ * ```
+ */
+export const TICKET_HEADER = 'x-a2a-ratelimit-ticket';
+
+/** Dedup entries that are not task ids. */
+const MARK = {
+  /** Nothing ran (rejected, or ended before the executor started): a copy may run. */
+  retryable: '\u0000retryable',
+  /** The executor ran and answered with a message: no task to return. */
+  noTask: '\u0000no-task',
+  /** Admitted, task not created yet. */
+  pending: '\u0000pending',
+} as const;
+
+/**
+ * An admitted request: its leases and `RateLimit` headers. The adapter calls {@link end} when the
+ * response ends for any reason; task leases bound to a task by {@link Limiter.trackTasks} outlive it.
+ *
+ * @example
+ * ```ts
+ * res.on('close', () => ticket.end());
+ * ```
+ */
+export interface AdmissionTicket {
+  /** Unique id, carried in {@link TICKET_HEADER}. */
+  readonly id: string;
+  readonly request: AdmissionRequest;
+  /** Rate states after this request was charged. */
+  readonly limits: readonly LimitState[];
+  /** `ratelimit-policy` / `ratelimit` headers for the response (lower-case names). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** True when admitted by claiming a held slot. */
+  readonly claimedHold: boolean;
+  /** Ends the response: releases response leases, and task leases not bound to a task. Idempotent. */
+  end(): void;
+}
+
+/**
+ * The limiter: identity in, one decision out, encoded per binding.
+ *
+ * @example
+ * ```ts
+ * const limiter = createLimiter({ policies, card });
+ * const outcome = await limiter.admit({ caller: 'a', method: 'SendMessage', messageId: 'm', binding: 'jsonrpc' });
+ * ```
+ */
+export interface Limiter {
+  readonly policySet: CompiledPolicySet;
+  readonly store: Store;
+  readonly clock: Clock;
+  /** ErrorInfo domain of every rejection. */
+  readonly domain: string;
+  /** Methods deduplicated by messageId (empty when off). */
+  readonly dedupMethods: ReadonlySet<A2AMethod>;
+  /** Decides one request. Synchronous for a `MemoryStore` unless deduplication needs the store. */
+  admit(request: AdmissionRequest): AdmissionOutcome | Promise<AdmissionOutcome>;
+  /** REST wire form of a rejection. */
+  encodeRest(rejection: Rejection, limits?: readonly LimitState[]): HttpRejectionResponse;
+  /** JSON-RPC wire form of a rejection. */
+  encodeJsonRpc(
+    rejection: Rejection,
+    id: string | number | null,
+    limits?: readonly LimitState[],
+    mirrorHttpStatus?: boolean,
+  ): HttpRejectionResponse;
+  /** gRPC wire form of a rejection. */
+  encodeGrpc(rejection: Rejection, limits?: readonly LimitState[]): GrpcRejectionStatus;
+  /**
+   * Wraps the SDK's `ExecutionEventBusManager` (pass it as the 4th `DefaultRequestHandler`
+   * argument) so task leases last until the task's terminal state and retried messages map to
+   * their task. Without it, task leases end with the response.
+   */
+  trackTasks<M extends EventBusManagerLike>(inner: M): M;
+  /** Leases this process currently holds (open responses and live tasks). */
+  leasesHeld(): number;
+  /** Tasks whose leases are currently held. */
+  tasksTracked(): number;
+  /** Stops timers and closes the store. */
+  close(): Promise<void>;
+}
+
+const systemClock: Clock = { nowMs: () => Date.now() };
+
+/** Tracks holds this process has seen made, to count made / claimed / expired (DESIGN §8). */
+class HoldLedger {
+  private readonly open = new Map<string, { policy: string; expiresMs: number }>();
+  private nextSweepMs = 0;
+
+  constructor(
+    private readonly observer: LimiterObserver | undefined,
+    private readonly graceMs: (delayMs: number) => number,
+  ) {}
+
+  rejected(request: AdmissionRequest, rejection: Rejection, nowMs: number): void {
+    if (rejection.reserved !== true || request.messageId === undefined) return;
+    const key = `${rejection.policy}\u0000${request.caller}\u0000${request.messageId}`;
+    if (this.open.has(key)) return;
+    if (this.open.size >= 100_000) this.sweep(nowMs, true);
+    this.open.set(key, {
+      policy: rejection.policy,
+      expiresMs: nowMs + rejection.retryAfterMs + this.graceMs(rejection.retryAfterMs),
+    });
+    this.observer?.holds?.('made', rejection.policy, 1);
+  }
+
+  admitted(request: AdmissionRequest, admission: Admission, nowMs: number): void {
+    if (admission.claimedHold && request.messageId !== undefined) {
+      const suffix = `\u0000${request.caller}\u0000${request.messageId}`;
+      for (const [key, hold] of this.open) {
+        if (key.endsWith(suffix)) {
+          this.open.delete(key);
+          this.observer?.holds?.('claimed', hold.policy, 1);
+          break;
+        }
+      }
+    }
+    if (nowMs >= this.nextSweepMs) this.sweep(nowMs, false);
+  }
+
+  sweep(nowMs: number, force: boolean): void {
+    this.nextSweepMs = nowMs + 1000;
+    for (const [key, hold] of this.open) {
+      if (hold.expiresMs < nowMs || force) {
+        this.open.delete(key);
+        this.observer?.holds?.('expired', hold.policy, 1);
+        if (force && this.open.size < 90_000) return;
+      }
+    }
+  }
+}
+
+/**
+ * Creates the limiter shared by all adapters. Policies are validated here (a `PolicyError` names
+ * the bad policy and field); the domain is resolved once (`domain`, else the host of the card's
+ * first interface URL; never `a2a-protocol.org`).
+ *
+ * @example
+ * ```ts
+ * import { createLimiter } from 'a2a-ratelimit/server';
+ * const limiter = createLimiter({
+ *   card,
+ *   policies: [
+ *     { name: 'per-caller', kind: 'rate', scope: 'caller', methods: ['SendMessage', 'SendStreamingMessage'], limit: 60, windowSeconds: 60, burst: 10 },
+ *     { name: 'tasks-per-caller', kind: 'concurrency', scope: 'caller', methods: ['SendMessage', 'SendStreamingMessage'], max: 5 },
+ *     { name: 'agent-overload', kind: 'overload', maxInFlight: 500, maxEventLoopDelayMs: 250 },
+ *   ],
+ * });
+ * const requestHandler = new DefaultRequestHandler(card, taskStore, executor, limiter.trackTasks(new DefaultExecutionEventBusManager()));
+ * ```
+ */
+export function createLimiter(options: LimiterOptions): Limiter {
+  const clock = options.clock ?? systemClock;
+  let store: Store;
+  if (options.store !== undefined) {
+    store = options.store;
+  } else {
+    if (options.policies === undefined) {
+      throw new TypeError('createLimiter: pass `policies` (or a `store` that has them)');
+    }
+    store = new MemoryStore({
+      policies: options.policies,
+      clock,
+      ...(options.holds === undefined ? {} : { holds: options.holds }),
+    });
+  }
+  const memory = store instanceof MemoryStore ? store : undefined;
+  const policySet = store.policySet;
+  const domain = resolveOperatorDomain({ domain: options.domain, card: options.card });
+  const observer = options.observer;
+
+  // Event-loop delay: only when an overload policy asks for it.
+  const wantsLag = policySet.policies.some(
+    (p) => p.kind === 'overload' && Number.isFinite(p.maxEventLoopDelayMs),
+  );
+  let lagSource: EventLoopDelaySource | undefined;
+  let lag: (() => number) | undefined;
+  if (wantsLag && options.eventLoopDelay !== false) {
+    if (typeof options.eventLoopDelay === 'function') lag = options.eventLoopDelay;
+    else {
+      lagSource = monitorEventLoop(options.eventLoopDelay ?? {});
+      lag = () => (lagSource as EventLoopDelaySource).delayMs();
+    }
+  }
+
+  // Deduplication.
+  const dedupOptions = options.dedup === false ? undefined : (options.dedup ?? {});
+  const dedupMethods: ReadonlySet<A2AMethod> = new Set(
+    dedupOptions === undefined ? [] : (dedupOptions.methods ?? [...MESSAGE_METHODS]),
+  );
+  const dedupTtlMs = (dedupOptions?.ttlSeconds ?? 900) * 1000;
+  const waitForTaskMs = dedupOptions?.waitForTaskMs ?? 2000;
+  const dedup = store;
+  /** Local waiters for a first copy's task id: caller \0 messageId → resolvers. */
+  const waiters = new Map<string, ((taskId: string | undefined) => void)[]>();
+
+  // Lease lifetimes.
+  const holdUntil = options.leases?.holdUntil ?? {};
+  for (const name of Object.keys(holdUntil)) {
+    if (!policySet.policies.some((p) => p.name === name)) {
+      throw new RangeError(`createLimiter: leases.holdUntil names unknown policy "${name}"`);
+    }
+  }
+  const policyHoldUntil = policySet.policies.map((p) => holdUntil[p.name]);
+  const ttls = policySet.policies.map((p) =>
+    p.kind === 'rate' ? Number.POSITIVE_INFINITY : p.leaseTtlMs,
+  );
+  const renewEveryMs =
+    options.leases?.renewEveryMs ?? Math.max(1000, Math.floor(Math.min(...ttls, 600_000) / 3));
+
+  const holdLedger = new HoldLedger(observer, (delayMs) => {
+    const h = policySet.holds;
+    return Math.max(h.minGraceUs / 1000, delayMs * h.graceFraction);
+  });
+
+  let leaseCount = 0;
+  const leaseDelta = (delta: number): void => {
+    if (delta === 0) return;
+    leaseCount += delta;
+    observer?.leasesHeld?.(leaseCount);
+  };
+  const releaseLeases = (leases: readonly LeaseRef[]): void => {
+    if (leases.length === 0) return;
+    leaseDelta(-leases.length);
+    if (memory !== undefined) memory.releaseSync(leases);
+    else void store.release(leases).catch(() => undefined);
+  };
+
+  const tracker = new TaskLeaseTracker(
+    {
+      releaseOnInterrupted: options.leases?.releaseOnInterrupted ?? true,
+      release: releaseLeases,
+      ticketOf: (id) => tickets.get(id),
+      nowMs: () => clock.nowMs(),
+    },
+    TICKET_HEADER,
+  );
+
+  /** Open tickets by id (until their response ends). */
+  const tickets = new Map<string, Ticket>();
+  let ticketCounter = 0;
+
+  const recordTask = (request: AdmissionRequest, value: string): void => {
+    if (request.messageId === undefined || !dedupMethods.has(request.method)) return;
+    const key = `${request.caller}\u0000${request.messageId}`;
+    const list = waiters.get(key);
+    if (list !== undefined) {
+      waiters.delete(key);
+      const taskId = value.startsWith('\u0000') ? undefined : value;
+      for (const resolve of list) resolve(taskId);
+    }
+    void dedup
+      .recordMessageTask(request.caller, request.messageId, value, dedupTtlMs)
+      .catch(() => undefined);
+  };
+
+  class Ticket implements AdmissionTicket {
+    readonly id: string;
+    readonly limits: readonly LimitState[];
+    readonly headers: Readonly<Record<string, string>>;
+    readonly claimedHold: boolean;
+    /** Leases held until the response ends. */
+    responseLeases: LeaseRef[] = [];
+    /** Leases held until the task ends (moved to the tracker when bound). */
+    taskLeases: LeaseRef[] = [];
+    /** Bound to a task (or a message reply) by the event-bus wrapper. */
+    bound = false;
+    ended = false;
+    /** Dedup entry still to be written when the outcome is known. */
+    dedupPending: boolean;
+
+    constructor(
+      readonly request: AdmissionRequest,
+      admission: Admission,
+    ) {
+      ticketCounter += 1;
+      this.id = `t${ticketCounter.toString(36)}.${process.pid.toString(36)}`;
+      this.limits = admission.limits;
+      this.headers = admission.limits.length > 0 ? rateLimitHeaders(admission.limits) : {};
+      this.claimedHold = admission.claimedHold;
+      this.dedupPending = request.messageId !== undefined && dedupMethods.has(request.method);
+      for (const lease of admission.leases) {
+        const configured = policyHoldUntil[lease.policyIndex];
+        const until = configured ?? (MESSAGE_METHODS.has(request.method) ? 'task' : 'response');
+        (until === 'task' ? this.taskLeases : this.responseLeases).push(lease);
+      }
+      leaseDelta(admission.leases.length);
+    }
+
+    /** Called by the tracker when the SDK created the task's event bus. */
+    takeTaskLeases(): LeaseRef[] {
+      this.bound = true;
+      const leases = this.taskLeases;
+      this.taskLeases = [];
+      return leases;
+    }
+
+    /** Called by the tracker once the first event shows whether a task exists. */
+    settleDedup(taskId: string | undefined): void {
+      if (!this.dedupPending) return;
+      this.dedupPending = false;
+      recordTask(this.request, taskId ?? MARK.noTask);
+    }
+
+    end(): void {
+      if (this.ended) return;
+      this.ended = true;
+      tickets.delete(this.id);
+      releaseLeases(this.responseLeases);
+      this.responseLeases = [];
+      if (!this.bound) {
+        releaseLeases(this.taskLeases);
+        this.taskLeases = [];
+        // Ended before the SDK started the executor: nothing ran, a copy may run.
+        if (this.dedupPending) {
+          this.dedupPending = false;
+          recordTask(this.request, MARK.retryable);
+        }
+      }
+    }
+
+    liveLeases(): LeaseRef[] {
+      return this.bound ? this.responseLeases : [...this.responseLeases, ...this.taskLeases];
+    }
+  }
+
+  // Renewal of live leases (open responses and tracked tasks).
+  const maxTtlMs = Math.max(
+    0,
+    ...policySet.policies.map((p) => (p.kind === 'rate' ? 0 : p.leaseTtlMs)),
+  );
+  const renewTimer = setInterval(() => {
+    tracker.sweepInterrupted(clock.nowMs(), maxTtlMs);
+    const live: LeaseRef[] = [];
+    for (const t of tickets.values()) live.push(...t.liveLeases());
+    live.push(...tracker.liveLeases());
+    if (live.length === 0) return;
+    if (memory !== undefined) memory.renewSync(live);
+    else void store.renew(live).catch(() => undefined);
+  }, renewEveryMs);
+  renewTimer.unref();
+
+  const finish = (request: AdmissionRequest, decision: Decision): AdmissionOutcome => {
+    const nowMs = clock.nowMs();
+    if (decision.admitted) {
+      holdLedger.admitted(request, decision, nowMs);
+      observer?.admitted?.(request, decision);
+      const ticket = new Ticket(request, decision);
+      tickets.set(ticket.id, ticket);
+      return { status: 'admitted', ticket };
+    }
+    holdLedger.rejected(request, decision.rejection, nowMs);
+    observer?.rejected?.(request, decision.rejection);
+    if (request.messageId !== undefined && dedupMethods.has(request.method)) {
+      recordTask(request, MARK.retryable);
+    }
+    return { status: 'rejected', rejection: decision.rejection, limits: decision.limits };
+  };
+
+  const inputOf = (request: AdmissionRequest): DecisionInput => {
+    const delayMs = lag?.();
+    return delayMs === undefined ? request : { ...request, eventLoopDelayMs: delayMs };
+  };
+
+  const decideNow = (request: AdmissionRequest): AdmissionOutcome | Promise<AdmissionOutcome> => {
+    const input = inputOf(request);
+    if (memory !== undefined) return finish(request, memory.decideSync(input));
+    return store.decide(input).then((d) => finish(request, d));
+  };
+
+  const waitForTask = (key: string): Promise<string | undefined> =>
+    new Promise((resolve) => {
+      const list = waiters.get(key) ?? [];
+      let done = false;
+      const timer = setTimeout(() => {
+        done = true;
+        resolve(undefined);
+      }, waitForTaskMs);
+      timer.unref();
+      list.push((taskId) => {
+        if (done) return;
+        clearTimeout(timer);
+        resolve(taskId);
+      });
+      waiters.set(key, list);
+    });
+
+  const duplicate = (request: AdmissionRequest, taskId: string | undefined): AdmissionOutcome => {
+    observer?.deduplicated?.(request);
+    return { status: 'duplicate', taskId };
+  };
+
+  const admitMessage = async (
+    request: AdmissionRequest,
+    messageId: string,
+  ): Promise<AdmissionOutcome> => {
+    const seen = await dedup.rememberMessage(request.caller, messageId, dedupTtlMs);
+    if (seen.fresh) return decideNow(request);
+    const value = seen.taskId;
+    if (value === MARK.retryable) {
+      const outcome = await decideNow(request);
+      if (outcome.status === 'admitted') {
+        await dedup
+          .recordMessageTask(request.caller, messageId, MARK.pending, dedupTtlMs)
+          .catch(() => undefined);
+      }
+      return outcome;
+    }
+    if (value === MARK.noTask) return duplicate(request, undefined);
+    if (value !== undefined && value !== MARK.pending) return duplicate(request, value);
+    // The first copy is admitted but its task is not known yet: wait for it (this process).
+    const key = `${request.caller}\u0000${messageId}`;
+    const local = [...tickets.values()].some(
+      (t) =>
+        t.dedupPending && t.request.caller === request.caller && t.request.messageId === messageId,
+    );
+    const taskId = local || waiters.has(key) ? await waitForTask(key) : undefined;
+    return duplicate(request, taskId);
+  };
+
+  const limiter: Limiter = {
+    policySet,
+    store,
+    clock,
+    domain,
+    dedupMethods,
+    admit(request) {
+      if (request.messageId !== undefined && dedupMethods.has(request.method)) {
+        return admitMessage(request, request.messageId);
+      }
+      return decideNow(request);
+    },
+    encodeRest: (rejection, limits) =>
+      encodeRestRejection(rejection, limits === undefined ? { domain } : { domain, limits }),
+    encodeJsonRpc: (rejection, id, limits, mirrorHttpStatus) =>
+      encodeJsonRpcRejection(rejection, {
+        domain,
+        id,
+        ...(limits === undefined ? {} : { limits }),
+        ...(mirrorHttpStatus === undefined ? {} : { mirrorHttpStatus }),
+      }),
+    encodeGrpc: (rejection, limits) =>
+      encodeGrpcRejection(rejection, limits === undefined ? { domain } : { domain, limits }),
+    trackTasks: (inner) => tracker.wrap(inner),
+    leasesHeld: () => leaseCount,
+    tasksTracked: () => tracker.size(),
+    async close() {
+      clearInterval(renewTimer);
+      lagSource?.close();
+      await store.close();
+    },
+  };
+  return limiter;
+}

@@ -1,0 +1,409 @@
+/**
+ * A real `@a2a-js/sdk` agent behind our admission on all three bindings, for the server tests:
+ * `DefaultRequestHandler` + `InMemoryTaskStore` + the SDK's `jsonRpcHandler` / `restHandler` /
+ * `grpcService`, with `jsonRpcAdmission` / `restAdmission` mounted first and
+ * `grpcAdmissionInterceptor` on the grpc-js server, on 127.0.0.1 (port 0). The executor's
+ * behaviour is chosen by the message text, and every execution is counted.
+ */
+
+import type { AddressInfo } from 'node:net';
+import { AGENT_CARD_PATH, type AgentCard, type Message, type Task } from '@a2a-js/sdk';
+import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import {
+  AgentEvent,
+  type AgentExecutor,
+  DefaultExecutionEventBusManager,
+  DefaultRequestHandler,
+  type ExecutionEventBus,
+  InMemoryTaskStore,
+  type User,
+} from '@a2a-js/sdk/server';
+import {
+  agentCardHandler,
+  type UserBuilder as ExpressUserBuilder,
+  jsonRpcHandler,
+  restHandler,
+} from '@a2a-js/sdk/server/express';
+import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
+import * as grpc from '@grpc/grpc-js';
+import express from 'express';
+import type { Policy } from '../src/core/policy.js';
+import { callWithinLimits, LimitedCallFailedError } from '../src/executor/index.js';
+import { withRateLimitExtension } from '../src/server/card-extension.js';
+import { jsonRpcAdmission, restAdmission } from '../src/server/express.js';
+import { grpcAdmissionInterceptor } from '../src/server/grpc.js';
+import { createLimiter, type Limiter, type LimiterOptions } from '../src/server/limiter.js';
+import { createRateLimitMetrics, type RateLimitMetrics } from '../src/server/metrics.js';
+import { ManualClock } from '../src/testing/manual-clock.js';
+
+/** The SDK's in-memory task store, keeping the last saved copy of every task (across users). */
+export class RecordingTaskStore extends InMemoryTaskStore {
+  readonly saved = new Map<string, Task>();
+  override async save(task: Task, context?: unknown): Promise<void> {
+    this.saved.set(task.id, structuredClone(task));
+    return super.save(task, context as never);
+  }
+}
+
+/** The caller's identity as the agent's own auth sees it: `authorization: Bearer <name>`. */
+function userFrom(value: unknown): User {
+  const text = Array.isArray(value) ? value[0] : value;
+  const match = typeof text === 'string' ? /^Bearer (.+)$/.exec(text) : null;
+  const name = match?.[1] ?? '';
+  return { isAuthenticated: name !== '', userName: name };
+}
+
+/** A user message. */
+export function userMessage(messageId: string, text = 'task', taskId = ''): Message {
+  return {
+    messageId,
+    contextId: '',
+    taskId,
+    role: 1,
+    parts: [
+      {
+        content: { $case: 'text', value: text },
+        metadata: undefined,
+        filename: '',
+        mediaType: 'text/plain',
+      },
+    ],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  } as unknown as Message;
+}
+
+function status(state: number, text?: string) {
+  return {
+    state,
+    message:
+      text === undefined
+        ? undefined
+        : ({
+            messageId: `s-${Math.random()}`,
+            contextId: '',
+            taskId: '',
+            role: 2,
+            parts: [
+              {
+                content: { $case: 'text', value: text },
+                metadata: undefined,
+                filename: '',
+                mediaType: 'text/plain',
+              },
+            ],
+            metadata: undefined,
+            extensions: [],
+            referenceTaskIds: [],
+          } as unknown as Message),
+    timestamp: new Date(0).toISOString(),
+  };
+}
+
+export interface AgentOptions {
+  readonly policies: readonly Policy[];
+  readonly limiter?: Partial<LimiterOptions>;
+  readonly mirrorHttpStatus?: boolean;
+  readonly metrics?: boolean;
+}
+
+export interface TestAgent {
+  readonly baseUrl: string;
+  readonly jsonRpcUrl: string;
+  readonly restUrl: string;
+  readonly grpcUrl: string;
+  readonly clock: ManualClock;
+  readonly limiter: Limiter;
+  readonly taskStore: RecordingTaskStore;
+  readonly metrics: RateLimitMetrics | undefined;
+  /** Executions per messageId. */
+  readonly executions: Map<string, number>;
+  /** Total executions. */
+  executionCount(): number;
+  /** Completes every task held open by a `hold` message. */
+  releaseHeld(): void;
+  /** Number of tasks the store holds. */
+  taskCount(): Promise<number>;
+  client(
+    binding: 'JSONRPC' | 'HTTP+JSON' | 'GRPC',
+    fetchImpl?: typeof fetch,
+  ): Promise<import('@a2a-js/sdk/client').Client>;
+  close(): Promise<void>;
+}
+
+/** Starts the agent. Executor behaviour by message text: `task` (default: WORKING → COMPLETED), `hold` (WORKING until canceled or released), `fail`, `input` (INPUT_REQUIRED), `message` (a direct message reply), `limited` (an internal call limited until the helper gives up). */
+export async function startAgent(options: AgentOptions): Promise<TestAgent> {
+  const clock = new ManualClock(1_000_000);
+  const executions = new Map<string, number>();
+  const held = new Map<string, () => void>();
+  const metrics = options.metrics
+    ? createRateLimitMetrics({ callerLabel: { maxValues: 3 } })
+    : undefined;
+
+  const app = express();
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const card = {
+    name: 'server-test',
+    description: 'agent for server tests',
+    version: '0.0.1',
+    provider: undefined,
+    supportedInterfaces: [] as {
+      url: string;
+      protocolBinding: string;
+      tenant: string;
+      protocolVersion: string;
+    }[],
+    capabilities: {
+      streaming: true,
+      pushNotifications: false,
+      extendedAgentCard: true,
+      extensions: [],
+    },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [],
+    signatures: [],
+  } as unknown as AgentCard & {
+    supportedInterfaces: {
+      url: string;
+      protocolBinding: string;
+      tenant: string;
+      protocolVersion: string;
+    }[];
+  };
+
+  const limiter = createLimiter({
+    policies: options.policies,
+    clock,
+    domain: 'agents.example.com',
+    eventLoopDelay: false,
+    ...(metrics === undefined ? {} : { observer: metrics.observer }),
+    ...options.limiter,
+  });
+
+  const executor: AgentExecutor = {
+    async execute(ctx, bus: ExecutionEventBus) {
+      const messageId = ctx.userMessage.messageId;
+      executions.set(messageId, (executions.get(messageId) ?? 0) + 1);
+      const part = ctx.userMessage.parts[0] as unknown as
+        | { content?: { value?: string } }
+        | undefined;
+      const text = part?.content?.value ?? 'task';
+      const taskId = ctx.taskId;
+      const contextId = ctx.contextId;
+      if (text === 'message') {
+        bus.publish(
+          AgentEvent.message({
+            ...userMessage(`reply-${messageId}`, 'hi'),
+            role: 2,
+            contextId,
+          } as unknown as Message),
+        );
+        bus.finished();
+        return;
+      }
+      const update = (state: number, note?: string) =>
+        bus.publish(
+          AgentEvent.statusUpdate({
+            taskId,
+            contextId,
+            status: status(state, note),
+            metadata: {},
+          } as never),
+        );
+      if (ctx.task === undefined) {
+        bus.publish(
+          AgentEvent.task({
+            id: taskId,
+            contextId,
+            status: status(2),
+            artifacts: [],
+            history: [ctx.userMessage],
+            metadata: {},
+          } as unknown as Task),
+        );
+      } else {
+        update(2);
+      }
+      if (text === 'hold') {
+        await new Promise<void>((resolve) => held.set(taskId, resolve));
+        update(3, 'released');
+      } else if (text === 'fail') {
+        update(4, 'failed on purpose');
+      } else if (text === 'input') {
+        update(6, 'need input');
+      } else if (text === 'limited') {
+        let nowMs = clock.nowMs();
+        try {
+          await callWithinLimits(
+            async () => {
+              throw Object.assign(new Error('provider 429'), { status: 429 });
+            },
+            {
+              bus,
+              taskId,
+              contextId,
+              label: 'model provider',
+              maxAttempts: 3,
+              clock: { nowMs: () => nowMs },
+              sleep: async (ms) => {
+                nowMs += ms;
+              },
+              random: () => 0.5,
+              toRetrySource: () => ({
+                kind: 'http',
+                status: 429,
+                headers: { 'retry-after': '2' },
+                body: '',
+              }),
+            },
+          );
+        } catch (error) {
+          if (!(error instanceof LimitedCallFailedError)) throw error;
+        }
+      } else {
+        update(3, 'done');
+      }
+      bus.finished();
+    },
+    async cancelTask(taskId, bus) {
+      const resolve = held.get(taskId);
+      held.delete(taskId);
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId: '',
+          status: status(5, 'canceled'),
+          metadata: {},
+        } as never),
+      );
+      resolve?.();
+    },
+  };
+
+  const taskStore = new RecordingTaskStore();
+  const expressUsers = async (req: express.Request) => userFrom(req.headers.authorization);
+  const grpcUsers = async (call: { metadata: grpc.Metadata }) =>
+    userFrom(call.metadata.get('authorization')[0]);
+  const publicCard = () => withRateLimitExtension(card, limiter);
+  const requestHandler = new DefaultRequestHandler(
+    publicCard(),
+    taskStore,
+    executor,
+    limiter.trackTasks(new DefaultExecutionEventBusManager()),
+    undefined,
+    undefined,
+    async (ctx) =>
+      withRateLimitExtension(
+        { ...card, description: `extended for ${ctx.user?.userName}` },
+        limiter,
+      ),
+  );
+  // The interceptor is installed through the server's options; rebuild with it.
+  const interceptor = grpcAdmissionInterceptor(limiter, {
+    userBuilder: grpcUsers as never,
+    requestHandler,
+  });
+  const g = new grpc.Server({ interceptors: [interceptor] });
+  g.addService(A2AService, grpcService({ requestHandler, userBuilder: grpcUsers as never }));
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    g.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, port) =>
+      error ? reject(error) : resolve(port),
+    ),
+  );
+  const grpcUrl = `127.0.0.1:${grpcPort}`;
+  card.supportedInterfaces.push(
+    {
+      url: `${baseUrl}/a2a/jsonrpc`,
+      protocolBinding: 'JSONRPC',
+      tenant: '',
+      protocolVersion: '1.0',
+    },
+    {
+      url: `${baseUrl}/a2a/rest`,
+      protocolBinding: 'HTTP+JSON',
+      tenant: '',
+      protocolVersion: '1.0',
+    },
+    { url: grpcUrl, protocolBinding: 'GRPC', tenant: '', protocolVersion: '1.0' },
+  );
+  Object.assign(requestHandler as unknown as { agentCard: AgentCard }, { agentCard: publicCard() });
+
+  const expressOptions = {
+    userBuilder: expressUsers as unknown as typeof ExpressUserBuilder.noAuthentication,
+    requestHandler,
+    ...(options.mirrorHttpStatus === undefined
+      ? {}
+      : { mirrorHttpStatus: options.mirrorHttpStatus }),
+  };
+  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
+  app.use('/a2a/jsonrpc', jsonRpcAdmission(limiter, expressOptions));
+  app.use(
+    '/a2a/jsonrpc',
+    jsonRpcHandler({ requestHandler, userBuilder: expressOptions.userBuilder }),
+  );
+  app.use('/a2a/rest', restAdmission(limiter, expressOptions));
+  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: expressOptions.userBuilder }));
+  if (metrics !== undefined) {
+    app.get('/metrics', async (_req, res) => {
+      res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    });
+  }
+
+  const clients: { close?: () => void }[] = [];
+  return {
+    baseUrl,
+    jsonRpcUrl: `${baseUrl}/a2a/jsonrpc`,
+    restUrl: `${baseUrl}/a2a/rest`,
+    grpcUrl,
+    clock,
+    limiter,
+    taskStore,
+    metrics,
+    executions,
+    executionCount: () => [...executions.values()].reduce((a, b) => a + b, 0),
+    releaseHeld: () => {
+      for (const resolve of held.values()) resolve();
+      held.clear();
+    },
+    taskCount: async () => taskStore.saved.size,
+    async client(binding, fetchImpl) {
+      const { JsonRpcTransportFactory, RestTransportFactory } = await import('@a2a-js/sdk/client');
+      const factory = new ClientFactory(
+        ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+          transports: [
+            new JsonRpcTransportFactory(fetchImpl === undefined ? {} : { fetchImpl }),
+            new RestTransportFactory(fetchImpl === undefined ? {} : { fetchImpl }),
+            new GrpcTransportFactory({}),
+          ],
+          preferredTransports: [binding],
+        }),
+      );
+      return factory.createFromAgentCard(publicCard() as AgentCard);
+    },
+    async close() {
+      for (const c of clients) c.close?.();
+      for (const resolve of held.values()) resolve();
+      await limiter.close();
+      await new Promise<void>((resolve) => g.tryShutdown(() => resolve()));
+      g.forceShutdown();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** Request options carrying the caller's identity. */
+export function as(caller: string, signal?: AbortSignal) {
+  return {
+    serviceParameters: { authorization: `Bearer ${caller}` },
+    ...(signal === undefined ? {} : { signal }),
+  };
+}
