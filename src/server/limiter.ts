@@ -13,7 +13,7 @@ import type { DecisionInput } from '../core/decide.js';
 import type { CompiledPolicySet, HoldOptions, Policy, RequestIdentity } from '../core/policy.js';
 import type { Admission, Decision, LeaseRef, LimitState, Rejection } from '../core/rejection.js';
 import { MemoryStore } from '../store/memory-store.js';
-import type { Store } from '../store/store.js';
+import type { MessageRecord, Store } from '../store/store.js';
 import {
   encodeGrpcRejection,
   encodeJsonRpcRejection,
@@ -260,9 +260,14 @@ export interface Limiter {
 
 const systemClock: Clock = { nowMs: () => Date.now() };
 
+/** This process in ticket ids (tickets are process-local). */
+const PID36 = process.pid.toString(36);
+
 /** Tracks holds this process has seen made, to count made / claimed / expired (DESIGN §8). */
 class HoldLedger {
-  private readonly open = new Map<string, { policy: string; expiresMs: number }>();
+  /** Open holds by `caller \0 messageId` (a request holds in at most a few policies). */
+  private readonly open = new Map<string, { policy: string; expiresMs: number }[]>();
+  private count = 0;
   private nextSweepMs = 0;
 
   constructor(
@@ -272,38 +277,46 @@ class HoldLedger {
 
   rejected(request: AdmissionRequest, rejection: Rejection, nowMs: number): void {
     if (rejection.reserved !== true || request.messageId === undefined) return;
-    const key = `${rejection.policy}\u0000${request.caller}\u0000${request.messageId}`;
-    if (this.open.has(key)) return;
-    if (this.open.size >= 100_000) this.sweep(nowMs, true);
-    this.open.set(key, {
+    const key = `${request.caller}\u0000${request.messageId}`;
+    const list = this.open.get(key);
+    if (list?.some((h) => h.policy === rejection.policy)) return;
+    if (this.count >= 100_000) this.sweep(nowMs, true);
+    const hold = {
       policy: rejection.policy,
       expiresMs: nowMs + rejection.retryAfterMs + this.graceMs(rejection.retryAfterMs),
-    });
+    };
+    if (list === undefined) this.open.set(key, [hold]);
+    else list.push(hold);
+    this.count++;
     this.observer?.holds?.('made', rejection.policy, 1);
   }
 
   admitted(request: AdmissionRequest, admission: Admission, nowMs: number): void {
     if (admission.claimedHold && request.messageId !== undefined) {
-      const suffix = `\u0000${request.caller}\u0000${request.messageId}`;
-      for (const [key, hold] of this.open) {
-        if (key.endsWith(suffix)) {
-          this.open.delete(key);
-          this.observer?.holds?.('claimed', hold.policy, 1);
-          break;
-        }
+      const key = `${request.caller}\u0000${request.messageId}`;
+      const list = this.open.get(key);
+      const hold = list?.shift();
+      if (hold !== undefined) {
+        this.count--;
+        if (list?.length === 0) this.open.delete(key);
+        this.observer?.holds?.('claimed', hold.policy, 1);
       }
     }
     if (nowMs >= this.nextSweepMs) this.sweep(nowMs, false);
   }
 
+  /** Counts expired holds (all of them when `force`, to bound memory) and forgets them. */
   sweep(nowMs: number, force: boolean): void {
     this.nextSweepMs = nowMs + 1000;
-    for (const [key, hold] of this.open) {
-      if (hold.expiresMs < nowMs || force) {
-        this.open.delete(key);
-        this.observer?.holds?.('expired', hold.policy, 1);
-        if (force && this.open.size < 90_000) return;
+    for (const [key, list] of this.open) {
+      const kept = force ? [] : list.filter((h) => h.expiresMs >= nowMs);
+      for (const hold of list) {
+        if (!kept.includes(hold)) this.observer?.holds?.('expired', hold.policy, 1);
       }
+      this.count -= list.length - kept.length;
+      if (kept.length === 0) this.open.delete(key);
+      else this.open.set(key, kept);
+      if (force && this.count < 90_000) return;
     }
   }
 }
@@ -452,7 +465,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       admission: Admission,
     ) {
       ticketCounter += 1;
-      this.id = `t${ticketCounter.toString(36)}.${process.pid.toString(36)}`;
+      this.id = `t${ticketCounter.toString(36)}.${PID36}`;
       this.limits = admission.limits;
       this.headers = admission.limits.length > 0 ? rateLimitHeaders(admission.limits) : {};
       this.claimedHold = admission.claimedHold;
@@ -568,13 +581,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return { status: 'duplicate', taskId };
   };
 
-  const admitMessage = async (
+  /** A message this caller sent before (within the dedup TTL): a duplicate, or a retry of a rejection. */
+  const admitSeen = async (
     request: AdmissionRequest,
     messageId: string,
+    seen: MessageRecord,
   ): Promise<AdmissionOutcome> => {
-    const seen = await dedup.rememberMessage(request.caller, messageId, dedupTtlMs);
-    if (seen.fresh) return decideNow(request);
-    const value = seen.taskId;
+    const value = seen.fresh ? undefined : seen.taskId;
     if (value === MARK.retryable) {
       const outcome = await decideNow(request);
       if (outcome.status === 'admitted') {
@@ -603,10 +616,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
     domain,
     dedupMethods,
     admit(request) {
-      if (request.messageId !== undefined && dedupMethods.has(request.method)) {
-        return admitMessage(request, request.messageId);
+      const messageId = request.messageId;
+      if (messageId === undefined || !dedupMethods.has(request.method)) return decideNow(request);
+      if (memory !== undefined) {
+        // In-process store: a fresh message (the common case) is decided synchronously.
+        const seen = memory.rememberMessageSync(request.caller, messageId, dedupTtlMs);
+        return seen.fresh ? decideNow(request) : admitSeen(request, messageId, seen);
       }
-      return decideNow(request);
+      return dedup
+        .rememberMessage(request.caller, messageId, dedupTtlMs)
+        .then((seen) => (seen.fresh ? decideNow(request) : admitSeen(request, messageId, seen)));
     },
     encodeRest: (rejection, limits) =>
       encodeRestRejection(rejection, limits === undefined ? { domain } : { domain, limits }),

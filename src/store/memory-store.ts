@@ -264,10 +264,22 @@ export class MemoryStore implements Store, DecisionState {
     return Promise.resolve(this.renewSync(leases));
   }
 
+  /**
+   * {@inheritDoc Store.rememberMessage}, synchronously.
+   *
+   * @example
+   * ```ts
+   * store.rememberMessageSync('orchestrator-7', 'm-1', 900_000); // { fresh: true } the first time
+   * ```
+   */
+  rememberMessageSync(caller: string, messageId: string, ttlMs: number): MessageRecord {
+    return this.messages.remember(caller, messageId, ttlMs, this.clock.nowMs());
+  }
+
   /** {@inheritDoc Store.rememberMessage} */
   rememberMessage(caller: string, messageId: string, ttlMs: number): Promise<MessageRecord> {
     try {
-      return Promise.resolve(this.messages.remember(caller, messageId, ttlMs, this.clock.nowMs()));
+      return Promise.resolve(this.rememberMessageSync(caller, messageId, ttlMs));
     } catch (error) {
       return Promise.reject(error);
     }

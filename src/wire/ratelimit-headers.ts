@@ -12,7 +12,7 @@ import {
   type Item,
   parseDictionary,
   parseList,
-  serializeList,
+  serializeItem,
   Token,
 } from 'structured-headers';
 import type { LimitState } from '../core/rejection.js';
@@ -50,34 +50,41 @@ export function rateLimitHeaders(
   limits: readonly LimitState[],
   rejectedPolicy?: string,
 ): Record<string, string> {
-  const policyItems: Item[] = [];
-  const stateItems: Item[] = [];
-  const seen = new Set<string>();
+  let policies = '';
+  let states = '';
+  let seen: string[] | undefined;
   for (const state of limits) {
-    if (seen.has(state.policy) || !SF_STRING.test(state.policy)) continue;
+    const name = sfName(state.policy);
+    if (name === undefined || seen?.includes(state.policy) === true) continue;
     const q = sfInteger(state.limit, Math.floor);
     const w = sfInteger(state.windowSeconds, Math.ceil);
     const r = state.policy === rejectedPolicy ? 0 : sfInteger(state.remaining, Math.floor);
     const t = sfInteger(state.resetSeconds, Math.ceil);
     if (q === undefined || w === undefined || w < 1 || r === undefined || t === undefined) continue;
-    seen.add(state.policy);
-    policyItems.push([
-      state.policy,
-      new Map<string, BareItem>([
-        ['q', q],
-        ['w', w],
-      ]),
-    ]);
-    stateItems.push([
-      state.policy,
-      new Map<string, BareItem>([
-        ['r', r],
-        ['t', t],
-      ]),
-    ]);
+    if (seen === undefined) seen = [state.policy];
+    else seen.push(state.policy);
+    // RFC 9651 §4.1: an item is its bare item then `;key=value` parameters; integers serialize
+    // as their decimal digits. The name goes through the structured-fields serializer (cached).
+    policies += `${policies === '' ? '' : ', '}${name};q=${q};w=${w}`;
+    states += `${states === '' ? '' : ', '}${name};r=${r};t=${t}`;
   }
-  if (policyItems.length === 0) return {};
-  return { 'ratelimit-policy': serializeList(policyItems), ratelimit: serializeList(stateItems) };
+  if (policies === '') return {};
+  return { 'ratelimit-policy': policies, ratelimit: states };
+}
+
+/** Serialized sf-string of each policy name seen; policy names are few, the cache is bounded. */
+const SF_NAMES = new Map<string, string>();
+const SF_NAMES_MAX = 1024;
+
+/** The policy name as an RFC 9651 sf-string, or undefined when it cannot be one. */
+function sfName(policy: string): string | undefined {
+  const cached = SF_NAMES.get(policy);
+  if (cached !== undefined) return cached;
+  if (!SF_STRING.test(policy)) return undefined;
+  const serialized = serializeItem([policy, new Map()]);
+  if (SF_NAMES.size >= SF_NAMES_MAX) SF_NAMES.clear();
+  SF_NAMES.set(policy, serialized);
+  return serialized;
 }
 
 /**
