@@ -172,4 +172,16 @@ describe('helpers', () => {
     ]);
     expect(mayRetry({ kind: 'not-retryable' }, 'GetTask', true)).toBe(false);
   });
+
+  it('repeatable: a transient failure is retried whatever the method; nothing else changes', () => {
+    const transient: RetryHint = { kind: 'transient-unknown', status: 502 };
+    const input = { ...base, hint: transient, method: 'PushNotification' };
+    expect(planRetry(input)).toEqual({ action: 'stop', reason: 'unsafe' });
+    expect(planRetry({ ...input, repeatable: true })).toEqual({ action: 'retry', delayMs: 250 });
+    const refused: RetryHint = { kind: 'not-retryable', status: 404 };
+    expect(planRetry({ ...input, hint: refused, repeatable: true })).toEqual({
+      action: 'stop',
+      reason: 'not-retryable',
+    });
+  });
 });

@@ -116,6 +116,11 @@ export interface RetryPlanInput {
   readonly deadlineMs: number;
   /** Uniform in [0, 1). */
   readonly random: () => number;
+  /**
+   * The request may be repeated after an unknown outcome whatever `method` says — e.g. a webhook
+   * POST, which receivers must process idempotently. @defaultValue false
+   */
+  readonly repeatable?: boolean | undefined;
 }
 
 /**
@@ -184,7 +189,8 @@ export function mayRetry(
 
 /**
  * Decides the next step after a failed attempt (DESIGN §5):
- * - not retryable, or a transient failure that is unsafe to repeat → stop;
+ * - not retryable, or a transient failure that is unsafe to repeat (neither idempotent, nor
+ *   deduplicated, nor marked `repeatable`) → stop;
  * - the agent said "do not retry", or `maxRetries` re-sends were made → stop;
  * - a hinted delay that exceeds `maxSingleWaitMs` or does not fit before the deadline → stop
  *   (`budget`): never clamped, never slept out;
@@ -207,7 +213,10 @@ export function planRetry(
 ): RetryPlan {
   const { hint, method } = input;
   if (hint.kind === 'not-retryable') return { action: 'stop', reason: 'not-retryable' };
-  if (!mayRetry(hint, method, rules.agentDeduplicates)) return { action: 'stop', reason: 'unsafe' };
+  const repeatable = input.repeatable === true && hint.kind === 'transient-unknown';
+  if (!repeatable && !mayRetry(hint, method, rules.agentDeduplicates)) {
+    return { action: 'stop', reason: 'unsafe' };
+  }
   if (hint.doNotRetry === true) return { action: 'stop', reason: 'do-not-retry' };
   if (input.retriesSoFar >= rules.maxRetries)
     return { action: 'stop', reason: 'retries-exhausted' };

@@ -59,6 +59,11 @@ export interface ScheduledCall {
   readonly signal?: AbortSignal | undefined;
   /** Absolute deadline, ms on the scheduler's clock; the earlier of this and now + `budgetMs` applies. */
   readonly deadlineMs?: number | undefined;
+  /**
+   * The request may be repeated after an unknown outcome (a 500/502/504, a reset connection)
+   * whatever `method` says, e.g. a webhook POST. @defaultValue false
+   */
+  readonly repeatable?: boolean | undefined;
 }
 
 /**
@@ -211,6 +216,7 @@ export class RetryScheduler {
           nowMs: this.clock.nowMs(),
           deadlineMs,
           random: this.random,
+          repeatable: call.repeatable,
         },
         this.rules,
       );
