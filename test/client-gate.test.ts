@@ -4,9 +4,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { RetryScheduler } from '../src/client/retry-scheduler.js';
-import { SimulatedAgent, seededRandom } from '../src/client/simulated-agent.test-helpers.js';
 import type { RatePolicy } from '../src/core/policy.js';
 import { MemoryStore } from '../src/store/memory-store.js';
+import { SimulatedAgent } from '../src/testing/simulated-agent.js';
+import { seededRandom } from '../src/testing/store-contract.js';
 import { createVirtualTime } from '../src/testing/virtual-time.js';
 
 /** 5 per minute, burst 1: one call every 12 s. */

@@ -7,13 +7,10 @@
 import { describe, expect, it } from 'vitest';
 import { isRetryError } from '../src/client/retry-errors.js';
 import { RetryScheduler } from '../src/client/retry-scheduler.js';
-import {
-  SimulatedAgent,
-  type SimulatedResult,
-  seededRandom,
-} from '../src/client/simulated-agent.test-helpers.js';
 import type { RatePolicy } from '../src/core/policy.js';
 import { MemoryStore } from '../src/store/memory-store.js';
+import { SimulatedAgent, type SimulatedResult } from '../src/testing/simulated-agent.js';
+import { seededRandom } from '../src/testing/store-contract.js';
 import { createVirtualTime } from '../src/testing/virtual-time.js';
 
 const perCaller: RatePolicy = {

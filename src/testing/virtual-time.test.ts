@@ -45,3 +45,36 @@ describe('VirtualClock', () => {
     expect(vt.nowMs()).toBe(60_000);
   });
 });
+
+describe('VirtualClock timer queue', () => {
+  it('fires many timers created out of order in (time, creation) order, skipping aborted ones', async () => {
+    const vt = createVirtualTime();
+    const fired: [number, number][] = [];
+    const controllers: AbortController[] = [];
+    let state = 12345;
+    const next = (): number => {
+      state = (state * 1103515245 + 12345) % 2147483648;
+      return state;
+    };
+    for (let i = 0; i < 5_000; i++) {
+      const controller = new AbortController();
+      controllers.push(controller);
+      const dueMs = next() % 1_000;
+      vt.sleep(dueMs, controller.signal).then(
+        () => fired.push([vt.nowMs(), i]),
+        () => {},
+      );
+    }
+    for (let i = 0; i < 5_000; i += 3) controllers[i]?.abort(new Error('cancelled'));
+    expect(vt.pendingTimers).toBe(5_000 - Math.ceil(5_000 / 3));
+    await vt.runUntilIdle();
+    expect(fired).toHaveLength(5_000 - Math.ceil(5_000 / 3));
+    expect(fired.some(([, i]) => i % 3 === 0)).toBe(false);
+    for (let k = 1; k < fired.length; k++) {
+      const [prevMs, prevI] = fired[k - 1] as [number, number];
+      const [atMs, i] = fired[k] as [number, number];
+      expect(atMs > prevMs || (atMs === prevMs && i > prevI)).toBe(true);
+    }
+    expect(vt.pendingTimers).toBe(0);
+  });
+});
