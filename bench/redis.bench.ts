@@ -1,0 +1,165 @@
+/**
+ * @module redis-bench
+ * Decisions per second of `RedisStore` against one Redis (`REDIS_URL`, default
+ * redis://127.0.0.1:6379), next to rate-limiter-flexible's `RateLimiterRedis.consume()` on the
+ * same Redis and the same ioredis client, and the floor: `PING` and a trivial `EVALSHA`. Every
+ * measurement runs once per round, rounds interleave the contenders, and the medians are
+ * reported. All measured calls are admitted (the common path). Prints one JSON line per round
+ * and, last, one JSON object with the medians and ratios.
+ *
+ * Run: `npx tsx bench/redis.bench.ts` (env: `ROUNDS`, default 7; `ROUND_MS`, default 800).
+ */
+
+import { Redis } from 'ioredis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { RECOMMENDED_IOREDIS_OPTIONS } from '../src/redis/redis-like.js';
+import { RedisStore } from '../src/redis/redis-store.js';
+
+const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const rounds = Number(process.env.ROUNDS ?? 7);
+const roundMs = Number(process.env.ROUND_MS ?? 800);
+const KEYS = 1000;
+const prefix = `a2arl-bench:${Date.now().toString(36)}:`;
+
+const client = new Redis(url, { ...RECOMMENDED_IOREDIS_OPTIONS, lazyConnect: true });
+client.on('error', () => {});
+await client.connect();
+
+const onePolicy = new RedisStore({
+  client,
+  policies: [
+    { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 1_000_000, windowSeconds: 1 },
+  ],
+  onError: 'fail-closed',
+  timeoutMs: 5_000,
+  keyPrefix: `${prefix}one:`,
+  logger: false,
+});
+const threePolicies = new RedisStore({
+  client,
+  policies: [
+    { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 1_000_000, windowSeconds: 1 },
+    { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 1_000_000, windowSeconds: 1 },
+    { name: 'agent', kind: 'rate', scope: 'agent', limit: 1_000_000, windowSeconds: 1 },
+  ],
+  onError: 'fail-closed',
+  timeoutMs: 5_000,
+  keyPrefix: `${prefix}three:`,
+  logger: false,
+});
+const rlf = new RateLimiterRedis({
+  storeClient: client,
+  points: 1_000_000_000,
+  duration: 1,
+  keyPrefix: `${prefix}rlf`,
+});
+const trivialSha = (await client.script('LOAD', 'return 1')) as string;
+
+const callers = Array.from({ length: KEYS }, (_, i) => `caller-${i}`);
+let next = 0;
+const nextCaller = () => callers[next++ % KEYS] as string;
+
+type Op = () => Promise<unknown>;
+
+const ops: Record<string, Op> = {
+  ours: async () => {
+    const d = await onePolicy.decide({ caller: nextCaller(), method: 'GetTask' });
+    if (!d.admitted) throw new Error('bench: ours rejected');
+  },
+  oursThree: async () => {
+    const d = await threePolicies.decide({
+      caller: nextCaller(),
+      tenant: 'acme',
+      method: 'GetTask',
+    });
+    if (!d.admitted) throw new Error('bench: ours (3 policies) rejected');
+  },
+  rlf: () => rlf.consume(nextCaller()),
+  ping: () => client.ping(),
+  evalsha: () => client.evalsha(trivialSha, 0),
+};
+
+/** Completed operations per second with `concurrency` loops for `roundMs`. */
+async function measure(op: Op, concurrency: number): Promise<number> {
+  let done = 0;
+  const end = performance.now() + roundMs;
+  const loop = async () => {
+    while (performance.now() < end) {
+      await op();
+      done++;
+    }
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  return done / ((performance.now() - start) / 1000);
+}
+
+const plan: [key: string, op: string, concurrency: number][] = [
+  ['oursSeq', 'ours', 1],
+  ['rlfSeq', 'rlf', 1],
+  ['oursC64', 'ours', 64],
+  ['rlfC64', 'rlf', 64],
+  ['oursC64ThreePolicies', 'oursThree', 64],
+  ['pingC64', 'ping', 64],
+  ['evalshaC64', 'evalsha', 64],
+];
+
+// Warm-up: JIT, script caches, connection.
+for (const [, op, c] of plan) {
+  const fn = ops[op] as Op;
+  await Promise.all(
+    Array.from({ length: c }, async () => {
+      for (let i = 0; i < 200; i++) await fn();
+    }),
+  );
+}
+
+const samples: Record<string, number[]> = {};
+for (let round = 0; round < rounds; round++) {
+  // Interleave: rotate the order every round so no contender always runs first or last.
+  const order = plan.map((_, i) => plan[(i + round) % plan.length] as (typeof plan)[number]);
+  const row: Record<string, number> = {};
+  for (const [key, op, c] of order) {
+    const perSecond = await measure(ops[op] as Op, c);
+    row[key] = Math.round(perSecond);
+    const list = samples[key] ?? [];
+    list.push(perSecond);
+    samples[key] = list;
+  }
+  console.log(JSON.stringify({ round, ...row }));
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, Math.round(median(v))]));
+const stats = onePolicy.stats();
+console.log(
+  JSON.stringify({
+    unit: 'decisions/s (median)',
+    rounds,
+    roundMs,
+    node: process.version,
+    redis: ((await client.info('server')).match(/redis_version:(\S+)/) ?? [])[1],
+    ...m,
+    ratioOursOverRlfC64: Number(((m.oursC64 ?? 0) / (m.rlfC64 ?? 1)).toFixed(3)),
+    ratioOursOverRlfSeq: Number(((m.oursSeq ?? 0) / (m.rlfSeq ?? 1)).toFixed(3)),
+    ratioOursOverPingC64: Number(((m.oursC64 ?? 0) / (m.pingC64 ?? 1)).toFixed(3)),
+    roundTripsPerDecision: 1,
+    oursFallbackDecisions: stats.fallbackDecisions + threePolicies.stats().fallbackDecisions,
+  }),
+);
+
+// Clean up the bench keys.
+let cursor = '0';
+do {
+  const [nextCursor, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+  cursor = nextCursor;
+  if (keys.length > 0) await client.unlink(...keys);
+} while (cursor !== '0');
+client.disconnect();

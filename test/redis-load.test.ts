@@ -1,0 +1,110 @@
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { LoadWorkerReport, LoadWorkerTask } from './fixtures/redis/load-worker.js';
+import { probeRedis, REDIS_URL, requireOrSkip, runPrefix } from './fixtures/redis/redis-env.js';
+
+const redisUp = await probeRedis();
+requireOrSkip(redisUp, `Redis at ${REDIS_URL}`);
+
+const WORKER = fileURLToPath(new URL('./fixtures/redis/load-worker.ts', import.meta.url));
+const PROCESSES = 4;
+const IN_FLIGHT = 64;
+const RATE_PER_S = 200;
+const BURST = 50;
+
+/** Runs one forked replica per task and collects the reports. */
+function runReplicas(tasks: LoadWorkerTask[]): Promise<LoadWorkerReport[]> {
+  return Promise.all(
+    tasks.map(
+      (task) =>
+        new Promise<LoadWorkerReport>((resolve, reject) => {
+          const child = fork(WORKER, [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+          child.once('message', (m: { ok: boolean; report?: LoadWorkerReport; error?: string }) => {
+            if (m.ok && m.report) resolve(m.report);
+            else reject(new Error(`worker ${task.worker}: ${m.error}`));
+          });
+          child.once('exit', (code) => {
+            if (code !== 0) reject(new Error(`worker ${task.worker} exited with ${code}`));
+          });
+          child.send(task);
+        }),
+    ),
+  );
+}
+
+describe.skipIf(!redisUp)('RedisStore under load: 4 processes × 64 in flight, one Redis', () => {
+  it('obedient retries (same messageId, as told): never above the bound, ≥ 99 % of it used', async () => {
+    const startAtMs = Date.now() + 1_500; // time for the workers to start and connect
+    const endAtMs = startAtMs + 10_000;
+    const keyPrefix = runPrefix('load-retry');
+    const reports = await runReplicas(
+      Array.from({ length: PROCESSES }, (_, worker) => ({
+        url: REDIS_URL,
+        keyPrefix,
+        mode: 'retry' as const,
+        caller: 'orchestrator-7',
+        inFlight: IN_FLIGHT,
+        startAtMs,
+        endAtMs,
+        worker,
+      })),
+    );
+    const admitted = reports.flatMap((r) => r.admittedAtMs).sort((a, b) => a - b);
+    const liveHolds = reports.reduce((s, r) => s + r.liveHolds, 0);
+    expect(reports.reduce((s, r) => s + r.errors + r.fallbackDecisions, 0)).toBe(0);
+    expect(reports.reduce((s, r) => s + r.claims, 0)).toBeGreaterThan(500);
+    // Never above burst + rate × elapsed, at any admission.
+    admitted.forEach((atMs, i) => {
+      const bound = BURST + (RATE_PER_S * (atMs - startAtMs)) / 1000;
+      expect(i + 1, `admission ${i + 1} at +${atMs - startAtMs} ms`).toBeLessThanOrEqual(
+        Math.floor(bound) + 1,
+      );
+    });
+    const bound = BURST + RATE_PER_S * 10;
+    const used = admitted.length + liveHolds;
+    console.info(
+      `[redis load] obedient: ${admitted.length} admitted + ${liveHolds} live holds = ${used} of ${bound} (${((100 * used) / bound).toFixed(2)} %), ${reports.reduce((s, r) => s + r.decisions, 0)} decisions`,
+    );
+    expect(admitted.length).toBeLessThanOrEqual(bound);
+    expect(used).toBeGreaterThanOrEqual(0.99 * bound);
+  }, 30_000);
+
+  it('a flood of callers that never retry: after the grace window, admissions at ≥ 90 % of the rate', async () => {
+    const startAtMs = Date.now() + 1_500;
+    const durationMs = 9_000;
+    const endAtMs = startAtMs + durationMs;
+    const keyPrefix = runPrefix('load-flood');
+    const reports = await runReplicas(
+      Array.from({ length: PROCESSES }, (_, worker) => ({
+        url: REDIS_URL,
+        keyPrefix,
+        mode: 'flood' as const,
+        caller: `flooder-${worker}`,
+        inFlight: IN_FLIGHT,
+        startAtMs,
+        endAtMs,
+        worker,
+      })),
+    );
+    // Holds expire unclaimed after slot (≤ 1 window) + grace (3 s); from then on refunds and the
+    // no-show credit keep each caller at its rate.
+    const settledFromMs = startAtMs + 1_000 + 3_000 + 1_000;
+    const seconds = (endAtMs - settledFromMs) / 1000;
+    for (const [worker, r] of reports.entries()) {
+      const late = r.admittedAtMs.filter((t) => t >= settledFromMs).length;
+      console.info(
+        `[redis load] flood caller ${worker}: ${(late / seconds).toFixed(1)}/s after grace`,
+      );
+      expect(r.errors + r.fallbackDecisions).toBe(0);
+      expect(late / seconds).toBeGreaterThanOrEqual(0.9 * RATE_PER_S);
+      // Refunds give back what expired holds had booked, never more: the bound holds throughout.
+      [...r.admittedAtMs]
+        .sort((a, b) => a - b)
+        .forEach((atMs, i) => {
+          const bound = BURST + (RATE_PER_S * (atMs - startAtMs)) / 1000;
+          expect(i + 1).toBeLessThanOrEqual(Math.floor(bound) + 1);
+        });
+    }
+  }, 30_000);
+});
