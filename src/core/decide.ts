@@ -222,6 +222,8 @@ interface Step {
   extra: RateExtra | undefined;
   /** Rate: this request's hold key, when it may hold or claim. */
   holdKey: string | undefined;
+  /** Rate: caller-scoped and not the overflow bucket, so this request may hold a slot. */
+  mayHold: boolean;
   /** Rate: the request's own hold in this policy, if any. */
   hold: Hold | undefined;
   /** Leases: the key's set after pruning. */
@@ -302,6 +304,7 @@ function newStep(index: number): Step {
     tatUs: undefined,
     extra: undefined,
     holdKey: undefined,
+    mayHold: false,
     hold: undefined,
     leases: undefined,
     delayUs: 0,
@@ -329,12 +332,15 @@ function evaluate(
     const extra = state.getExtra(p, key);
     // Settling holds may refund or empty the extra state: such a key is written back either way.
     if (extra !== undefined) tatUs = settleExtra(extra, tatUs, nowUs, p);
-    const holdKey = p.callerScoped && key !== OVERFLOW_KEY ? holdKeyOf(input) : undefined;
+    // The hold key is built only where a hold can exist (the key has holds) or be made (below).
+    const mayHold = p.callerScoped && key !== OVERFLOW_KEY;
+    const holdKey = mayHold && extra !== undefined ? holdKeyOf(input) : undefined;
     const hold = holdKey === undefined ? undefined : extra?.holds.get(holdKey);
     step.key = key;
     step.tatUs = tatUs;
     step.extra = extra;
     step.holdKey = holdKey;
+    step.mayHold = mayHold;
     step.hold = hold;
     step.leases = undefined;
     step.delayUs =
@@ -358,6 +364,7 @@ function evaluate(
   step.tatUs = undefined;
   step.extra = undefined;
   step.holdKey = undefined;
+  step.mayHold = false;
   step.hold = undefined;
   step.leases = leases;
   step.delayUs = delayMs * 1000;
@@ -540,6 +547,7 @@ export function decide(
     if (setter.hold !== undefined) {
       reserved = true;
     } else {
+      if (setter.holdKey === undefined && setter.mayHold) setter.holdKey = holdKeyOf(input);
       const slotUs = reservableSlotUs(setter, nowUs, policySet.holds);
       reserved = slotUs !== undefined;
       if (slotUs !== undefined && setter.holdKey !== undefined) {
