@@ -1,0 +1,221 @@
+/**
+ * @module chart-timeline-svg
+ * The chart of `a2a-ratelimit simulate --chart FILE.svg`: admissions and rejections per second over
+ * time, one line per client kind in each of two stacked panels, drawn headless as SVG by Apache
+ * ECharts' server-side renderer (no canvas, no DOM). ECharts is an optional peer dependency and is
+ * imported only here, only when a chart is asked for.
+ */
+
+import { CliError } from './cli-error.js';
+import type { ClientKind, ClientKindOutcome } from './simulation.js';
+
+const ECHARTS_MISSING =
+  'install echarts to draw charts (npm install echarts), or leave out --chart';
+
+/**
+ * The part of the `echarts` module this file uses (kept structural, so that the package's types do
+ * not depend on ECharts being installed).
+ *
+ * @example
+ * ```ts
+ * const echarts = (await loadEcharts()) as EchartsModule;
+ * ```
+ */
+export interface EchartsModule {
+  init(
+    dom: null,
+    theme: null,
+    options: { renderer: 'svg'; ssr: true; width: number; height: number },
+  ): {
+    setOption(option: object): void;
+    renderToSVGString(): string;
+    dispose(): void;
+  };
+}
+
+/**
+ * Imports ECharts, or throws a `CliError` saying to install it when it is not installed.
+ *
+ * @example
+ * ```ts
+ * const echarts = await loadEcharts();
+ * ```
+ */
+export async function loadEcharts(
+  importModule: (specifier: string) => Promise<unknown> = (specifier) => import(specifier),
+): Promise<EchartsModule> {
+  let loaded: unknown;
+  try {
+    loaded = await importModule('echarts');
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
+      throw new CliError(ECHARTS_MISSING, { cause: error });
+    }
+    throw error;
+  }
+  const module = loaded as Partial<EchartsModule> & { default?: Partial<EchartsModule> };
+  const echarts = typeof module.init === 'function' ? module : module.default;
+  if (typeof echarts?.init !== 'function') throw new CliError(ECHARTS_MISSING);
+  return echarts as EchartsModule;
+}
+
+/** A colour per client kind, the same in both panels. */
+const KIND_COLORS: Readonly<Record<ClientKind, string>> = {
+  ours: '#2e7d32',
+  naive: '#c62828',
+  fixed: '#ef6c00',
+  'hint-ignoring': '#6a1b9a',
+  'give-up-early': '#1565c0',
+};
+
+const NICE_BINS_MS = [100, 250, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 300_000];
+const MAX_BINS = 150;
+
+/**
+ * Bin width for a span of `spanMs`: the smallest "nice" width giving at most 150 bins, ms.
+ *
+ * @example
+ * ```ts
+ * timelineBinMs(21_000); // 250
+ * ```
+ */
+export function timelineBinMs(spanMs: number): number {
+  for (const binMs of NICE_BINS_MS) if (spanMs / binMs <= MAX_BINS) return binMs;
+  return Math.ceil(spanMs / MAX_BINS / 60_000) * 60_000;
+}
+
+/**
+ * Admissions and rejections per second of one client kind, per bin.
+ *
+ * @example
+ * ```ts
+ * const t: KindTimeline = timelineOf(outcome, 1_000, 30);
+ * t.admittedPerSecond[0]; // requests admitted in [0 s, 1 s)
+ * ```
+ */
+export interface KindTimeline {
+  readonly kind: ClientKind;
+  readonly admittedPerSecond: number[];
+  readonly rejectedPerSecond: number[];
+}
+
+/**
+ * Counts the agent's admissions and rejections of one outcome in `bins` bins of `binMs`.
+ *
+ * @example
+ * ```ts
+ * timelineOf(outcome, 1_000, 30).rejectedPerSecond.reduce((a, b) => a + b); // all rejections
+ * ```
+ */
+export function timelineOf(outcome: ClientKindOutcome, binMs: number, bins: number): KindTimeline {
+  const admitted = new Array<number>(bins).fill(0);
+  const rejected = new Array<number>(bins).fill(0);
+  for (const r of outcome.requests) {
+    const bin = Math.min(bins - 1, Math.floor(r.atMs / binMs));
+    if (r.admitted) admitted[bin] = (admitted[bin] ?? 0) + 1;
+    else rejected[bin] = (rejected[bin] ?? 0) + 1;
+  }
+  const perSecond = (n: number): number => (n * 1000) / binMs;
+  return {
+    kind: outcome.kind,
+    admittedPerSecond: admitted.map(perSecond),
+    rejectedPerSecond: rejected.map(perSecond),
+  };
+}
+
+/**
+ * Size and title of the chart.
+ *
+ * @example
+ * ```ts
+ * const options: TimelineChartOptions = { title: '1000 callers × 30 calls', widthPx: 1000, heightPx: 640 };
+ * ```
+ */
+export interface TimelineChartOptions {
+  /** Subtitle, e.g. the scenario. */
+  readonly title?: string;
+  /** @defaultValue 1000 */
+  readonly widthPx?: number;
+  /** @defaultValue 640 */
+  readonly heightPx?: number;
+}
+
+/**
+ * The SVG chart of admissions (top panel) and rejections (bottom panel) per second over virtual
+ * time, one line per client kind in each panel, with a legend naming the kinds.
+ *
+ * @example
+ * ```ts
+ * const svg = chartTimelineSvg(report.outcomes, await loadEcharts(), { title: 'worked example' });
+ * await writeFile('simulation.svg', svg);
+ * ```
+ */
+export function chartTimelineSvg(
+  outcomes: readonly ClientKindOutcome[],
+  echarts: EchartsModule,
+  options: TimelineChartOptions = {},
+): string {
+  let spanMs = 1;
+  for (const o of outcomes)
+    for (const r of o.requests) if (r.atMs + 1 > spanMs) spanMs = r.atMs + 1;
+  const binMs = timelineBinMs(spanMs);
+  const bins = Math.max(1, Math.ceil(spanMs / binMs));
+  const timelines = outcomes.map((o) => timelineOf(o, binMs, bins));
+  const xs = Array.from({ length: bins }, (_, i) => (i * binMs) / 1000);
+  const line = (t: KindTimeline, panel: 0 | 1) => ({
+    name: t.kind,
+    type: 'line',
+    step: 'end',
+    showSymbol: false,
+    xAxisIndex: panel,
+    yAxisIndex: panel,
+    color: KIND_COLORS[t.kind],
+    lineStyle: { width: 1.5 },
+    data: (panel === 0 ? t.admittedPerSecond : t.rejectedPerSecond).map((y, i) => [xs[i], y]),
+  });
+  const axisName = (name: string) => ({ name, nameLocation: 'middle', nameGap: 40 });
+  const widthPx = options.widthPx ?? 1000;
+  const heightPx = options.heightPx ?? 640;
+  const chart = echarts.init(null, null, {
+    renderer: 'svg',
+    ssr: true,
+    width: widthPx,
+    height: heightPx,
+  });
+  try {
+    chart.setOption({
+      animation: false,
+      aria: { enabled: true },
+      backgroundColor: '#ffffff',
+      title: {
+        text: 'Admissions and rejections over time, per client kind',
+        subtext: `${options.title ?? ''}${options.title ? ' — ' : ''}bins of ${binMs / 1000} s`,
+        left: 'center',
+      },
+      legend: { top: 52, data: timelines.map((t) => t.kind) },
+      grid: [
+        { top: 100, height: '32%', left: 70, right: 30 },
+        { bottom: 60, height: '32%', left: 70, right: 30 },
+      ],
+      xAxis: [
+        { type: 'value', gridIndex: 0, min: 0, max: xs.at(-1) ?? 0 },
+        {
+          type: 'value',
+          gridIndex: 1,
+          min: 0,
+          max: xs.at(-1) ?? 0,
+          ...axisName('virtual time (s)'),
+        },
+      ],
+      yAxis: [
+        { type: 'value', gridIndex: 0, ...axisName('admitted / s') },
+        { type: 'value', gridIndex: 1, ...axisName('rejected / s') },
+      ],
+      series: [...timelines.map((t) => line(t, 0)), ...timelines.map((t) => line(t, 1))],
+    });
+    return chart.renderToSVGString();
+  } finally {
+    chart.dispose();
+  }
+}

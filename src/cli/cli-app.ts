@@ -1,0 +1,82 @@
+/**
+ * @module cli-app
+ * The `a2a-ratelimit` program: a cac parser with the four commands registered, and `runCli`,
+ * which parses argv, runs the matched command and turns every failure into one line on stderr and
+ * an exit code (the stack only with `--debug`). `main.ts` is only the process entry around it.
+ */
+
+import { readFileSync } from 'node:fs';
+import { type CAC, cac } from 'cac';
+import { CliError, exitCodeOf, formatCliError } from './cli-error.js';
+import { registerDemoCommand } from './demo-command.js';
+import { registerProbeCommand } from './probe-command.js';
+import { registerServeCommand } from './serve-command.js';
+import { registerSimulateCommand } from './simulate-command.js';
+
+/** The package version, read from the package.json two levels up (src/cli or dist/cli). */
+function packageVersion(): string {
+  try {
+    const text = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+    const version = (JSON.parse(text) as { version?: unknown }).version;
+    return typeof version === 'string' ? version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/**
+ * Creates the parser with `demo`, `serve`, `simulate` and `probe` registered.
+ *
+ * @example
+ * ```ts
+ * const cli = createCli();
+ * cli.outputHelp();
+ * ```
+ */
+export function createCli(): CAC {
+  const cli = cac('a2a-ratelimit');
+  cli.option('--debug', 'Show the stack trace of unexpected errors');
+  registerDemoCommand(cli);
+  registerServeCommand(cli);
+  registerSimulateCommand(cli);
+  registerProbeCommand(cli);
+  cli.help();
+  cli.version(packageVersion());
+  return cli;
+}
+
+/**
+ * Runs the program on `argv` (as `process.argv`: node, script, then arguments) and resolves with
+ * the exit code. Errors are written to `stderr` as one line.
+ *
+ * @example
+ * ```ts
+ * process.exitCode = await runCli(process.argv);
+ * ```
+ */
+export async function runCli(
+  argv: readonly string[],
+  stderr: { write(text: string): unknown } = process.stderr,
+): Promise<number> {
+  const debug = argv.includes('--debug');
+  try {
+    const cli = createCli();
+    const parsed = cli.parse([...argv], { run: false });
+    if (parsed.options.help === true || parsed.options.version === true) return 0;
+    if (cli.matchedCommand === undefined) {
+      const name = parsed.args[0];
+      if (name === undefined) {
+        cli.outputHelp();
+        return 0;
+      }
+      throw new CliError(
+        `unknown command "${name}"; commands: demo, serve, simulate, probe (see --help)`,
+      );
+    }
+    const result: unknown = await cli.runMatchedCommand();
+    return typeof result === 'number' ? result : 0;
+  } catch (error) {
+    stderr.write(formatCliError(error, { debug }));
+    return exitCodeOf(error);
+  }
+}

@@ -1,0 +1,319 @@
+/**
+ * @module fan-out-demo
+ * The seed's worked example, for real: a research agent (the SDK, all three bindings, 60
+ * SendMessage per minute per caller with burst 10) and an orchestrator that sends 30 SendMessage
+ * calls at once through this library's client on one binding. Run once against our encoding with
+ * our client, and once against a spec-literal agent (the same limiter over plain GCRA, answering
+ * a bare 500) with a naive client (full-jitter backoff from 0.5 s, 4 retries, 30 s budget). What
+ * the agent saw is counted on the server side, per messageId.
+ */
+
+import { SendMessageRequest } from '@a2a-js/sdk';
+import {
+  type Client,
+  ClientFactory,
+  ClientFactoryOptions,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+} from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import { createRetryingFetch } from '../client/create-retrying-fetch.js';
+import { createRetryInterceptor } from '../client/grpc.js';
+import type { RetrySchedulerOptions } from '../client/retry-scheduler.js';
+import { RATE_LIMIT_EXTENSION_URI } from '../server/card-extension.js';
+import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
+import {
+  type AgentRequestEvent,
+  type ResearchAgent,
+  startResearchAgent,
+  WORKED_EXAMPLE_POLICY,
+} from './research-agent.js';
+import { createScaledTime, type ScaledTime } from './scaled-time.js';
+
+/**
+ * The two runs of the demo: our encoding with our client, and a bare 500 over plain GCRA with a
+ * naive backoff client.
+ *
+ * @example
+ * ```ts
+ * const kind: DemoRunKind = DEMO_RUN_KINDS.naive;
+ * ```
+ */
+export const DEMO_RUN_KINDS = { ours: 'ours', naive: 'naive' } as const;
+
+/**
+ * One of {@link DEMO_RUN_KINDS}.
+ *
+ * @example
+ * ```ts
+ * const kind: DemoRunKind = 'ours';
+ * ```
+ */
+export type DemoRunKind = (typeof DEMO_RUN_KINDS)[keyof typeof DEMO_RUN_KINDS];
+
+/**
+ * The naive client of the worked example: our scheduler with full-jitter backoff (base 0.5 s),
+ * 4 retries, a 30 s budget, and SendMessage retried after a 500 (the agent deduplicates).
+ *
+ * @example
+ * ```ts
+ * createRetryingFetch({ ...NAIVE_CLIENT_RULES, clock, sleep });
+ * ```
+ */
+export const NAIVE_CLIENT_RULES = {
+  agentDeduplicates: true,
+  maxRetries: 4,
+  backoffBaseMs: 500,
+  budgetMs: 30_000,
+} as const satisfies RetrySchedulerOptions;
+
+/**
+ * The caller the orchestrator authenticates as (`Authorization: Bearer orchestrator-7`).
+ *
+ * @example
+ * ```ts
+ * ORCHESTRATOR_CALLER; // 'orchestrator-7'
+ * ```
+ */
+export const ORCHESTRATOR_CALLER = 'orchestrator-7';
+
+/**
+ * What one run produced. Counts are per call (messageId) unless named otherwise; times are on the
+ * demo's clock (scaled), seconds.
+ *
+ * @example
+ * ```ts
+ * const r: FanOutResult = { calls: 30, admittedAtOnce: 10, rejected: 20, admittedOnFirstRetry: 20, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, abandoned: 0, totalSeconds: 20.6, realSeconds: 2.1, requestsSeenByAgent: 50 };
+ * ```
+ */
+export interface FanOutResult {
+  /** Calls the orchestrator made. */
+  readonly calls: number;
+  /** Calls admitted on their first send. */
+  readonly admittedAtOnce: number;
+  /** Calls rejected on their first send. */
+  readonly rejected: number;
+  /** Calls admitted on their first retry. */
+  readonly admittedOnFirstRetry: number;
+  /** Calls admitted on their second or a later retry. */
+  readonly admittedOnLaterRetry: number;
+  /** Sends after a call's first retry (second retries and later), admitted or not. */
+  readonly laterRetries: number;
+  /** Retries the agent rejected again. */
+  readonly rejectedRetries: number;
+  /** Calls the orchestrator gave up on (an error came back to it). */
+  readonly abandoned: number;
+  /** From the fan-out to the last call's end, seconds on the demo's clock. */
+  readonly totalSeconds: number;
+  /** The same in real seconds. */
+  readonly realSeconds: number;
+  /** SendMessage requests that reached the agent (counted by the agent). */
+  readonly requestsSeenByAgent: number;
+}
+
+/**
+ * Live counters of a run, for a progress display.
+ *
+ * @example
+ * ```ts
+ * const p: FanOutProgress = { kind: 'ours', calls: 30, settled: 12, admitted: 22, rejected: 20, requests: 42, elapsedSeconds: 12 };
+ * ```
+ */
+export interface FanOutProgress {
+  readonly kind: DemoRunKind;
+  readonly calls: number;
+  /** Calls that ended (admitted or abandoned). */
+  readonly settled: number;
+  /** Requests the agent admitted. */
+  readonly admitted: number;
+  /** Requests the agent rejected. */
+  readonly rejected: number;
+  /** Requests the agent saw. */
+  readonly requests: number;
+  /** Seconds on the demo's clock since the fan-out. */
+  readonly elapsedSeconds: number;
+}
+
+/**
+ * Options of {@link runFanOut}.
+ *
+ * @example
+ * ```ts
+ * const options: FanOutOptions = { kind: 'ours', binding: 'rest', timeScale: 10 };
+ * ```
+ */
+export interface FanOutOptions {
+  readonly kind: DemoRunKind;
+  readonly binding: CliBinding;
+  /** How many times faster than real time both sides run; default 1. */
+  readonly timeScale?: number;
+  /** Calls sent at once; default 30. */
+  readonly calls?: number;
+  /** Called whenever a counter changes. */
+  readonly onProgress?: (progress: FanOutProgress) => void;
+}
+
+async function createOrchestrator(
+  agent: ResearchAgent,
+  binding: CliBinding,
+  kind: DemoRunKind,
+  time: ScaledTime,
+): Promise<Client> {
+  const extension = agent.card.capabilities?.extensions.find(
+    (e) => e.uri === RATE_LIMIT_EXTENSION_URI,
+  );
+  const deduplicates =
+    (extension?.params as { deduplicatesMessageIds?: unknown } | undefined)
+      ?.deduplicatesMessageIds === true;
+  const rules: RetrySchedulerOptions =
+    kind === 'naive' ? NAIVE_CLIENT_RULES : { agentDeduplicates: deduplicates };
+  const common: RetrySchedulerOptions = { ...rules, clock: time.clock, sleep: time.sleep };
+  const transports =
+    binding === 'grpc'
+      ? [
+          new GrpcTransportFactory({
+            grpcCallOptions: {
+              interceptors: [createRetryInterceptor({ ...common, agent: agent.grpcTarget })],
+            },
+          }),
+        ]
+      : [
+          new JsonRpcTransportFactory({ fetchImpl: createRetryingFetch(common) }),
+          new RestTransportFactory({ fetchImpl: createRetryingFetch(common) }),
+        ];
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports,
+      preferredTransports: [CARD_BINDING_NAMES[binding]],
+    }),
+  );
+  return factory.createFromUrl(agent.baseUrl);
+}
+
+/** Per-call view of the agent's log. */
+function summarize(
+  events: readonly AgentRequestEvent[],
+  messageIds: readonly string[],
+): Omit<FanOutResult, 'abandoned' | 'totalSeconds' | 'realSeconds' | 'calls'> {
+  const byMessage = new Map<string, AgentRequestEvent[]>();
+  for (const id of messageIds) byMessage.set(id, []);
+  for (const event of events) byMessage.get(event.messageId ?? '')?.push(event);
+  let admittedAtOnce = 0;
+  let rejected = 0;
+  let admittedOnFirstRetry = 0;
+  let admittedOnLaterRetry = 0;
+  let laterRetries = 0;
+  let rejectedRetries = 0;
+  let requests = 0;
+  for (const seen of byMessage.values()) {
+    requests += seen.length;
+    laterRetries += Math.max(0, seen.length - 2);
+    for (const [index, event] of seen.entries()) {
+      const admitted = event.outcome !== 'rejected';
+      if (index === 0) {
+        if (admitted) admittedAtOnce++;
+        else rejected++;
+      } else if (!admitted) {
+        rejectedRetries++;
+      } else if (index === 1) {
+        admittedOnFirstRetry++;
+      } else {
+        admittedOnLaterRetry++;
+      }
+    }
+  }
+  return {
+    admittedAtOnce,
+    rejected,
+    admittedOnFirstRetry,
+    admittedOnLaterRetry,
+    laterRetries,
+    rejectedRetries,
+    requestsSeenByAgent: requests,
+  };
+}
+
+/**
+ * Runs one fan-out: starts its agent on loopback (any free ports), sends the calls at once,
+ * waits for every call to end, stops the agent and returns the counts.
+ *
+ * @example
+ * ```ts
+ * const ours = await runFanOut({ kind: 'ours', binding: 'jsonrpc', timeScale: 10 });
+ * ours.admittedOnFirstRetry; // 20
+ * ```
+ */
+export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
+  const calls = options.calls ?? 30;
+  const time = createScaledTime(options.timeScale ?? 1);
+  const events: AgentRequestEvent[] = [];
+  const runId = `${options.kind}-${Date.now().toString(36)}`;
+  const messageIds = Array.from({ length: calls }, (_, i) => `${runId}-${i + 1}`);
+  let settled = 0;
+  let startMs = time.clock.nowMs();
+  const report = (): void => {
+    if (options.onProgress === undefined) return;
+    let admitted = 0;
+    for (const e of events) if (e.outcome !== 'rejected') admitted++;
+    options.onProgress({
+      kind: options.kind,
+      calls,
+      settled,
+      admitted,
+      rejected: events.length - admitted,
+      requests: events.length,
+      elapsedSeconds: (time.clock.nowMs() - startMs) / 1000,
+    });
+  };
+  const agent = await startResearchAgent({
+    policies: [WORKED_EXAMPLE_POLICY],
+    clock: time.clock,
+    domain: 'research.example.com',
+    metrics: false,
+    ...(options.kind === 'naive'
+      ? { encoding: 'bare-500' as const, holds: { maxHoldsPerKey: 0 } }
+      : { encoding: 'ours' as const }),
+    onRequest: (event) => {
+      if (event.method !== 'SendMessage') return;
+      events.push(event);
+      report();
+    },
+  });
+  try {
+    const client = await createOrchestrator(agent, options.binding, options.kind, time);
+    const auth = { serviceParameters: { authorization: `Bearer ${ORCHESTRATOR_CALLER}` } };
+    startMs = time.clock.nowMs();
+    const realStartMs = performance.now();
+    report();
+    const outcomes = await Promise.allSettled(
+      messageIds.map((messageId, i) =>
+        client
+          .sendMessage(
+            SendMessageRequest.fromJSON({
+              message: {
+                messageId,
+                role: 'ROLE_USER',
+                parts: [{ text: `topic ${i + 1} of the fan-out` }],
+              },
+            }),
+            auth,
+          )
+          .finally(() => {
+            settled++;
+            report();
+          }),
+      ),
+    );
+    const totalSeconds = (time.clock.nowMs() - startMs) / 1000;
+    const realSeconds = (performance.now() - realStartMs) / 1000;
+    return {
+      calls,
+      ...summarize(events, messageIds),
+      abandoned: outcomes.filter((o) => o.status === 'rejected').length,
+      totalSeconds: Math.round(totalSeconds * 10) / 10,
+      realSeconds: Math.round(realSeconds * 100) / 100,
+    };
+  } finally {
+    await agent.close();
+  }
+}

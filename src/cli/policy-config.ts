@@ -1,0 +1,269 @@
+/**
+ * @module policy-config
+ * `serve --config FILE`: a policy set in JSON or YAML, validated with a zod schema so that a bad
+ * file gets one line naming the field (`policies[0].limit: must be a positive integer`), then
+ * compiled with the library's own `compilePolicies` so that its `PolicyError`s (duplicate names,
+ * a burst below 1, …) surface the same way.
+ */
+
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import * as z from 'zod';
+import { ALL_A2A_METHODS } from '../core/a2a-methods.js';
+import { compilePolicies, type HoldOptions, type Policy, PolicyError } from '../core/policy.js';
+import { CliError } from './cli-error.js';
+
+/**
+ * A policy configuration file's content.
+ *
+ * @example
+ * ```ts
+ * const config: PolicyConfig = { policies: [{ name: 'per-caller', kind: 'rate', limit: 60, windowSeconds: 60, burst: 10 }] };
+ * ```
+ */
+export interface PolicyConfig {
+  readonly policies: readonly Policy[];
+  /** Hold (reservation) options. */
+  readonly holds?: HoldOptions;
+  /** ErrorInfo domain (a `--domain` flag wins). */
+  readonly domain?: string;
+}
+
+type IssueLike = { readonly input?: unknown };
+
+/** An error message that says "is required" when the field is missing, `text` otherwise. */
+function says(text: string): { error: (issue: IssueLike) => string } {
+  return { error: (issue) => (issue.input === undefined ? 'is required' : text) };
+}
+
+const positiveInteger = z
+  .int(says('must be a positive integer'))
+  .positive(says('must be a positive integer'));
+const nonNegativeInteger = z
+  .int(says('must be an integer ≥ 0'))
+  .min(0, says('must be an integer ≥ 0'));
+const positiveNumber = z
+  .number(says('must be a positive number'))
+  .positive(says('must be a positive number'));
+const name = z
+  .string(says('must be a non-empty string'))
+  .min(1, says('must be a non-empty string'));
+const methods = z
+  .array(
+    z.enum(
+      ALL_A2A_METHODS as [string, ...string[]],
+      says('must be an A2A 1.0 method name, e.g. SendMessage or GetTask'),
+    ),
+    says('must be a list of A2A method names'),
+  )
+  .min(1, says('must list at least one method (leave it out for all methods)'));
+const scope = z.enum(
+  [
+    'caller',
+    'tenant',
+    'skill',
+    'method',
+    'agent',
+    'caller+method',
+    'caller+skill',
+    'tenant+method',
+  ],
+  says(
+    'must be one of caller, tenant, skill, method, agent, caller+method, caller+skill, tenant+method',
+  ),
+);
+const rejectAs = z.enum(['quota', 'overload'], says('must be "quota" or "overload"'));
+const description = z.string(says('must be a string')).optional();
+
+const ratePolicy = z.strictObject({
+  name,
+  kind: z.literal('rate'),
+  scope: scope.optional(),
+  methods: methods.optional(),
+  description,
+  limit: positiveInteger,
+  windowSeconds: positiveInteger,
+  burst: positiveInteger.optional(),
+  rejectAs: rejectAs.optional(),
+});
+const concurrencyPolicy = z.strictObject({
+  name,
+  kind: z.literal('concurrency'),
+  scope: scope.optional(),
+  methods: methods.optional(),
+  description,
+  max: positiveInteger,
+  leaseTtlSeconds: positiveNumber.optional(),
+  initialHoldEstimateMs: positiveNumber.optional(),
+  rejectAs: rejectAs.optional(),
+});
+const overloadPolicy = z.strictObject({
+  name,
+  kind: z.literal('overload'),
+  scope: z.literal('agent', says('of an overload policy is always "agent"')).optional(),
+  methods: methods.optional(),
+  description,
+  maxInFlight: positiveInteger.optional(),
+  maxEventLoopDelayMs: positiveNumber.optional(),
+  leaseTtlSeconds: positiveNumber.optional(),
+  initialHoldEstimateMs: positiveNumber.optional(),
+});
+
+/**
+ * The zod schema of a policy configuration file.
+ *
+ * @example
+ * ```ts
+ * POLICY_CONFIG_SCHEMA.safeParse({ policies: [] }).success; // false: at least one policy
+ * ```
+ */
+export const POLICY_CONFIG_SCHEMA = z.strictObject(
+  {
+    domain: z.string(says('must be a domain name, e.g. agents.example.com')).min(1).optional(),
+    holds: z
+      .strictObject(
+        {
+          maxNoShows: nonNegativeInteger.optional(),
+          maxHoldsPerKey: nonNegativeInteger.optional(),
+          minGraceMs: positiveNumber.optional(),
+          graceFraction: z
+            .number(says('must be a number between 0 and 1'))
+            .min(0, says('must be a number between 0 and 1'))
+            .max(1, says('must be a number between 0 and 1'))
+            .optional(),
+        },
+        says('must be an object'),
+      )
+      .optional(),
+    policies: z
+      .array(
+        z.discriminatedUnion('kind', [ratePolicy, concurrencyPolicy, overloadPolicy], {
+          error: (issue: IssueLike & { code?: string }) =>
+            issue.code === 'invalid_union' && issue.input === undefined
+              ? 'is required: "rate", "concurrency" or "overload"'
+              : 'must be "rate", "concurrency" or "overload"',
+        }),
+        says('must be a list of policies'),
+      )
+      .min(1, says('must list at least one policy')),
+  },
+  says('must be an object with a "policies" list'),
+);
+
+/**
+ * A field path as a user reads it: `policies[0].limit`.
+ *
+ * @example
+ * ```ts
+ * formatFieldPath(['policies', 0, 'limit']); // 'policies[0].limit'
+ * ```
+ */
+export function formatFieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out === '' ? String(key) : `.${String(key)}`;
+  }
+  return out;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const at = formatFieldPath(issue.path);
+  if (issue.code === 'unrecognized_keys') {
+    const keys = issue.keys.map((k) => `"${k}"`).join(', ');
+    return `${at === '' ? '' : `${at}: `}unknown field${issue.keys.length > 1 ? 's' : ''} ${keys}`;
+  }
+  if (issue.code === 'invalid_union' && at.endsWith('kind') === false && at !== '') {
+    return `${at}.kind: ${issue.message}`;
+  }
+  return at === '' ? issue.message : `${at}: ${issue.message}`;
+}
+
+/**
+ * Validates a parsed configuration value and compiles its policies. Throws a {@link CliError}
+ * whose one-line message starts with `source` and names the first bad field.
+ *
+ * @example
+ * ```ts
+ * parsePolicyConfig({ policies: [{ name: 'p', kind: 'rate', limit: 0, windowSeconds: 60 }] }, 'policies.yaml');
+ * // throws CliError: policies.yaml: policies[0].limit: must be a positive integer
+ * ```
+ */
+export function parsePolicyConfig(value: unknown, source: string): PolicyConfig {
+  const result = POLICY_CONFIG_SCHEMA.safeParse(value);
+  if (!result.success) {
+    const [first, ...more] = result.error.issues;
+    const extra =
+      more.length === 0 ? '' : ` (and ${more.length} more problem${more.length > 1 ? 's' : ''})`;
+    throw new CliError(
+      `${source}: ${first === undefined ? 'invalid' : describeIssue(first)}${extra}`,
+    );
+  }
+  const data = result.data;
+  // The schema mirrors the Policy type; exactOptionalPropertyTypes needs the undefineds gone.
+  const policies = data.policies.map(
+    (p) =>
+      Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined)) as unknown as Policy,
+  );
+  const holds =
+    data.holds === undefined
+      ? undefined
+      : (Object.fromEntries(
+          Object.entries(data.holds).filter(([, v]) => v !== undefined),
+        ) as HoldOptions);
+  try {
+    compilePolicies(policies, holds);
+  } catch (error) {
+    if (error instanceof PolicyError)
+      throw new CliError(`${source}: ${error.message}`, { cause: error });
+    throw error;
+  }
+  return {
+    policies,
+    ...(holds === undefined ? {} : { holds }),
+    ...(data.domain === undefined ? {} : { domain: data.domain }),
+  };
+}
+
+/**
+ * Reads a JSON or YAML policy file (by extension; otherwise JSON, then YAML) and validates it
+ * with {@link parsePolicyConfig}. Unreadable or unparsable files are {@link CliError}s too.
+ *
+ * @example
+ * ```ts
+ * const config = await loadPolicyConfig('policies.yaml');
+ * const limiter = createLimiter({ policies: config.policies, domain: 'agents.example.com' });
+ * ```
+ */
+export async function loadPolicyConfig(file: string): Promise<PolicyConfig> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new CliError(
+      `cannot read config file ${file}: ${code === 'ENOENT' ? 'no such file' : ((error as Error).message ?? code)}`,
+      { cause: error },
+    );
+  }
+  const ext = extname(file).toLowerCase();
+  let value: unknown;
+  try {
+    if (ext === '.json') value = JSON.parse(text);
+    else if (ext === '.yaml' || ext === '.yml') value = parseYaml(text);
+    else {
+      try {
+        value = JSON.parse(text);
+      } catch {
+        value = parseYaml(text);
+      }
+    }
+  } catch (error) {
+    throw new CliError(
+      `${file}: not valid ${ext === '.json' ? 'JSON' : ext === '.yaml' || ext === '.yml' ? 'YAML' : 'JSON or YAML'}: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  return parsePolicyConfig(value, file);
+}

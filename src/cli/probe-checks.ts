@@ -1,0 +1,491 @@
+/**
+ * @module probe-checks
+ * What `probe` checks about one rejection as it arrived, per binding — status, media type, body
+ * shape, ErrorInfo reason and domain, RetryInfo, `Retry-After`, `RateLimit` (and, on gRPC,
+ * `grpc-retry-pushback-ms`) agreeing with the body — each check named, with what was expected and
+ * what was lost. Pure: the captured response in, the verdicts out.
+ */
+
+import { retryInfoDelayMs } from '../wire/decoded-rejection.js';
+import { type ErrorBody, parseErrorBody } from '../wire/error-body.js';
+import {
+  A2A_DOMAIN,
+  type Detail,
+  type ErrorInfo,
+  findDetail,
+  GRPC_CODES,
+} from '../wire/google-rpc.js';
+import { headerLookup } from '../wire/headers-like.js';
+import { tryDecodeStatus } from '../wire/proto-binary.js';
+import { readRateLimitFields } from '../wire/ratelimit-headers.js';
+import { parseRetryAfter } from '../wire/retry-after.js';
+import type { CapturedResponse } from './probe-transport.js';
+
+/**
+ * A check's verdict: `skip` when there was nothing to check it on (it does not fail the probe).
+ *
+ * @example
+ * ```ts
+ * const status: CheckStatus = CHECK_STATUSES.fail;
+ * ```
+ */
+export const CHECK_STATUSES = { pass: 'pass', fail: 'fail', skip: 'skip' } as const;
+
+/**
+ * One of {@link CHECK_STATUSES}.
+ *
+ * @example
+ * ```ts
+ * const status: CheckStatus = 'pass';
+ * ```
+ */
+export type CheckStatus = (typeof CHECK_STATUSES)[keyof typeof CHECK_STATUSES];
+
+/**
+ * One named check and what it found.
+ *
+ * @example
+ * ```ts
+ * const check: ProbeCheck = { name: 'body', status: 'fail', detail: 'expected google.rpc.Status JSON, got text/html (a gateway page?)' };
+ * ```
+ */
+export interface ProbeCheck {
+  readonly name: string;
+  readonly status: CheckStatus;
+  readonly detail: string;
+}
+
+/**
+ * What the checks found, plus the delay (seconds) a client would read from the response.
+ *
+ * @example
+ * ```ts
+ * const result: RejectionChecks = { checks, kind: 'quota', delaySeconds: 12, policy: 'per-caller' };
+ * ```
+ */
+export interface RejectionChecks {
+  readonly checks: readonly ProbeCheck[];
+  /** `quota` / `overload` as the status (or, failing that, the reason) says; undefined if neither does. */
+  readonly kind?: 'quota' | 'overload';
+  /** RetryInfo seconds, if RetryInfo survived. */
+  readonly delaySeconds?: number;
+  /** The policy ErrorInfo names, if it survived. */
+  readonly policy?: string;
+}
+
+/**
+ * Context of the checks.
+ *
+ * @example
+ * ```ts
+ * const context: CheckContext = { nowMs: Date.now(), expectedDomain: 'agents.example.com' };
+ * ```
+ */
+export interface CheckContext {
+  /** For `Retry-After` given as an HTTP-date. */
+  readonly nowMs: number;
+  /** The ErrorInfo domain the agent card's rate-limit extension announces, if any. */
+  readonly expectedDomain?: string;
+}
+
+const REASON_OF_KIND = { quota: 'RATE_LIMIT_EXCEEDED', overload: 'AGENT_OVERLOADED' } as const;
+const KIND_OF_REASON: Readonly<Record<string, 'quota' | 'overload'>> = {
+  RATE_LIMIT_EXCEEDED: 'quota',
+  AGENT_OVERLOADED: 'overload',
+};
+const GRPC_NAMES: Readonly<Record<number, string>> = Object.fromEntries(
+  Object.entries(GRPC_CODES).map(([name, code]) => [code, name]),
+);
+
+const pass = (name: string, detail: string): ProbeCheck => ({ name, status: 'pass', detail });
+const fail = (name: string, detail: string): ProbeCheck => ({ name, status: 'fail', detail });
+
+/**
+ * A short description of what came back, for messages: `text/html`, `an empty body`, …
+ *
+ * @example
+ * ```ts
+ * describeContent({ mediaType: 'text/html', body: '<html>' } as CapturedResponse); // 'text/html (a gateway page?)'
+ * ```
+ */
+export function describeContent(response: Pick<CapturedResponse, 'mediaType' | 'body'>): string {
+  if (response.body.trim() === '') return 'an empty body (stripped on the way?)';
+  const type = response.mediaType ?? 'no Content-Type';
+  if (type === 'text/html' || /^\s*<(!doctype|html)/i.test(response.body)) {
+    return `${type} (a gateway page?)`;
+  }
+  return type;
+}
+
+/**
+ * A one-line summary of any response: `HTTP 429 application/a2a+json`, `gRPC UNAVAILABLE: …`,
+ * `JSON-RPC error -32601 Method not found`.
+ *
+ * @example
+ * ```ts
+ * summarizeResponse(captured); // 'HTTP 502 text/html (a gateway page?)'
+ * ```
+ */
+export function summarizeResponse(response: CapturedResponse): string {
+  if (response.binding === 'grpc') {
+    const name = GRPC_NAMES[response.status] ?? String(response.status);
+    return `gRPC ${name} (${response.status})${response.body ? `: ${response.body}` : ''}`;
+  }
+  const parsed = parseErrorBody(response.body);
+  if (parsed?.shape === 'json-rpc') {
+    return `HTTP ${response.status}, JSON-RPC error ${parsed.code ?? '?'}${parsed.message ? ` ${parsed.message}` : ''}`;
+  }
+  if (parsed !== undefined) {
+    return `HTTP ${response.status} ${response.mediaType ?? ''}${parsed.message ? `: ${parsed.message}` : ''}`.trim();
+  }
+  return `HTTP ${response.status} ${describeContent(response)}`;
+}
+
+/** The details a response carries (body or binary trailer), with how the body came out. */
+interface BodyReading {
+  readonly check: ProbeCheck;
+  readonly details: readonly Detail[];
+}
+
+function expectedHttpKind(status: number): 'quota' | 'overload' | undefined {
+  return status === 429 ? 'quota' : status === 503 ? 'overload' : undefined;
+}
+
+function statusCheck(response: CapturedResponse): {
+  check: ProbeCheck;
+  kind?: 'quota' | 'overload';
+} {
+  const s = response.status;
+  if (response.binding === 'grpc') {
+    if (s === GRPC_CODES.RESOURCE_EXHAUSTED)
+      return { check: pass('status', 'RESOURCE_EXHAUSTED (8): quota'), kind: 'quota' };
+    if (s === GRPC_CODES.UNAVAILABLE && response.synthesized !== true) {
+      return { check: pass('status', 'UNAVAILABLE (14): overload'), kind: 'overload' };
+    }
+    const name = GRPC_NAMES[s] ?? String(s);
+    const made =
+      response.synthesized === true ? ` made up by the client from "${response.body}"` : '';
+    return {
+      check: fail(
+        'status',
+        `expected RESOURCE_EXHAUSTED (8) or UNAVAILABLE (14), got ${name} (${s})${made}`,
+      ),
+    };
+  }
+  const kind = expectedHttpKind(s);
+  if (response.binding === 'rest') {
+    if (kind !== undefined) return { check: pass('status', `${s}: ${kind}`), kind };
+    const rewritten =
+      s === 500 || s === 502 || s === 504
+        ? ' (rewritten on the way? a gateway answering with its own error)'
+        : '';
+    return {
+      check: fail('status', `expected 429 (quota) or 503 (overload), got ${s}${rewritten}`),
+    };
+  }
+  if (s === 200)
+    return { check: pass('status', '200 (JSON-RPC default; the error is in the body)') };
+  if (kind !== undefined)
+    return { check: pass('status', `${s} (mirrored HTTP status: ${kind})`), kind };
+  return { check: fail('status', `expected 200, or 429 / 503 when mirrored, got ${s}`) };
+}
+
+function mediaTypeCheck(response: CapturedResponse): ProbeCheck {
+  if (response.binding === 'grpc') {
+    return response.synthesized === true
+      ? fail(
+          'media type',
+          `expected a gRPC response (application/grpc), got ${response.body.replace(/^Received /, '')} with no gRPC status (a gateway page?)`,
+        )
+      : pass('media type', 'application/grpc: a gRPC status from the far end');
+  }
+  const type = response.mediaType;
+  if (response.binding === 'rest') {
+    if (type === 'application/a2a+json') return pass('media type', type);
+    if (type === 'application/json')
+      return pass(
+        'media type',
+        'application/json (A2A names application/a2a+json; clients accept both)',
+      );
+    return fail('media type', `expected application/a2a+json, got ${describeContent(response)}`);
+  }
+  if (type === 'application/json') return pass('media type', type);
+  return fail('media type', `expected application/json, got ${describeContent(response)}`);
+}
+
+function httpBody(response: CapturedResponse): BodyReading {
+  const parsed: ErrorBody | undefined = parseErrorBody(response.body);
+  const got = describeContent(response);
+  if (response.binding === 'rest') {
+    if (parsed?.shape !== 'google-rpc') {
+      return {
+        check: fail(
+          'body',
+          `expected google.rpc.Status JSON under "error", got ${parsed === undefined ? got : `JSON of another shape (${parsed.shape})`}`,
+        ),
+        details: parsed?.details ?? [],
+      };
+    }
+    const problems: string[] = [];
+    if (parsed.code !== response.status)
+      problems.push(
+        `error.code ${parsed.code ?? 'missing'} is not the HTTP status ${response.status}`,
+      );
+    const expectedName =
+      response.status === 429
+        ? 'RESOURCE_EXHAUSTED'
+        : response.status === 503
+          ? 'UNAVAILABLE'
+          : undefined;
+    if (expectedName !== undefined && parsed.statusName !== expectedName) {
+      problems.push(`error.status ${parsed.statusName ?? 'missing'}, expected ${expectedName}`);
+    }
+    if (parsed.details.length === 0) problems.push('error.details is empty');
+    return {
+      check:
+        problems.length === 0
+          ? pass(
+              'body',
+              `google.rpc.Status JSON: code ${parsed.code}, ${parsed.statusName}, ${parsed.details.length} details`,
+            )
+          : fail('body', problems.join('; ')),
+      details: parsed.details,
+    };
+  }
+  if (parsed?.shape !== 'json-rpc') {
+    return {
+      check: fail(
+        'body',
+        `expected a JSON-RPC error envelope, got ${parsed === undefined ? got : `JSON of another shape (${parsed.shape})`}`,
+      ),
+      details: parsed?.details ?? [],
+    };
+  }
+  if (parsed.code !== -32603) {
+    return {
+      check: fail('body', `expected error.code -32603, got ${parsed.code ?? 'none'}`),
+      details: parsed.details,
+    };
+  }
+  if (parsed.details.length === 0) {
+    return {
+      check: fail(
+        'body',
+        'JSON-RPC error -32603 without error.data: the rejection details were lost',
+      ),
+      details: [],
+    };
+  }
+  return {
+    check: pass(
+      'body',
+      `JSON-RPC error -32603 with ${parsed.details.length} typed details in error.data`,
+    ),
+    details: parsed.details,
+  };
+}
+
+function grpcBody(response: CapturedResponse): BodyReading {
+  if (response.statusDetails === undefined) {
+    return {
+      check: fail(
+        'body',
+        'no grpc-status-details-bin trailer: the google.rpc.Status details were lost (stripped on the way?)',
+      ),
+      details: [],
+    };
+  }
+  const status = tryDecodeStatus(response.statusDetails);
+  if (status === undefined) {
+    return {
+      check: fail('body', 'grpc-status-details-bin is not a binary google.rpc.Status'),
+      details: [],
+    };
+  }
+  const problems: string[] = [];
+  if (status.code !== response.status)
+    problems.push(`its code ${status.code} is not the grpc-status ${response.status}`);
+  if (status.message !== response.body) problems.push('its message is not the grpc-message');
+  if (status.details.length === 0) problems.push('it has no details');
+  return {
+    check:
+      problems.length === 0
+        ? pass(
+            'body',
+            `grpc-status-details-bin: google.rpc.Status with ${status.details.length} details, matching grpc-status and grpc-message`,
+          )
+        : fail('body', `grpc-status-details-bin: ${problems.join('; ')}`),
+    details: status.details,
+  };
+}
+
+function firstErrorInfo(details: readonly Detail[]): ErrorInfo | undefined {
+  return findDetail(details, 'ErrorInfo');
+}
+
+/**
+ * Runs every check on a captured rejection.
+ *
+ * @example
+ * ```ts
+ * const { checks, delaySeconds } = checkRejection(captured, { nowMs: Date.now() });
+ * checks.filter((c) => c.status === 'fail').map((c) => `${c.name}: ${c.detail}`);
+ * ```
+ */
+export function checkRejection(response: CapturedResponse, context: CheckContext): RejectionChecks {
+  const checks: ProbeCheck[] = [];
+  const status = statusCheck(response);
+  checks.push(status.check, mediaTypeCheck(response));
+  const body = response.binding === 'grpc' ? grpcBody(response) : httpBody(response);
+  checks.push(body.check);
+  const lost = body.details.length === 0 ? ' (lost with the body)' : '';
+
+  // ErrorInfo reason.
+  const info = firstErrorInfo(body.details);
+  const reasonKind = info === undefined ? undefined : KIND_OF_REASON[info.reason];
+  const kind = status.kind ?? reasonKind;
+  if (info === undefined) {
+    checks.push(fail('reason', `no ErrorInfo${lost}: clients cannot tell a quota from a crash`));
+  } else if (reasonKind === undefined) {
+    checks.push(
+      fail(
+        'reason',
+        `ErrorInfo reason ${info.reason || '(empty)'}, expected RATE_LIMIT_EXCEEDED or AGENT_OVERLOADED`,
+      ),
+    );
+  } else if (status.kind !== undefined && status.kind !== reasonKind) {
+    checks.push(
+      fail(
+        'reason',
+        `ErrorInfo reason ${info.reason} does not match the status (expected ${REASON_OF_KIND[status.kind]})`,
+      ),
+    );
+  } else {
+    const policy = info.metadata.policy;
+    checks.push(
+      pass(
+        'reason',
+        `${info.reason}${policy ? `, policy "${policy}"` : ''}${info.metadata.scope ? `, scope ${info.metadata.scope}` : ''}`,
+      ),
+    );
+  }
+
+  // ErrorInfo domain.
+  if (info === undefined) {
+    checks.push(fail('domain', `no ErrorInfo${lost}`));
+  } else if (info.domain.trim() === '') {
+    checks.push(fail('domain', 'ErrorInfo has no domain'));
+  } else if (info.domain.toLowerCase() === A2A_DOMAIN) {
+    checks.push(
+      fail(
+        'domain',
+        `${info.domain} is reserved for A2A's own errors; rate limits belong in the operator's domain`,
+      ),
+    );
+  } else if (context.expectedDomain !== undefined && context.expectedDomain !== info.domain) {
+    checks.push(
+      fail(
+        'domain',
+        `${info.domain}, but the agent card's rate-limit extension says ${context.expectedDomain}`,
+      ),
+    );
+  } else {
+    checks.push(pass('domain', info.domain));
+  }
+
+  // RetryInfo.
+  const retryMs = retryInfoDelayMs(body.details);
+  const delaySeconds = retryMs === undefined ? undefined : retryMs / 1000;
+  if (delaySeconds === undefined) {
+    checks.push(fail('retry-info', `no RetryInfo${lost}: clients must guess how long to wait`));
+  } else if (!Number.isInteger(delaySeconds) || delaySeconds < 1) {
+    checks.push(fail('retry-info', `RetryInfo ${delaySeconds}s: expected whole seconds ≥ 1`));
+  } else {
+    checks.push(pass('retry-info', `retry in ${delaySeconds} s`));
+  }
+
+  // Retry-After (header, or gRPC metadata).
+  const get = headerLookup(response.headers);
+  const where = response.binding === 'grpc' ? 'retry-after metadata' : 'Retry-After header';
+  const retryAfterText = get('retry-after');
+  if (retryAfterText === undefined) {
+    checks.push(
+      fail('retry-after', `no ${where}: clients and proxies that never read bodies cannot wait`),
+    );
+  } else {
+    const ms = parseRetryAfter(retryAfterText, context.nowMs);
+    const seconds = ms === undefined ? undefined : ms / 1000;
+    if (seconds === undefined)
+      checks.push(
+        fail('retry-after', `${where} "${retryAfterText}" is not seconds nor an HTTP-date`),
+      );
+    else if (
+      delaySeconds !== undefined &&
+      Math.abs(seconds - delaySeconds) > (/^\s*\d+\s*$/.test(retryAfterText) ? 0 : 1)
+    ) {
+      checks.push(
+        fail('retry-after', `${where} says ${retryAfterText}, RetryInfo says ${delaySeconds} s`),
+      );
+    } else {
+      checks.push(
+        pass(
+          'retry-after',
+          `${retryAfterText}${delaySeconds === undefined ? '' : ' s, same as RetryInfo'}`,
+        ),
+      );
+    }
+  }
+
+  // RateLimit / RateLimit-Policy.
+  const fields = readRateLimitFields(get, context.nowMs);
+  const policy = info?.metadata.policy;
+  const items = fields.states.filter((s) => s.form === 'ratelimit' && s.policy !== undefined);
+  const item = items.find((s) => s.policy === policy) ?? items.find((s) => s.remaining === 0);
+  if (get('ratelimit') === undefined) {
+    checks.push(fail('ratelimit', 'no RateLimit header: clients cannot pace themselves'));
+  } else if (item === undefined) {
+    checks.push(
+      fail(
+        'ratelimit',
+        `RateLimit "${get('ratelimit')}" has no item for${policy ? ` policy "${policy}"` : ' the rejecting policy'}`,
+      ),
+    );
+  } else {
+    const problems: string[] = [];
+    if (item.remaining !== 0) problems.push(`r=${item.remaining}, expected 0`);
+    if (delaySeconds !== undefined && item.resetSeconds !== delaySeconds) {
+      problems.push(`t=${item.resetSeconds ?? 'missing'}, RetryInfo says ${delaySeconds} s`);
+    }
+    if (!fields.policies.some((p) => p.policy === item.policy))
+      problems.push(`no RateLimit-Policy for "${item.policy}"`);
+    checks.push(
+      problems.length === 0
+        ? pass(
+            'ratelimit',
+            `"${item.policy}";r=0;t=${item.resetSeconds}${fields.policies.length > 0 ? `, RateLimit-Policy ${get('ratelimit-policy')}` : ''}`,
+          )
+        : fail('ratelimit', problems.join('; ')),
+    );
+  }
+
+  // gRPC pushback.
+  if (response.binding === 'grpc') {
+    const pushback = get('grpc-retry-pushback-ms');
+    if (pushback === undefined) checks.push(fail('pushback', 'no grpc-retry-pushback-ms trailer'));
+    else if (delaySeconds !== undefined && Number(pushback) !== delaySeconds * 1000) {
+      checks.push(
+        fail(
+          'pushback',
+          `grpc-retry-pushback-ms ${pushback}, RetryInfo says ${delaySeconds * 1000} ms`,
+        ),
+      );
+    } else checks.push(pass('pushback', `${pushback} ms`));
+  }
+
+  return {
+    checks,
+    ...(kind === undefined ? {} : { kind }),
+    ...(delaySeconds === undefined ? {} : { delaySeconds }),
+    ...(policy === undefined ? {} : { policy }),
+  };
+}

@@ -1,0 +1,442 @@
+/**
+ * @module probe-transport
+ * How `probe` talks to an agent: one A2A call at a time over exactly one binding, to exactly the
+ * address it was given, capturing the raw response — HTTP status, headers, media type and body, or
+ * the gRPC status, message, headers and trailers (with `grpc-status-details-bin` as bytes) — so
+ * that the checks can say precisely what survived the way back. No retrying client in between:
+ * the probe wants to see the wire, not recover from it.
+ */
+
+import { randomUUID } from 'node:crypto';
+import { GetTaskRequest, ListTasksRequest, SendMessageRequest } from '@a2a-js/sdk';
+import { A2AService } from '@a2a-js/sdk/server/grpc';
+import * as grpc from '@grpc/grpc-js';
+import { CliError } from './cli-error.js';
+import type { CliBinding } from './cli-options.js';
+
+/**
+ * Methods `probe --method` can send.
+ *
+ * @example
+ * ```ts
+ * const method: ProbeMethod = PROBE_METHODS.sendMessage;
+ * ```
+ */
+export const PROBE_METHODS = {
+  sendMessage: 'SendMessage',
+  sendStreamingMessage: 'SendStreamingMessage',
+  getTask: 'GetTask',
+  listTasks: 'ListTasks',
+} as const;
+
+/**
+ * One of {@link PROBE_METHODS}.
+ *
+ * @example
+ * ```ts
+ * const method: ProbeMethod = 'GetTask';
+ * ```
+ */
+export type ProbeMethod = (typeof PROBE_METHODS)[keyof typeof PROBE_METHODS];
+
+/**
+ * One response, as it arrived.
+ *
+ * @example
+ * ```ts
+ * const r: CapturedResponse = { binding: 'rest', ok: false, status: 429, headers: { 'retry-after': '1' }, mediaType: 'application/a2a+json', body: '{"error":{…}}' };
+ * ```
+ */
+export interface CapturedResponse {
+  readonly binding: CliBinding;
+  /** The call succeeded by its binding's rules (2xx without a JSON-RPC error; gRPC OK). */
+  readonly ok: boolean;
+  /** HTTP status, or gRPC status code. */
+  readonly status: number;
+  /** HTTP headers, or gRPC headers and trailers (text values); lower-case names. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** HTTP media type, lower-case, without parameters. */
+  readonly mediaType?: string;
+  /** HTTP body text (first 64 KiB), or the gRPC status message. */
+  readonly body: string;
+  /** gRPC: `grpc-status-details-bin`, decoded from base64. */
+  readonly statusDetails?: Uint8Array;
+  /** gRPC: the client made this status up from an HTTP error; no gRPC response arrived. */
+  readonly synthesized?: boolean;
+  /** Task id of a successful SendMessage, when it answered with a task. */
+  readonly taskId?: string;
+}
+
+/**
+ * One request, fixed once built: sending it again re-sends the same bytes (same messageId).
+ *
+ * @example
+ * ```ts
+ * const call = transport.build('SendMessage');
+ * const first = await transport.send(call);
+ * const again = await transport.send(call);
+ * ```
+ */
+export interface ProbeCall {
+  readonly method: ProbeMethod;
+  /** messageId of a SendMessage / SendStreamingMessage. */
+  readonly messageId?: string;
+  /** JSON form of the A2A request (ProtoJSON). */
+  readonly json: Readonly<Record<string, unknown>>;
+  /** JSON-RPC id. */
+  readonly id: number;
+}
+
+/**
+ * Sends probe calls over one binding.
+ *
+ * @example
+ * ```ts
+ * const transport = httpProbeTransport({ binding: 'rest', endpoint: 'http://gw/a2a/rest', timeoutMs: 10_000 });
+ * ```
+ */
+export interface ProbeTransport {
+  readonly binding: CliBinding;
+  /** Where the calls go (URL, or gRPC `host:port`). */
+  readonly endpoint: string;
+  /** Builds a call (a fresh messageId for messages; `taskId` for GetTask). */
+  build(method: ProbeMethod, taskId?: string): ProbeCall;
+  /** Sends it once and captures the answer; throws a {@link CliError} when nothing answers. */
+  send(call: ProbeCall): Promise<CapturedResponse>;
+  close(): void;
+}
+
+/**
+ * Options shared by the transports.
+ *
+ * @example
+ * ```ts
+ * const options: ProbeTransportOptions = { endpoint: 'http://127.0.0.1:8080/a2a/jsonrpc', callerToken: 'probe-1', timeoutMs: 10_000 };
+ * ```
+ */
+export interface ProbeTransportOptions {
+  /** URL (HTTP bindings) or `host:port` (gRPC). */
+  readonly endpoint: string;
+  /** Sent as `authorization: Bearer <token>`. */
+  readonly callerToken?: string;
+  /** Longest wait for one response, ms. */
+  readonly timeoutMs: number;
+}
+
+const MAX_BODY_CHARS = 65_536;
+let nextId = 1;
+
+function buildCall(method: ProbeMethod, taskId: string | undefined): ProbeCall {
+  const id = nextId++;
+  if (method === 'SendMessage' || method === 'SendStreamingMessage') {
+    const messageId = `probe-${randomUUID()}`;
+    return {
+      method,
+      messageId,
+      id,
+      json: {
+        message: {
+          messageId,
+          role: 'ROLE_USER',
+          parts: [{ text: 'a2a-ratelimit probe: checking how a rejection arrives' }],
+        },
+      },
+    };
+  }
+  if (method === 'GetTask') return { method, id, json: { id: taskId ?? '' } };
+  return { method, id, json: {} };
+}
+
+function mediaTypeOf(contentType: string | null): string | undefined {
+  if (contentType === null) return undefined;
+  const type = (contentType.split(';', 1)[0] ?? '').trim().toLowerCase();
+  return type === '' ? undefined : type;
+}
+
+function taskIdOf(text: string): string | undefined {
+  try {
+    const parsed = JSON.parse(text) as {
+      result?: { task?: { id?: unknown } };
+      task?: { id?: unknown };
+    };
+    const id = parsed.result?.task?.id ?? parsed.task?.id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function hasJsonRpcError(text: string): boolean {
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    return typeof parsed === 'object' && parsed !== null && 'error' in parsed;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Why a fetch failed, as briefly as the error allows: the system error code (`ECONNREFUSED`), or
+ * the cause's message.
+ *
+ * @example
+ * ```ts
+ * await fetch(url).catch((e) => networkReason(e)); // 'ECONNREFUSED'
+ * ```
+ */
+export function networkReason(error: unknown): string {
+  const cause = (
+    error as { cause?: { code?: unknown; message?: unknown; errors?: { code?: unknown }[] } }
+  ).cause;
+  const code = cause?.code ?? cause?.errors?.find((e) => typeof e.code === 'string')?.code;
+  if (typeof code === 'string') return code;
+  if (typeof cause?.message === 'string' && cause.message !== '') return cause.message;
+  return error instanceof Error ? error.message : String(error);
+}
+
+function unreachable(endpoint: string, error: unknown): CliError {
+  return new CliError(`cannot reach ${endpoint}: ${networkReason(error)}`, { cause: error });
+}
+
+/**
+ * The JSON-RPC or REST transport: raw `fetch` to the endpoint URL.
+ *
+ * @example
+ * ```ts
+ * const t = httpProbeTransport({ binding: 'jsonrpc', endpoint: 'http://127.0.0.1:8080/a2a/jsonrpc', timeoutMs: 10_000 });
+ * const r = await t.send(t.build('SendMessage'));
+ * ```
+ */
+export function httpProbeTransport(
+  options: ProbeTransportOptions & {
+    readonly binding: 'jsonrpc' | 'rest';
+    readonly fetch?: typeof fetch;
+  },
+): ProbeTransport {
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const base = options.endpoint.replace(/\/+$/, '');
+  const auth: Record<string, string> =
+    options.callerToken === undefined ? {} : { authorization: `Bearer ${options.callerToken}` };
+  const request = (call: ProbeCall): { url: string; init: RequestInit } => {
+    const streaming = call.method === 'SendStreamingMessage';
+    const accept = streaming ? 'text/event-stream' : 'application/json, application/a2a+json';
+    if (options.binding === 'jsonrpc') {
+      return {
+        url: base,
+        init: {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept, 'a2a-version': '1.0', ...auth },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: call.id,
+            method: call.method,
+            params: call.json,
+          }),
+        },
+      };
+    }
+    const headers = { accept, 'a2a-version': '1.0', ...auth };
+    switch (call.method) {
+      case 'SendMessage':
+      case 'SendStreamingMessage':
+        return {
+          url: `${base}/message:${streaming ? 'stream' : 'send'}`,
+          init: {
+            method: 'POST',
+            headers: { ...headers, 'content-type': 'application/a2a+json' },
+            body: JSON.stringify(call.json),
+          },
+        };
+      case 'GetTask':
+        return {
+          url: `${base}/tasks/${encodeURIComponent(String(call.json.id ?? ''))}`,
+          init: { method: 'GET', headers },
+        };
+      default:
+        return { url: `${base}/tasks`, init: { method: 'GET', headers } };
+    }
+  };
+  return {
+    binding: options.binding,
+    endpoint: base,
+    build: buildCall,
+    async send(call) {
+      const { url, init } = request(call);
+      let response: Response;
+      let text: string;
+      try {
+        response = await doFetch(url, { ...init, signal: AbortSignal.timeout(options.timeoutMs) });
+        text = await response.text();
+      } catch (error) {
+        if ((error as Error).name === 'TimeoutError') {
+          throw new CliError(`no answer from ${url} within ${options.timeoutMs} ms`, {
+            cause: error,
+          });
+        }
+        throw unreachable(url, error);
+      }
+      const headers: Record<string, string> = {};
+      response.headers.forEach((value, name) => {
+        headers[name.toLowerCase()] = value;
+      });
+      const mediaType = mediaTypeOf(response.headers.get('content-type'));
+      const success =
+        response.status >= 200 &&
+        response.status < 300 &&
+        (options.binding === 'rest' || mediaType === 'text/event-stream' || !hasJsonRpcError(text));
+      const taskId = success ? taskIdOf(text) : undefined;
+      return {
+        binding: options.binding,
+        ok: success,
+        status: response.status,
+        headers,
+        ...(mediaType === undefined ? {} : { mediaType }),
+        body: text.slice(0, MAX_BODY_CHARS),
+        ...(taskId === undefined ? {} : { taskId }),
+      };
+    },
+    close() {},
+  };
+}
+
+type GrpcMethodDefinition = grpc.MethodDefinition<unknown, unknown>;
+
+function metadataText(
+  md: grpc.Metadata | undefined,
+  into: Record<string, string>,
+): Uint8Array | undefined {
+  let details: Uint8Array | undefined;
+  if (md === undefined) return undefined;
+  for (const [name, value] of Object.entries(md.getMap())) {
+    if (name === 'grpc-status-details-bin') {
+      details = typeof value === 'string' ? Buffer.from(value, 'base64') : new Uint8Array(value);
+      into[name] = Buffer.from(details).toString('base64');
+    } else {
+      into[name] = typeof value === 'string' ? value : Buffer.from(value).toString('base64');
+    }
+  }
+  return details;
+}
+
+/**
+ * The gRPC transport: a plain grpc-js client on the `lf.a2a.v1.A2AService` methods, insecure
+ * (h2c) to `host:port`.
+ *
+ * @example
+ * ```ts
+ * const t = grpcProbeTransport({ endpoint: '127.0.0.1:50051', timeoutMs: 10_000 });
+ * const r = await t.send(t.build('SendMessage'));
+ * ```
+ */
+export function grpcProbeTransport(
+  options: ProbeTransportOptions & {
+    /** Use TLS (for an `https://` gateway); default plaintext h2c. */
+    readonly tls?: boolean;
+    /** Appended to the "cannot reach" message. */
+    readonly unreachableHint?: string;
+  },
+): ProbeTransport {
+  const client = new grpc.Client(
+    options.endpoint,
+    options.tls === true ? grpc.credentials.createSsl() : grpc.credentials.createInsecure(),
+  );
+  const definitions: Readonly<Record<ProbeMethod, GrpcMethodDefinition>> = {
+    SendMessage: A2AService.sendMessage as GrpcMethodDefinition,
+    SendStreamingMessage: A2AService.sendStreamingMessage as GrpcMethodDefinition,
+    GetTask: A2AService.getTask as GrpcMethodDefinition,
+    ListTasks: A2AService.listTasks as GrpcMethodDefinition,
+  };
+  const decode = (call: ProbeCall): unknown => {
+    switch (call.method) {
+      case 'GetTask':
+        return GetTaskRequest.fromJSON(call.json);
+      case 'ListTasks':
+        return ListTasksRequest.fromJSON(call.json);
+      default:
+        return SendMessageRequest.fromJSON(call.json);
+    }
+  };
+  let ready: Promise<void> | undefined;
+  const waitReady = (): Promise<void> =>
+    (ready ??= new Promise<void>((resolve, reject) => {
+      client.waitForReady(Date.now() + Math.min(options.timeoutMs, 5_000), (error) => {
+        if (error) {
+          ready = undefined;
+          reject(
+            new CliError(
+              `cannot reach gRPC target ${options.endpoint}: ${error.message}${options.unreachableHint ?? ''}`,
+              { cause: error },
+            ),
+          );
+        } else resolve();
+      });
+    }));
+  return {
+    binding: 'grpc',
+    endpoint: options.endpoint,
+    build: buildCall,
+    async send(call) {
+      await waitReady();
+      const definition = definitions[call.method];
+      const metadata = new grpc.Metadata();
+      if (options.callerToken !== undefined)
+        metadata.set('authorization', `Bearer ${options.callerToken}`);
+      metadata.set('a2a-version', '1.0');
+      const callOptions = { deadline: Date.now() + options.timeoutMs };
+      return new Promise<CapturedResponse>((resolve) => {
+        const headers: Record<string, string> = {};
+        let taskId: string | undefined;
+        const onMessage = (message: unknown): void => {
+          const payload = (message as { payload?: { $case?: string; value?: { id?: unknown } } })
+            .payload;
+          if (payload?.$case === 'task' && typeof payload.value?.id === 'string')
+            taskId ??= payload.value.id;
+        };
+        const onStatus = (status: grpc.StatusObject): void => {
+          const statusDetails = metadataText(status.metadata, headers);
+          resolve({
+            binding: 'grpc',
+            ok: status.code === grpc.status.OK,
+            status: status.code,
+            headers,
+            body: status.details,
+            ...(statusDetails === undefined ? {} : { statusDetails }),
+            ...(/^Received HTTP status code \d+/.test(status.details) ? { synthesized: true } : {}),
+            ...(taskId === undefined ? {} : { taskId }),
+          });
+        };
+        if (definition.responseStream) {
+          const stream = client.makeServerStreamRequest(
+            definition.path,
+            definition.requestSerialize,
+            definition.responseDeserialize,
+            decode(call),
+            metadata,
+            callOptions,
+          );
+          stream.on('metadata', (md: grpc.Metadata) => metadataText(md, headers));
+          stream.on('data', onMessage);
+          stream.on('error', () => {});
+          stream.on('status', onStatus);
+        } else {
+          const unary = client.makeUnaryRequest(
+            definition.path,
+            definition.requestSerialize,
+            definition.responseDeserialize,
+            decode(call),
+            metadata,
+            callOptions,
+            (_error, value) => {
+              if (value !== undefined) onMessage(value);
+            },
+          );
+          unary.on('metadata', (md: grpc.Metadata) => metadataText(md, headers));
+          unary.on('status', onStatus);
+        }
+      });
+    },
+    close() {
+      client.close();
+    },
+  };
+}

@@ -1,0 +1,520 @@
+/**
+ * @module research-agent
+ * The example research agent behind `demo` and `serve`: a real `@a2a-js/sdk` agent (request
+ * handler, in-memory task store, the SDK's JSON-RPC and REST routers and gRPC service) with this
+ * library's admission in front of every binding (`jsonRpcAdmission`, `restAdmission`,
+ * `grpcAdmissionInterceptor`), the policies published as a card extension, Prometheus metrics,
+ * and a hook that reports every request the agent decided — so callers of the demo can count
+ * what the agent saw on the server side. Demo authentication: the bearer token is the caller's
+ * name; no token means an anonymous caller keyed by its address.
+ */
+
+import type { Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AGENT_CARD_PATH, AgentCard, Message, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import {
+  AgentEvent,
+  type AgentExecutor,
+  DefaultExecutionEventBusManager,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  type User,
+} from '@a2a-js/sdk/server';
+import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
+import * as grpc from '@grpc/grpc-js';
+import express from 'express';
+import type { A2AMethod } from '../core/a2a-methods.js';
+import type { Clock } from '../core/clock.js';
+import type { HoldOptions, Policy } from '../core/policy.js';
+import { withRateLimitExtension } from '../server/card-extension.js';
+import { jsonRpcAdmission, restAdmission } from '../server/express.js';
+import { grpcAdmissionInterceptor } from '../server/grpc.js';
+import {
+  type Binding,
+  createLimiter,
+  type Limiter,
+  type LimiterObserver,
+} from '../server/limiter.js';
+import { createRateLimitMetrics, type RateLimitMetrics } from '../server/metrics.js';
+import type { Store } from '../store/store.js';
+import { bareErrorLimiter } from './bare-error-limiter.js';
+import { CliError } from './cli-error.js';
+
+/**
+ * The worked example's policy: 60 SendMessage calls per minute per caller, burst 10 (streaming
+ * messages count too).
+ *
+ * @example
+ * ```ts
+ * await startResearchAgent({ policies: [WORKED_EXAMPLE_POLICY] });
+ * ```
+ */
+export const WORKED_EXAMPLE_POLICY: Policy = {
+  name: 'per-caller',
+  kind: 'rate',
+  scope: 'caller',
+  methods: ['SendMessage', 'SendStreamingMessage'],
+  limit: 60,
+  windowSeconds: 60,
+  burst: 10,
+  description: '60 messages per minute per caller, burst 10',
+};
+
+/**
+ * How the agent writes a rejection: `ours` (429 / RESOURCE_EXHAUSTED with ErrorInfo, RetryInfo,
+ * QuotaFailure, `Retry-After`, `RateLimit`) or `bare-500` (a spec-literal bare internal error).
+ *
+ * @example
+ * ```ts
+ * const encoding: RejectionEncoding = REJECTION_ENCODINGS.bare500;
+ * ```
+ */
+export const REJECTION_ENCODINGS = { ours: 'ours', bare500: 'bare-500' } as const;
+
+/**
+ * One of {@link REJECTION_ENCODINGS}.
+ *
+ * @example
+ * ```ts
+ * const encoding: RejectionEncoding = 'ours';
+ * ```
+ */
+export type RejectionEncoding = (typeof REJECTION_ENCODINGS)[keyof typeof REJECTION_ENCODINGS];
+
+/**
+ * A request the agent decided, reported as it happened (server side).
+ *
+ * @example
+ * ```ts
+ * const event: AgentRequestEvent = { atMs: 0, binding: 'rest', method: 'SendMessage', caller: 'orchestrator-7', messageId: 'm-1', outcome: 'rejected' };
+ * ```
+ */
+export interface AgentRequestEvent {
+  /** When, ms on the agent's clock. */
+  readonly atMs: number;
+  readonly binding: Binding;
+  readonly method: A2AMethod;
+  readonly caller: string;
+  readonly messageId: string | undefined;
+  /** `duplicate`: a copy of an already admitted message, answered with its task. */
+  readonly outcome: 'admitted' | 'rejected' | 'duplicate';
+  /** Admitted by claiming the slot its earlier rejection reserved. */
+  readonly claimedHold?: boolean;
+  /** The delay the rejection named, ms (exact, before rounding to wire seconds). */
+  readonly retryAfterMs?: number;
+}
+
+/**
+ * Options of {@link startResearchAgent}.
+ *
+ * @example
+ * ```ts
+ * const options: ResearchAgentOptions = { host: '127.0.0.1', port: 0, grpcPort: 0, policies: [WORKED_EXAMPLE_POLICY] };
+ * ```
+ */
+export interface ResearchAgentOptions {
+  /** Interface to listen on; default `127.0.0.1`. */
+  readonly host?: string;
+  /** HTTP port (JSON-RPC, REST, card, metrics); 0 = any free port. Default 0. */
+  readonly port?: number;
+  /** gRPC port; 0 = any free port. Default 0. */
+  readonly grpcPort?: number;
+  /** Policies (ignored when `store` brings its own). */
+  readonly policies: readonly Policy[];
+  /** Hold options of the default in-memory store. */
+  readonly holds?: HoldOptions;
+  /** A shared store (e.g. a `RedisStore`); default an in-memory store over `policies`. */
+  readonly store?: Store;
+  /** The limiter's clock; default the system clock. */
+  readonly clock?: Clock;
+  /** ErrorInfo domain; default the host of `publicUrl`, else `host` (`localhost` for a wildcard). */
+  readonly domain?: string;
+  /** Base URL advertised in the agent card (e.g. a gateway's); default `http://<host>:<port>`. */
+  readonly publicUrl?: string;
+  /** gRPC address advertised in the card; default `<host>:<grpcPort>`. */
+  readonly publicGrpcTarget?: string;
+  /** JSON-RPC rejections with HTTP 429 / 503 instead of 200. */
+  readonly mirrorHttpStatus?: boolean;
+  /** How rejections are written; default `ours`. */
+  readonly encoding?: RejectionEncoding;
+  /** Serve Prometheus metrics at `/metrics`; default true. */
+  readonly metrics?: boolean;
+  /** Called for every request the limiter decided. */
+  readonly onRequest?: (event: AgentRequestEvent) => void;
+}
+
+/**
+ * A running research agent.
+ *
+ * @example
+ * ```ts
+ * const agent = await startResearchAgent({ policies: [WORKED_EXAMPLE_POLICY] });
+ * console.log(agent.cardUrl);
+ * await agent.close();
+ * ```
+ */
+export interface ResearchAgent {
+  /** `http://host:port` the HTTP server listens on. */
+  readonly baseUrl: string;
+  readonly cardUrl: string;
+  readonly jsonRpcUrl: string;
+  readonly restUrl: string;
+  readonly metricsUrl: string | undefined;
+  /** `host:port` of the gRPC server. */
+  readonly grpcTarget: string;
+  readonly httpPort: number;
+  readonly grpcPort: number;
+  /** The public agent card (with the rate-limit extension unless the encoding is `bare-500`). */
+  readonly card: AgentCard;
+  readonly limiter: Limiter;
+  readonly metrics: RateLimitMetrics | undefined;
+  /** Stops both servers, releases their ports, and closes the limiter (and its store). */
+  close(): Promise<void>;
+}
+
+/**
+ * The demo's authentication: `Bearer <name>` makes an authenticated user named `<name>`; anything
+ * else is unauthenticated (the adapters then key the caller by address).
+ *
+ * @example
+ * ```ts
+ * bearerUser('Bearer orchestrator-7').userName; // 'orchestrator-7'
+ * ```
+ */
+export function bearerUser(value: unknown): User {
+  const text = Array.isArray(value) ? value[0] : value;
+  const match = typeof text === 'string' ? /^Bearer\s+(\S.*)$/i.exec(text.trim()) : null;
+  const name = match?.[1]?.trim() ?? '';
+  return { isAuthenticated: name !== '', userName: name };
+}
+
+function textOf(message: Message): string {
+  for (const part of message.parts) {
+    const content = (part as { content?: { $case?: string; value?: unknown } }).content;
+    if (content?.$case === 'text' && typeof content.value === 'string') return content.value;
+  }
+  return '';
+}
+
+/** The agent's work: a task that is worked on and completed with a short note. */
+const researchExecutor: AgentExecutor = {
+  async execute(ctx, bus) {
+    const { taskId, contextId } = ctx;
+    const topic = textOf(ctx.userMessage).slice(0, 200) || 'nothing in particular';
+    if (ctx.task === undefined) {
+      bus.publish(
+        AgentEvent.task(
+          Task.fromJSON({
+            id: taskId,
+            contextId,
+            status: { state: 'TASK_STATE_WORKING' },
+            history: [Message.toJSON(ctx.userMessage)],
+          }),
+        ),
+      );
+    }
+    bus.publish(
+      AgentEvent.statusUpdate(
+        TaskStatusUpdateEvent.fromJSON({
+          taskId,
+          contextId,
+          status: {
+            state: 'TASK_STATE_COMPLETED',
+            timestamp: new Date().toISOString(),
+            message: {
+              messageId: `notes-${taskId}`,
+              contextId,
+              taskId,
+              role: 'ROLE_AGENT',
+              parts: [{ text: `Research notes on "${topic}": done.` }],
+            },
+          },
+        }),
+      ),
+    );
+    bus.finished();
+  },
+  async cancelTask(taskId, bus) {
+    bus.publish(
+      AgentEvent.statusUpdate(
+        TaskStatusUpdateEvent.fromJSON({
+          taskId,
+          status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() },
+        }),
+      ),
+    );
+    bus.finished();
+  },
+};
+
+function combineObservers(...observers: (LimiterObserver | undefined)[]): LimiterObserver {
+  const list = observers.filter((o): o is LimiterObserver => o !== undefined);
+  return {
+    admitted: (request, admission) => {
+      for (const o of list) o.admitted?.(request, admission);
+    },
+    rejected: (request, rejection) => {
+      for (const o of list) o.rejected?.(request, rejection);
+    },
+    deduplicated: (request) => {
+      for (const o of list) o.deduplicated?.(request);
+    },
+    holds: (event, policy, count) => {
+      for (const o of list) o.holds?.(event, policy, count);
+    },
+    leasesHeld: (count) => {
+      for (const o of list) o.leasesHeld?.(count);
+    },
+  };
+}
+
+function isWildcard(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '[::]' || host === '';
+}
+
+function urlHost(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
+function listenHttp(app: express.Express, host: string, port: number): Promise<HttpServer> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host);
+    const onError = (error: NodeJS.ErrnoException): void => {
+      server.close();
+      reject(
+        new CliError(
+          error.code === 'EADDRINUSE'
+            ? `HTTP port ${port} on ${host} is already in use (choose another with --port, or 0 for any free port)`
+            : `cannot listen on ${host}:${port}: ${error.message}`,
+          { cause: error },
+        ),
+      );
+    };
+    server.once('error', onError);
+    server.once('listening', () => {
+      server.off('error', onError);
+      resolve(server);
+    });
+  });
+}
+
+function bindGrpc(server: grpc.Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(
+      `${urlHost(host)}:${port}`,
+      grpc.ServerCredentials.createInsecure(),
+      (error, bound) => {
+        if (error) {
+          reject(
+            new CliError(
+              /in use|EADDRINUSE/i.test(error.message)
+                ? `gRPC port ${port} on ${host} is already in use (choose another with --grpc-port, or 0 for any free port)`
+                : `cannot listen for gRPC on ${host}:${port}: ${error.message}`,
+              { cause: error },
+            ),
+          );
+        } else resolve(bound);
+      },
+    );
+  });
+}
+
+/**
+ * Starts the research agent on all three bindings: JSON-RPC at `/a2a/jsonrpc`, REST at
+ * `/a2a/rest`, the card at `/.well-known/agent-card.json`, metrics at `/metrics`, gRPC on its own
+ * port. Listening errors (a port in use) are {@link CliError}s.
+ *
+ * @example
+ * ```ts
+ * const agent = await startResearchAgent({ policies: [WORKED_EXAMPLE_POLICY], port: 8080, grpcPort: 50051 });
+ * ```
+ */
+export async function startResearchAgent(options: ResearchAgentOptions): Promise<ResearchAgent> {
+  const host = options.host ?? '127.0.0.1';
+  const encoding = options.encoding ?? 'ours';
+  const metrics =
+    options.metrics === false
+      ? undefined
+      : createRateLimitMetrics({ callerLabel: { maxValues: 100 } });
+  const clock = options.clock;
+  const onRequest = options.onRequest;
+  const nowMs = (): number => (clock === undefined ? Date.now() : clock.nowMs());
+  const reporter: LimiterObserver | undefined =
+    onRequest === undefined
+      ? undefined
+      : {
+          admitted: (request, admission) =>
+            onRequest({
+              atMs: nowMs(),
+              binding: request.binding,
+              method: request.method,
+              caller: request.caller,
+              messageId: request.messageId,
+              outcome: 'admitted',
+              claimedHold: admission.claimedHold,
+            }),
+          rejected: (request, rejection) =>
+            onRequest({
+              atMs: nowMs(),
+              binding: request.binding,
+              method: request.method,
+              caller: request.caller,
+              messageId: request.messageId,
+              outcome: 'rejected',
+              retryAfterMs: rejection.retryAfterMs,
+            }),
+          deduplicated: (request) =>
+            onRequest({
+              atMs: nowMs(),
+              binding: request.binding,
+              method: request.method,
+              caller: request.caller,
+              messageId: request.messageId,
+              outcome: 'duplicate',
+            }),
+        };
+  const publicUrl = options.publicUrl === undefined ? undefined : new URL(options.publicUrl);
+  const domain =
+    options.domain ??
+    (publicUrl !== undefined ? publicUrl.hostname : isWildcard(host) ? 'localhost' : host);
+
+  const decided = createLimiter({
+    ...(options.store === undefined ? { policies: options.policies } : { store: options.store }),
+    ...(options.holds === undefined ? {} : { holds: options.holds }),
+    ...(clock === undefined ? {} : { clock }),
+    domain: domain.replace(/^\[|\]$/g, ''),
+    observer: combineObservers(metrics?.observer, reporter),
+  });
+  const limiter = encoding === 'bare-500' ? bareErrorLimiter(decided) : decided;
+
+  const baseCard = AgentCard.fromJSON({
+    name: 'research-agent',
+    description:
+      'Example research agent of a2a-ratelimit: send it a topic, it answers with a completed task.',
+    version: '0.1.0',
+    supportedInterfaces: [],
+    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [
+      {
+        id: 'research',
+        name: 'Research',
+        description: 'Writes short research notes on a topic.',
+        tags: ['research'],
+      },
+    ],
+  });
+  // The card object the SDK holds is this one; its interfaces are filled in once ports are known.
+  const card = encoding === 'ours' ? withRateLimitExtension(baseCard, limiter) : baseCard;
+  const requestHandler = new DefaultRequestHandler(
+    card,
+    new InMemoryTaskStore(),
+    researchExecutor,
+    limiter.trackTasks(new DefaultExecutionEventBusManager()),
+  );
+
+  const expressUsers = async (req: express.Request): Promise<User> =>
+    bearerUser(req.headers.authorization);
+  const grpcUsers = async (call: { metadata: grpc.Metadata }): Promise<User> =>
+    bearerUser(call.metadata.get('authorization')[0]);
+  const mirror =
+    options.mirrorHttpStatus === undefined ? {} : { mirrorHttpStatus: options.mirrorHttpStatus };
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: async () => card }));
+  app.use(
+    '/a2a/jsonrpc',
+    jsonRpcAdmission(limiter, { userBuilder: expressUsers, requestHandler, ...mirror }),
+  );
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: expressUsers }));
+  app.use('/a2a/rest', restAdmission(limiter, { userBuilder: expressUsers, requestHandler }));
+  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: expressUsers }));
+  if (metrics !== undefined) {
+    app.get('/metrics', async (_req, res) => {
+      res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    });
+  }
+
+  const grpcServer = new grpc.Server({
+    interceptors: [grpcAdmissionInterceptor(limiter, { userBuilder: grpcUsers, requestHandler })],
+  });
+  grpcServer.addService(A2AService, grpcService({ requestHandler, userBuilder: grpcUsers }));
+
+  let httpServer: HttpServer | undefined;
+  try {
+    httpServer = await listenHttp(app, host, options.port ?? 0);
+    const grpcPort = await bindGrpc(grpcServer, host, options.grpcPort ?? 0);
+    const httpPort = (httpServer.address() as AddressInfo).port;
+    const shownHost = urlHost(isWildcard(host) ? '127.0.0.1' : host);
+    const baseUrl = `http://${shownHost}:${httpPort}`;
+    const advertised = (publicUrl?.href ?? baseUrl).replace(/\/+$/, '');
+    const grpcTarget = `${shownHost}:${grpcPort}`;
+    card.supportedInterfaces.push(
+      {
+        url: `${advertised}/a2a/jsonrpc`,
+        protocolBinding: 'JSONRPC',
+        tenant: '',
+        protocolVersion: '1.0',
+      },
+      {
+        url: `${advertised}/a2a/rest`,
+        protocolBinding: 'HTTP+JSON',
+        tenant: '',
+        protocolVersion: '1.0',
+      },
+      {
+        url: options.publicGrpcTarget ?? grpcTarget,
+        protocolBinding: 'GRPC',
+        tenant: '',
+        protocolVersion: '1.0',
+      },
+    );
+    const server = httpServer;
+    let closed: Promise<void> | undefined;
+    return {
+      baseUrl,
+      cardUrl: `${baseUrl}/${AGENT_CARD_PATH}`,
+      jsonRpcUrl: `${baseUrl}/a2a/jsonrpc`,
+      restUrl: `${baseUrl}/a2a/rest`,
+      metricsUrl: metrics === undefined ? undefined : `${baseUrl}/metrics`,
+      grpcTarget,
+      httpPort,
+      grpcPort,
+      card,
+      limiter,
+      metrics,
+      close() {
+        closed ??= (async () => {
+          await Promise.all([
+            new Promise<void>((resolve) => {
+              server.closeAllConnections();
+              server.close(() => resolve());
+            }),
+            new Promise<void>((resolve) => {
+              const force = setTimeout(() => {
+                grpcServer.forceShutdown();
+                resolve();
+              }, 1000);
+              force.unref();
+              grpcServer.tryShutdown(() => {
+                clearTimeout(force);
+                resolve();
+              });
+            }),
+          ]);
+          await decided.close();
+        })();
+        return closed;
+      },
+    };
+  } catch (error) {
+    httpServer?.closeAllConnections();
+    httpServer?.close();
+    grpcServer.forceShutdown();
+    await decided.close();
+    throw error;
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * @module scaled-time
+ * One clock that runs N times faster than real time, for `demo --time-scale N`: the agent's
+ * limiter and the orchestrator's client both read it, so the wire still says 1…20 s while the run
+ * takes 1/N as long. `nowMs = t0 + (real elapsed) × N`; `sleep(ms)` waits ms / N real
+ * milliseconds and never resolves before the scaled clock has reached its target.
+ */
+
+import { type Sleep, systemSleep } from '../client/sleep.js';
+import type { Clock } from '../core/clock.js';
+
+/**
+ * A scaled clock and the matching sleep.
+ *
+ * @example
+ * ```ts
+ * const time: ScaledTime = createScaledTime(10);
+ * await time.sleep(20_000); // about 2 s of real time
+ * ```
+ */
+export interface ScaledTime {
+  /** How many times faster than real time. */
+  readonly scale: number;
+  /** Scaled now, ms (starts at the real `Date.now()` of creation). */
+  readonly clock: Clock;
+  /** Waits `ms` scaled milliseconds (ms / scale real milliseconds); cancellable. */
+  readonly sleep: Sleep;
+}
+
+/**
+ * Creates a clock running `scale` times faster than real time (1 = real time), starting at
+ * `startMs` (default: now).
+ *
+ * @example
+ * ```ts
+ * const time = createScaledTime(4);
+ * const limiter = createLimiter({ policies, clock: time.clock, domain: 'agents.example.com' });
+ * const fetchImpl = createRetryingFetch({ clock: time.clock, sleep: time.sleep });
+ * ```
+ */
+export function createScaledTime(scale: number, startMs: number = Date.now()): ScaledTime {
+  if (!Number.isFinite(scale) || scale <= 0) {
+    throw new RangeError(`time scale must be a positive number, got ${scale}`);
+  }
+  // performance.now() for resolution finer than a millisecond (a scaled ms is 1/scale real ms).
+  const realStartMs = performance.now();
+  const clock: Clock = { nowMs: () => startMs + (performance.now() - realStartMs) * scale };
+  const sleep: Sleep = async (ms, signal) => {
+    const targetMs = clock.nowMs() + Math.max(0, ms || 0);
+    for (;;) {
+      const leftMs = targetMs - clock.nowMs();
+      if (leftMs <= 0) {
+        if (signal?.aborted) throw signal.reason;
+        return;
+      }
+      // Timers may fire a fraction of a millisecond early; loop until the scaled clock is there.
+      await systemSleep(Math.max(1, Math.ceil(leftMs / scale)), signal);
+    }
+  };
+  return { scale, clock, sleep };
+}

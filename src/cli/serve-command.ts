@@ -1,0 +1,308 @@
+/**
+ * @module serve-command
+ * `a2a-ratelimit serve`: the example research agent as a long-lived process to point clients,
+ * gateways and probes at. All three bindings with this library's admission in front, the worked
+ * example's policy unless `--config` gives another set, optionally shared through Redis; demo
+ * authentication (the bearer token is the caller's name). Prints its URLs when ready and stops
+ * cleanly on SIGINT / SIGTERM, releasing its ports.
+ */
+
+import type { CAC } from 'cac';
+import type { CompiledPolicy, HoldOptions, Policy } from '../core/policy.js';
+import type { Store } from '../store/store.js';
+import { CliError } from './cli-error.js';
+import { parseHttpUrl, parseOptionalString, parsePort } from './cli-options.js';
+import { loadPolicyConfig } from './policy-config.js';
+import { type ResearchAgent, startResearchAgent, WORKED_EXAMPLE_POLICY } from './research-agent.js';
+
+/**
+ * What `--redis-on-error` accepts (the `RedisStore` failure policies).
+ *
+ * @example
+ * ```ts
+ * const mode: RedisFailureMode = 'insurance';
+ * ```
+ */
+export type RedisFailureMode = 'fail-open' | 'fail-closed' | 'insurance';
+
+/**
+ * Parsed options of `serve`.
+ *
+ * @example
+ * ```ts
+ * const options: ServeOptions = { host: '127.0.0.1', port: 8080, grpcPort: 50051, mirrorHttpStatus: false, redisOnError: 'insurance' };
+ * ```
+ */
+export interface ServeOptions {
+  readonly host: string;
+  /** HTTP port; 0 = any free port. */
+  readonly port: number;
+  /** gRPC port; 0 = any free port. */
+  readonly grpcPort: number;
+  readonly domain?: string;
+  /** Policy file (JSON or YAML). */
+  readonly config?: string;
+  /** Redis URL; limits are shared through it. */
+  readonly redis?: string;
+  readonly redisOnError: RedisFailureMode;
+  /** JSON-RPC rejections with HTTP 429 / 503 instead of 200. */
+  readonly mirrorHttpStatus: boolean;
+  /** Base URL to advertise in the agent card (e.g. the gateway's). */
+  readonly publicUrl?: string;
+  /** gRPC `host:port` to advertise in the agent card. */
+  readonly publicGrpcTarget?: string;
+}
+
+/**
+ * One line per policy for the ready banner.
+ *
+ * @example
+ * ```ts
+ * describePolicy(limiter.policySet.policies[0]); // 'per-caller (rate, per caller): 60 per 60 s, burst 10, on SendMessage, SendStreamingMessage'
+ * ```
+ */
+export function describePolicy(p: CompiledPolicy): string {
+  const on = p.methods.size >= 11 ? 'on every method' : `on ${[...p.methods].join(', ')}`;
+  switch (p.kind) {
+    case 'rate':
+      return `${p.name} (rate, per ${p.scopeName}): ${p.limit} per ${p.windowSeconds} s, burst ${p.burst}, ${on}`;
+    case 'concurrency':
+      return `${p.name} (concurrency, per ${p.scopeName}): at most ${p.max} in flight, ${on}`;
+    default: {
+      const limits = [
+        Number.isFinite(p.maxInFlight) ? `${p.maxInFlight} in flight` : undefined,
+        Number.isFinite(p.maxEventLoopDelayMs)
+          ? `${p.maxEventLoopDelayMs} ms event-loop delay`
+          : undefined,
+      ].filter((x) => x !== undefined);
+      return `${p.name} (overload, agent-wide): ${limits.join(' or ')}, ${on}`;
+    }
+  }
+}
+
+async function connectRedis(
+  url: string,
+  policies: readonly Policy[],
+  holds: HoldOptions | undefined,
+  onError: RedisFailureMode,
+): Promise<Store> {
+  let Redis: typeof import('ioredis')['Redis'];
+  try {
+    ({ Redis } = await import('ioredis'));
+  } catch {
+    throw new CliError('--redis needs the "ioredis" package: npm install ioredis');
+  }
+  let redis: typeof import('../redis/index.js');
+  try {
+    redis = await import('../redis/index.js');
+  } catch (error) {
+    throw new CliError(`--redis is not available in this build (${(error as Error).message})`);
+  }
+  const client = new Redis(url, {
+    ...redis.RECOMMENDED_IOREDIS_OPTIONS,
+    lazyConnect: true,
+    retryStrategy: (times: number) => (times > 20 ? null : Math.min(times * 200, 2_000)),
+  });
+  client.on('error', () => {
+    // Connection errors are reported by connect() below and, later, by the store's own logger.
+  });
+  try {
+    await client.connect();
+    await client.ping();
+  } catch (error) {
+    client.disconnect();
+    throw new CliError(`cannot reach Redis at ${url}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  return new redis.RedisStore({
+    client,
+    policies,
+    ...(holds === undefined ? {} : { holds }),
+    onError,
+    quitClientOnClose: true,
+  });
+}
+
+/**
+ * Starts the agent as `serve` does and returns it (without waiting for a signal).
+ *
+ * @example
+ * ```ts
+ * const agent = await startServe({ host: '127.0.0.1', port: 0, grpcPort: 0, mirrorHttpStatus: false, redisOnError: 'insurance' });
+ * ```
+ */
+export async function startServe(options: ServeOptions): Promise<ResearchAgent> {
+  const config = options.config === undefined ? undefined : await loadPolicyConfig(options.config);
+  const policies = config?.policies ?? [WORKED_EXAMPLE_POLICY];
+  const holds = config?.holds;
+  const domain = options.domain ?? config?.domain;
+  const store =
+    options.redis === undefined
+      ? undefined
+      : await connectRedis(options.redis, policies, holds, options.redisOnError);
+  try {
+    return await startResearchAgent({
+      host: options.host,
+      port: options.port,
+      grpcPort: options.grpcPort,
+      policies,
+      ...(holds === undefined ? {} : { holds }),
+      ...(store === undefined ? {} : { store }),
+      ...(domain === undefined ? {} : { domain }),
+      ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
+      ...(options.publicGrpcTarget === undefined
+        ? {}
+        : { publicGrpcTarget: options.publicGrpcTarget }),
+      mirrorHttpStatus: options.mirrorHttpStatus,
+    });
+  } catch (error) {
+    if (error instanceof RangeError) throw new CliError(error.message, { cause: error });
+    throw error;
+  }
+}
+
+/**
+ * The ready banner: every URL, the policies, the store and how callers are identified.
+ *
+ * @example
+ * ```ts
+ * process.stdout.write(readyBanner(agent, options));
+ * ```
+ */
+export function readyBanner(agent: ResearchAgent, options: ServeOptions): string {
+  const lines = [
+    'a2a-ratelimit serve: research agent ready',
+    `  agent card  ${agent.cardUrl}`,
+    `  JSON-RPC    ${agent.jsonRpcUrl}${options.mirrorHttpStatus ? ' (rejections mirrored as HTTP 429/503)' : ''}`,
+    `  REST        ${agent.restUrl}`,
+    `  gRPC        ${agent.grpcTarget}`,
+    `  metrics     ${agent.metricsUrl ?? '(off)'}`,
+    `  domain      ${agent.limiter.domain}`,
+    ...agent.limiter.policySet.policies.map(
+      (p, i) => `  ${i === 0 ? 'policies   ' : '           '} ${describePolicy(p)}`,
+    ),
+    `  store       ${options.redis === undefined ? 'memory (this process)' : `redis ${options.redis} (when Redis fails: ${options.redisOnError})`}`,
+    '  callers     Authorization: Bearer <caller name> (demo authentication: the token is the name); no token = anonymous, keyed by client address',
+    'Press Ctrl-C to stop.',
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+function parseFailureMode(value: unknown): RedisFailureMode {
+  if (value === undefined) return 'insurance';
+  const text = String(value);
+  if (text === 'fail-open' || text === 'fail-closed' || text === 'insurance') return text;
+  throw new CliError(`--redis-on-error must be fail-open, fail-closed or insurance, got "${text}"`);
+}
+
+/**
+ * Parses `serve`'s flags.
+ *
+ * @example
+ * ```ts
+ * parseServeOptions({ port: '0', grpcPort: '0' }).port; // 0
+ * ```
+ */
+export function parseServeOptions(flags: Record<string, unknown>): ServeOptions {
+  const domain = parseOptionalString(flags.domain, '--domain');
+  const config = parseOptionalString(flags.config, '--config');
+  const redis = parseOptionalString(flags.redis, '--redis');
+  const publicUrl =
+    flags.publicUrl === undefined ? undefined : parseHttpUrl(flags.publicUrl, '--public-url').href;
+  const publicGrpcTarget = parseOptionalString(flags.publicGrpcTarget, '--public-grpc-target');
+  if (redis !== undefined && !/^rediss?:\/\//.test(redis)) {
+    throw new CliError(`--redis must be a redis:// or rediss:// URL, got "${redis}"`);
+  }
+  return {
+    host: parseOptionalString(flags.host, '--host') ?? '127.0.0.1',
+    port: parsePort(flags.port, '--port', 8080),
+    grpcPort: parsePort(flags.grpcPort, '--grpc-port', 50051),
+    mirrorHttpStatus: flags.mirrorHttpStatus === true,
+    redisOnError: parseFailureMode(flags.redisOnError),
+    ...(domain === undefined ? {} : { domain }),
+    ...(config === undefined ? {} : { config }),
+    ...(redis === undefined ? {} : { redis }),
+    ...(publicUrl === undefined ? {} : { publicUrl }),
+    ...(publicGrpcTarget === undefined ? {} : { publicGrpcTarget }),
+  };
+}
+
+/**
+ * Resolves on the first SIGINT or SIGTERM.
+ *
+ * @example
+ * ```ts
+ * await untilSignal(); // 'SIGTERM'
+ * ```
+ */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (signal: NodeJS.Signals): void => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolve(signal);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}
+
+/**
+ * Registers `serve` on the CLI.
+ *
+ * @example
+ * ```ts
+ * registerServeCommand(cac('a2a-ratelimit'));
+ * ```
+ */
+export function registerServeCommand(cli: CAC): void {
+  cli
+    .command(
+      'serve',
+      'Run the example research agent (JSON-RPC, REST and gRPC) with rate limits, until Ctrl-C',
+    )
+    .option('--host <host>', 'Interface to listen on (default: 127.0.0.1)')
+    .option(
+      '--port <port>',
+      'HTTP port: JSON-RPC at /a2a/jsonrpc, REST at /a2a/rest, card at /.well-known/agent-card.json, metrics at /metrics; 0 = any (default: 8080)',
+    )
+    .option('--grpc-port <port>', 'gRPC port; 0 = any (default: 50051)')
+    .option(
+      '--domain <domain>',
+      'ErrorInfo domain of rejections (default: the host the card advertises)',
+    )
+    .option(
+      '--config <file>',
+      'Policy set, JSON or YAML: {"policies": [...]} (default: per-caller 60 SendMessage/min, burst 10)',
+    )
+    .option(
+      '--redis <url>',
+      'Share limits with other replicas through Redis, e.g. redis://127.0.0.1:6379',
+    )
+    .option(
+      '--redis-on-error <mode>',
+      'When Redis fails: fail-open, fail-closed or insurance (default: insurance)',
+    )
+    .option('--mirror-http-status', 'JSON-RPC rejections travel with HTTP 429/503 instead of 200')
+    .option('--public-url <url>', 'Base URL to advertise in the agent card (e.g. your gateway)')
+    .option('--public-grpc-target <host:port>', 'gRPC address to advertise in the agent card')
+    .usage(
+      'serve [options]\n\n' +
+        "Demo authentication, on every binding: the bearer token IS the caller's name.\n" +
+        '  Authorization: Bearer orchestrator-7   (HTTP header, or gRPC "authorization" metadata)\n' +
+        'makes the caller "orchestrator-7". No token means an anonymous caller, limited by its\n' +
+        "client address (behind a gateway: the gateway's address). Do not expose this to the internet.",
+    )
+    .example('a2a-ratelimit serve --port 8080 --grpc-port 50051')
+    .example('a2a-ratelimit serve --port 0 --grpc-port 0 --config policies.yaml')
+    .action(async (flags: Record<string, unknown>) => {
+      const options = parseServeOptions(flags);
+      const agent = await startServe(options);
+      process.stdout.write(readyBanner(agent, options));
+      const signal = await untilSignal();
+      process.stdout.write(`${signal}: stopping…\n`);
+      await agent.close();
+      process.stdout.write('stopped\n');
+    });
+}

@@ -1,0 +1,465 @@
+/**
+ * @module simulation
+ * The engine of `a2a-ratelimit simulate`: many callers, each with its own client, fan calls out to
+ * one agent in virtual time. The agent is the production decision (`MemoryStore`) behind the
+ * production wire encoders, and every answer is decoded with the production `extractRetryHint`
+ * (`SimulatedAgent`); the obedient client is the production `RetryScheduler`. Only sockets and
+ * the wall clock are left out, so a run of minutes of traffic takes seconds and is reproducible
+ * from its seed. Each client kind runs on its own fresh agent and clock; arrivals are the same for
+ * every kind, so the kinds are compared on identical traffic.
+ */
+
+import { RetryScheduler, type RetrySchedulerOptions } from '../client/retry-scheduler.js';
+import { type A2AMethod, MESSAGE_METHODS } from '../core/a2a-methods.js';
+import type { HoldOptions, Policy } from '../core/policy.js';
+import { MemoryStore } from '../store/memory-store.js';
+import {
+  type SeenRequest,
+  SIMULATED_AGENT_MODES,
+  SimulatedAgent,
+  type SimulatedResult,
+} from '../testing/simulated-agent.js';
+import { seededRandom } from '../testing/store-contract.js';
+import { createVirtualTime, type VirtualClock } from '../testing/virtual-time.js';
+
+/**
+ * The client kinds a simulation can compare:
+ * - `ours`: the production `RetryScheduler`, honouring every hint (agent answers with our encoding);
+ * - `naive`: full-jitter exponential backoff (base 0.5 s, 4 retries, 30 s budget) against an agent
+ *   that answers a bare HTTP 500 over plain GCRA (no held slots) — the seed's counter-example;
+ * - `fixed`: ignores the answer, retries every `fixedDelayMs` (default 1 s), 4 retries;
+ * - `hint-ignoring`: ignores the answer, retries at once and then every 250 ms, 10 retries;
+ * - `give-up-early`: ignores the answer, retries once after `fixedDelayMs`, then gives up.
+ *
+ * @example
+ * ```ts
+ * const kinds: readonly ClientKind[] = CLIENT_KINDS; // ['ours', 'naive', 'fixed', 'hint-ignoring', 'give-up-early']
+ * ```
+ */
+export const CLIENT_KINDS = ['ours', 'naive', 'fixed', 'hint-ignoring', 'give-up-early'] as const;
+
+/**
+ * One of {@link CLIENT_KINDS}.
+ *
+ * @example
+ * ```ts
+ * const kind: ClientKind = 'hint-ignoring';
+ * ```
+ */
+export type ClientKind = (typeof CLIENT_KINDS)[number];
+
+/**
+ * When calls arrive, per caller: `burst` — all at time 0; `uniform` — each call at a time drawn
+ * uniformly from [0, `overSeconds`); `poisson` — a Poisson process of `perSecond` calls per second.
+ * Random draws come from the scenario's seed.
+ *
+ * @example
+ * ```ts
+ * const arrival: ArrivalPattern = { kind: 'poisson', perSecond: 2 };
+ * ```
+ */
+export type ArrivalPattern =
+  | { readonly kind: 'burst' }
+  | { readonly kind: 'uniform'; readonly overSeconds: number }
+  | { readonly kind: 'poisson'; readonly perSecond: number };
+
+/**
+ * The per-caller policy of the seed's worked example: 60 SendMessage calls per minute per caller,
+ * burst 10.
+ *
+ * @example
+ * ```ts
+ * simulate({ ...DEFAULT_SCENARIO, policies: [WORKED_EXAMPLE_POLICY] });
+ * ```
+ */
+export const WORKED_EXAMPLE_POLICY: Policy = {
+  name: 'per-caller',
+  kind: 'rate',
+  scope: 'caller',
+  methods: ['SendMessage'],
+  limit: 60,
+  windowSeconds: 60,
+  burst: 10,
+};
+
+/**
+ * What to simulate. Durations in the unit their name says.
+ *
+ * @example
+ * ```ts
+ * const scenario: SimulationScenario = { ...DEFAULT_SCENARIO, callers: 1_000, clients: ['ours', 'naive'] };
+ * ```
+ */
+export interface SimulationScenario {
+  /** Callers, each with its own client and its own identity at the agent. */
+  readonly callers: number;
+  /** Calls each caller makes. */
+  readonly callsPerCaller: number;
+  /** The agent's policies. */
+  readonly policies: readonly Policy[];
+  /** The agent's hold options (the `naive` kind's agent makes no holds whatever these say). */
+  readonly holds?: HoldOptions | undefined;
+  /** The A2A method every call uses; message methods carry a messageId. */
+  readonly method: A2AMethod;
+  readonly arrival: ArrivalPattern;
+  /** Client kinds to run, each on its own fresh agent. */
+  readonly clients: readonly ClientKind[];
+  /** Seed of arrivals, jitter and backoff. */
+  readonly seed: number;
+  /** The `fixed` and `give-up-early` clients' own delay before a retry, ms. */
+  readonly fixedDelayMs: number;
+  /** How long an admitted call keeps concurrency leases (its task runs), ms. */
+  readonly taskMs: number;
+}
+
+/**
+ * The seed's worked example as a scenario: one caller, 30 calls at once, every client kind.
+ *
+ * @example
+ * ```ts
+ * const report = await simulate(DEFAULT_SCENARIO);
+ * ```
+ */
+export const DEFAULT_SCENARIO: SimulationScenario = {
+  callers: 1,
+  callsPerCaller: 30,
+  policies: [WORKED_EXAMPLE_POLICY],
+  method: 'SendMessage',
+  arrival: { kind: 'burst' },
+  clients: CLIENT_KINDS,
+  seed: 1,
+  fixedDelayMs: 1_000,
+  taskMs: 1_000,
+};
+
+/**
+ * What happened to the calls of one client kind. Counts are calls unless said otherwise.
+ *
+ * @example
+ * ```ts
+ * const { admittedAtOnce, admittedOnFirstRetry, abandoned } = report.outcomes[0] as ClientKindOutcome;
+ * ```
+ */
+export interface ClientKindOutcome {
+  readonly kind: ClientKind;
+  readonly calls: number;
+  /** Admitted on their first send (after any wait in the client's own gate). */
+  readonly admittedAtOnce: number;
+  /** Calls whose first send was rejected. */
+  readonly rejected: number;
+  /** Admitted on their first retry. */
+  readonly admittedOnFirstRetry: number;
+  /** Admitted on a second or later retry. */
+  readonly admittedOnLaterRetry: number;
+  /** Second and later retries sent (requests, not calls). */
+  readonly laterRetries: number;
+  /** Retries the agent rejected (requests, not calls). */
+  readonly rejectedRetries: number;
+  /** Never admitted: the client gave up (retries, budget, or a wait it would not make). */
+  readonly abandoned: number;
+  /** Share of calls rejected at first that were admitted on their first retry; 1 when none was rejected. */
+  readonly firstRetrySuccessRate: number;
+  /** Calls whose first send the client delayed after their arrival (our gate). */
+  readonly heldByClient: number;
+  /** Virtual time from the start until the last call ended, s. */
+  readonly totalSeconds: number;
+  /** Requests the agent received (first sends and retries). */
+  readonly requestsSeenByAgent: number;
+  /** Median time from arrival to admission over admitted calls, s (0 when none). */
+  readonly waitP50Seconds: number;
+  /** 99th percentile of the same, s. */
+  readonly waitP99Seconds: number;
+  /** Every request the agent saw, in order (for charts; left out of JSON summaries). */
+  readonly requests: readonly SeenRequest[];
+}
+
+/**
+ * The result of {@link simulate}: one outcome per client kind, in the scenario's order.
+ *
+ * @example
+ * ```ts
+ * const report: SimulationReport = await simulate(DEFAULT_SCENARIO);
+ * report.outcomes.map((o) => o.kind);
+ * ```
+ */
+export interface SimulationReport {
+  readonly scenario: SimulationScenario;
+  readonly outcomes: readonly ClientKindOutcome[];
+  /** Real time the simulation took, ms. */
+  readonly wallMs: number;
+}
+
+/** A hint-blind client: its own delay before retry `retriesSoFar` (0-based), or stop. */
+type OwnSchedule = (retriesSoFar: number) => number | undefined;
+
+const NAIVE_RULES: RetrySchedulerOptions = {
+  agentDeduplicates: true, // so that a 500 on SendMessage is retried at all
+  maxRetries: 4,
+  backoffBaseMs: 500,
+  budgetMs: 30_000,
+};
+const HINT_IGNORING_INTERVAL_MS = 250;
+const HINT_IGNORING_RETRIES = 10;
+const FIXED_RETRIES = 4;
+const AGENT = 'simulated-agent';
+
+function ownSchedule(kind: ClientKind, fixedDelayMs: number): OwnSchedule | undefined {
+  switch (kind) {
+    case 'fixed':
+      return (n) => (n < FIXED_RETRIES ? fixedDelayMs : undefined);
+    case 'hint-ignoring':
+      return (n) =>
+        n >= HINT_IGNORING_RETRIES ? undefined : n === 0 ? 0 : HINT_IGNORING_INTERVAL_MS;
+    case 'give-up-early':
+      return (n) => (n < 1 ? fixedDelayMs : undefined);
+    default:
+      return undefined;
+  }
+}
+
+/** Per-call bookkeeping, filled in by the tracking attempt wrapper. */
+interface CallTrack {
+  arrivalMs: number;
+  firstSendMs: number;
+  admittedAttempt: number;
+  admittedAtMs: number;
+  endMs: number;
+}
+
+/**
+ * Arrival times of every caller's calls, ms, sorted per caller; the same for every client kind.
+ *
+ * @example
+ * ```ts
+ * arrivalTimesMs({ kind: 'uniform', overSeconds: 10 }, 2, 3, 1); // [[…3 times…], […3 times…]]
+ * ```
+ */
+export function arrivalTimesMs(
+  arrival: ArrivalPattern,
+  callers: number,
+  callsPerCaller: number,
+  seed: number,
+): number[][] {
+  const random = seededRandom(seed ^ 0x5eed);
+  const out: number[][] = [];
+  for (let c = 0; c < callers; c++) {
+    const times: number[] = [];
+    let atMs = 0;
+    for (let i = 0; i < callsPerCaller; i++) {
+      if (arrival.kind === 'uniform') {
+        times.push(Math.floor(random() * arrival.overSeconds * 1000));
+      } else if (arrival.kind === 'poisson') {
+        atMs += (-Math.log(1 - random()) / arrival.perSecond) * 1000;
+        times.push(Math.round(atMs));
+      } else {
+        times.push(0);
+      }
+    }
+    out.push(times.sort((a, b) => a - b));
+  }
+  return out;
+}
+
+/** Nearest-rank percentile of sorted values. */
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(sorted.length, rank) - 1] as number;
+}
+
+function callerName(index: number, callers: number): string {
+  return `caller-${String(index + 1).padStart(String(callers).length, '0')}`;
+}
+
+/** Runs a hint-blind client's call: re-sends on its own schedule, never reading the answer. */
+async function runOwnSchedule(
+  attempt: (attemptIndex: number) => ReturnType<ReturnType<SimulatedAgent['attempt']>>,
+  schedule: OwnSchedule,
+  vt: VirtualClock,
+): Promise<SimulatedResult> {
+  for (let attemptIndex = 0; ; attemptIndex++) {
+    const outcome = await attempt(attemptIndex);
+    if (outcome.ok) return outcome.value;
+    const delayMs = schedule(attemptIndex);
+    if (delayMs === undefined) {
+      return 'value' in outcome.failure ? outcome.failure.value : { admitted: false, status: 0 };
+    }
+    await vt.sleep(delayMs);
+  }
+}
+
+/**
+ * Runs one client kind on a fresh agent and clock. `arrivals` from {@link arrivalTimesMs}.
+ *
+ * @example
+ * ```ts
+ * const arrivals = arrivalTimesMs(DEFAULT_SCENARIO.arrival, 1, 30, 1);
+ * const outcome = await simulateClientKind(DEFAULT_SCENARIO, 'ours', arrivals);
+ * outcome.admittedOnFirstRetry; // 20
+ * ```
+ */
+export async function simulateClientKind(
+  scenario: SimulationScenario,
+  kind: ClientKind,
+  arrivals: readonly (readonly number[])[],
+): Promise<ClientKindOutcome> {
+  const vt = createVirtualTime();
+  const holds: HoldOptions =
+    kind === 'naive' ? { ...scenario.holds, maxHoldsPerKey: 0 } : { ...scenario.holds };
+  const totalCalls = scenario.callers * scenario.callsPerCaller;
+  const store = new MemoryStore({
+    policies: scenario.policies,
+    holds,
+    clock: vt,
+    maxKeys: Math.max(100_000, 2 * scenario.callers),
+  });
+  const agent = new SimulatedAgent({
+    store,
+    clock: vt,
+    mode: kind === 'naive' ? SIMULATED_AGENT_MODES.bare500 : SIMULATED_AGENT_MODES.rest,
+    tasks: { durationMs: scenario.taskMs, sleep: vt.sleep },
+  });
+  const schedule = ownSchedule(kind, scenario.fixedDelayMs);
+  const withMessageId = MESSAGE_METHODS.has(scenario.method);
+  const tracks: CallTrack[] = [];
+  const kindSalt = CLIENT_KINDS.indexOf(kind) + 1;
+
+  const runCaller = async (callerIndex: number, times: readonly number[]): Promise<void> => {
+    const caller = callerName(callerIndex, scenario.callers);
+    const scheduler =
+      schedule === undefined
+        ? new RetryScheduler({
+            clock: vt,
+            sleep: vt.sleep,
+            random: seededRandom(scenario.seed * 7919 + callerIndex * 31 + kindSalt),
+            ...(kind === 'naive' ? NAIVE_RULES : {}),
+          })
+        : undefined;
+    const calls: Promise<void>[] = [];
+    for (const [i, arrivalMs] of times.entries()) {
+      if (arrivalMs > vt.nowMs()) await vt.sleep(arrivalMs - vt.nowMs());
+      const track: CallTrack = {
+        arrivalMs: vt.nowMs(),
+        firstSendMs: Number.NaN,
+        admittedAttempt: -1,
+        admittedAtMs: Number.NaN,
+        endMs: Number.NaN,
+      };
+      tracks.push(track);
+      const send = agent.attempt({
+        caller,
+        method: scenario.method,
+        messageId: withMessageId ? `${caller}/m-${i + 1}` : undefined,
+      });
+      const tracked = async (attemptIndex: number) => {
+        if (attemptIndex === 0) track.firstSendMs = vt.nowMs();
+        const outcome = await send(attemptIndex);
+        if (outcome.ok) {
+          track.admittedAttempt = attemptIndex;
+          track.admittedAtMs = vt.nowMs();
+        }
+        return outcome;
+      };
+      const call =
+        scheduler === undefined
+          ? runOwnSchedule(tracked, schedule as OwnSchedule, vt)
+          : scheduler.run({ agent: AGENT, caller, method: scenario.method }, tracked);
+      calls.push(
+        call.then(
+          () => {
+            track.endMs = vt.nowMs();
+          },
+          () => {
+            track.endMs = vt.nowMs(); // a typed retry error: the client gave up
+          },
+        ),
+      );
+    }
+    await Promise.all(calls);
+  };
+
+  const done = Promise.all(arrivals.map((times, c) => runCaller(c, times)));
+  await vt.runUntilIdle(Math.max(1_000_000, totalCalls * 64));
+  await done;
+  return summarize(kind, tracks, agent.requests);
+}
+
+/** ms → s, to the millisecond. */
+function seconds(ms: number): number {
+  return Math.round(ms) / 1000;
+}
+
+function summarize(
+  kind: ClientKind,
+  tracks: readonly CallTrack[],
+  requests: readonly SeenRequest[],
+): ClientKindOutcome {
+  let admittedAtOnce = 0;
+  let admittedOnFirstRetry = 0;
+  let admittedOnLaterRetry = 0;
+  let abandoned = 0;
+  let heldByClient = 0;
+  let endMs = 0;
+  const waitsMs: number[] = [];
+  for (const t of tracks) {
+    if (t.admittedAttempt === 0) admittedAtOnce++;
+    else if (t.admittedAttempt === 1) admittedOnFirstRetry++;
+    else if (t.admittedAttempt > 1) admittedOnLaterRetry++;
+    else abandoned++;
+    if (t.admittedAttempt >= 0) waitsMs.push(t.admittedAtMs - t.arrivalMs);
+    if (t.firstSendMs > t.arrivalMs) heldByClient++;
+    if (t.endMs > endMs) endMs = t.endMs;
+  }
+  let rejected = 0;
+  let laterRetries = 0;
+  let rejectedRetries = 0;
+  for (const r of requests) {
+    if (r.attemptIndex > 1) laterRetries++;
+    if (r.admitted) continue;
+    if (r.attemptIndex > 0) rejectedRetries++;
+    else rejected++;
+  }
+  waitsMs.sort((a, b) => a - b);
+  return {
+    kind,
+    calls: tracks.length,
+    admittedAtOnce,
+    rejected,
+    admittedOnFirstRetry,
+    admittedOnLaterRetry,
+    laterRetries,
+    rejectedRetries,
+    abandoned,
+    firstRetrySuccessRate: rejected === 0 ? 1 : admittedOnFirstRetry / rejected,
+    heldByClient,
+    totalSeconds: seconds(endMs),
+    requestsSeenByAgent: requests.length,
+    waitP50Seconds: seconds(percentile(waitsMs, 50)),
+    waitP99Seconds: seconds(percentile(waitsMs, 99)),
+    requests,
+  };
+}
+
+/**
+ * Runs every client kind of `scenario`, one after another, each on its own fresh agent.
+ *
+ * @example
+ * ```ts
+ * const report = await simulate({ ...DEFAULT_SCENARIO, callers: 1_000, clients: ['ours', 'naive'] });
+ * for (const o of report.outcomes) console.log(o.kind, o.admittedAtOnce, o.abandoned);
+ * ```
+ */
+export async function simulate(scenario: SimulationScenario): Promise<SimulationReport> {
+  const started = performance.now();
+  const arrivals = arrivalTimesMs(
+    scenario.arrival,
+    scenario.callers,
+    scenario.callsPerCaller,
+    scenario.seed,
+  );
+  const outcomes: ClientKindOutcome[] = [];
+  for (const kind of scenario.clients) {
+    outcomes.push(await simulateClientKind(scenario, kind, arrivals));
+  }
+  return { scenario, outcomes, wallMs: performance.now() - started };
+}
