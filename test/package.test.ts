@@ -23,7 +23,12 @@ const subpaths = Object.keys(pkg.exports)
 let project = '';
 
 function run(cmd: string, args: string[], cwd: string): string {
-  return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`${cmd} ${args.join(' ')} failed:\n${stdout ?? ''}${stderr ?? ''}`);
+  }
 }
 
 beforeAll(() => {
@@ -53,6 +58,8 @@ beforeAll(() => {
       join(project, tarball),
       ...peers,
       `@types/node@${pkg.devDependencies['@types/node']}`,
+      // Types a TypeScript user of the Express adapter installs anyway.
+      `@types/express@${pkg.devDependencies['@types/express']}`,
     ],
     project,
   );
