@@ -11,7 +11,13 @@ import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import { ALL_A2A_METHODS } from '../core/a2a-methods.js';
-import { compilePolicies, type HoldOptions, type Policy, PolicyError } from '../core/policy.js';
+import {
+  BUILTIN_SCOPES,
+  compilePolicies,
+  type HoldOptions,
+  type Policy,
+  PolicyError,
+} from '../core/policy.js';
 import { CliError } from './cli-error.js';
 
 /**
@@ -58,21 +64,7 @@ const methods = z
     says('must be a list of A2A method names'),
   )
   .min(1, says('must list at least one method (leave it out for all methods)'));
-const scope = z.enum(
-  [
-    'caller',
-    'tenant',
-    'skill',
-    'method',
-    'agent',
-    'caller+method',
-    'caller+skill',
-    'tenant+method',
-  ],
-  says(
-    'must be one of caller, tenant, skill, method, agent, caller+method, caller+skill, tenant+method',
-  ),
-);
+const scope = z.enum(BUILTIN_SCOPES, says(`must be one of ${BUILTIN_SCOPES.join(', ')}`));
 const rejectAs = z.enum(['quota', 'overload'], says('must be "quota" or "overload"'));
 const description = z.string(says('must be a string')).optional();
 

@@ -38,15 +38,7 @@ export interface RequestIdentity {
  * const scope: BuiltinScope = 'caller+method';
  * ```
  */
-export type BuiltinScope =
-  | 'caller'
-  | 'tenant'
-  | 'skill'
-  | 'method'
-  | 'agent'
-  | 'caller+method'
-  | 'caller+skill'
-  | 'tenant+method';
+export type BuiltinScope = (typeof BUILTIN_SCOPES)[number];
 
 /**
  * A scope computed by your own function. Return `undefined` to let the policy not apply to that
@@ -346,7 +338,15 @@ export interface CompiledPolicySet {
   forMethod(method: A2AMethod): readonly CompiledPolicy[];
 }
 
-const BUILTIN_SCOPES: ReadonlySet<string> = new Set<BuiltinScope>([
+/**
+ * Every built-in scope, in documentation order.
+ *
+ * @example
+ * ```ts
+ * BUILTIN_SCOPES.includes('tenant'); // true
+ * ```
+ */
+export const BUILTIN_SCOPES = [
   'caller',
   'tenant',
   'skill',
@@ -355,7 +355,9 @@ const BUILTIN_SCOPES: ReadonlySet<string> = new Set<BuiltinScope>([
   'caller+method',
   'caller+skill',
   'tenant+method',
-]);
+] as const;
+
+const BUILTIN_SCOPE_SET: ReadonlySet<string> = new Set<string>(BUILTIN_SCOPES);
 
 const CALLER_SCOPES: ReadonlySet<string> = new Set(['caller', 'caller+method', 'caller+skill']);
 
@@ -428,11 +430,11 @@ function builtinKey(scope: BuiltinScope): ((r: RequestIdentity) => string | unde
 function compileScope(label: string, scope: unknown, fallback: BuiltinScope): Scoped {
   const value = scope ?? fallback;
   if (typeof value === 'string') {
-    if (!BUILTIN_SCOPES.has(value)) {
+    if (!BUILTIN_SCOPE_SET.has(value)) {
       throw new PolicyError(
         label,
         'scope',
-        `must be one of ${[...BUILTIN_SCOPES].join(', ')} or a custom scope, got ${describe(value)}`,
+        `must be one of ${BUILTIN_SCOPES.join(', ')} or a custom scope, got ${describe(value)}`,
       );
     }
     const subjectOf = builtinSubject(value as BuiltinScope);
