@@ -21,12 +21,12 @@ import { createRetryingFetch } from '../client/create-retrying-fetch.js';
 import { createRetryInterceptor } from '../client/grpc.js';
 import type { RetrySchedulerOptions } from '../client/retry-scheduler.js';
 import { RATE_LIMIT_EXTENSION_URI } from '../server/card-extension.js';
+import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
 import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
 import {
   type AgentRequestEvent,
   type ResearchAgent,
   startResearchAgent,
-  WORKED_EXAMPLE_POLICY,
 } from './research-agent.js';
 import { createScaledTime, type ScaledTime } from './scaled-time.js';
 
@@ -250,6 +250,7 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
   const runId = `${options.kind}-${Date.now().toString(36)}`;
   const messageIds = Array.from({ length: calls }, (_, i) => `${runId}-${i + 1}`);
   let settled = 0;
+  const firstSends = new Set<string>();
   let startMs = time.clock.nowMs();
   const report = (): void => {
     if (options.onProgress === undefined) return;
@@ -276,12 +277,19 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
     onRequest: (event) => {
       if (event.method !== 'SendMessage') return;
       events.push(event);
+      if (event.messageId !== undefined) firstSends.add(event.messageId);
+      // Every call's first send has been decided at the frozen instant: let time run.
+      if (firstSends.size >= calls) time.resume();
       report();
     },
   });
   try {
     const client = await createOrchestrator(agent, options.binding, options.kind, time);
     const auth = { serviceParameters: { authorization: `Bearer ${ORCHESTRATOR_CALLER}` } };
+    // "30 calls at once": the clock stands still until the agent has seen every call's first send,
+    // so a busy machine cannot spread the fan-out over a scaled second and change the outcome.
+    time.freeze();
+    const thaw = setTimeout(() => time.resume(), 5_000);
     startMs = time.clock.nowMs();
     const realStartMs = performance.now();
     report();
@@ -304,6 +312,8 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
           }),
       ),
     );
+    clearTimeout(thaw);
+    time.resume();
     const totalSeconds = (time.clock.nowMs() - startMs) / 1000;
     const realSeconds = (performance.now() - realStartMs) / 1000;
     return {

@@ -42,26 +42,6 @@ import { bareErrorLimiter } from './bare-error-limiter.js';
 import { CliError } from './cli-error.js';
 
 /**
- * The worked example's policy: 60 SendMessage calls per minute per caller, burst 10 (streaming
- * messages count too).
- *
- * @example
- * ```ts
- * await startResearchAgent({ policies: [WORKED_EXAMPLE_POLICY] });
- * ```
- */
-export const WORKED_EXAMPLE_POLICY: Policy = {
-  name: 'per-caller',
-  kind: 'rate',
-  scope: 'caller',
-  methods: ['SendMessage', 'SendStreamingMessage'],
-  limit: 60,
-  windowSeconds: 60,
-  burst: 10,
-  description: '60 messages per minute per caller, burst 10',
-};
-
-/**
  * How the agent writes a rejection: `ours` (429 / RESOURCE_EXHAUSTED with ErrorInfo, RetryInfo,
  * QuotaFailure, `Retry-After`, `RateLimit`) or `bare-500` (a spec-literal bare internal error).
  *

@@ -25,6 +25,13 @@ export interface ScaledTime {
   readonly clock: Clock;
   /** Waits `ms` scaled milliseconds (ms / scale real milliseconds); cancellable. */
   readonly sleep: Sleep;
+  /**
+   * Stops the clock until {@link ScaledTime.resume}: what happens meanwhile happens at one instant
+   * (the demo's "30 calls at once", however long the machine takes to send them).
+   */
+  freeze(): void;
+  /** Lets the clock run again from where it stopped (no jump). */
+  resume(): void;
 }
 
 /**
@@ -43,8 +50,10 @@ export function createScaledTime(scale: number, startMs: number = Date.now()): S
     throw new RangeError(`time scale must be a positive number, got ${scale}`);
   }
   // performance.now() for resolution finer than a millisecond (a scaled ms is 1/scale real ms).
-  const realStartMs = performance.now();
-  const clock: Clock = { nowMs: () => startMs + (performance.now() - realStartMs) * scale };
+  let realStartMs = performance.now();
+  let frozenAtMs: number | undefined;
+  const running = (): number => startMs + (performance.now() - realStartMs) * scale;
+  const clock: Clock = { nowMs: () => frozenAtMs ?? running() };
   const sleep: Sleep = async (ms, signal) => {
     const targetMs = clock.nowMs() + Math.max(0, ms || 0);
     for (;;) {
@@ -57,5 +66,14 @@ export function createScaledTime(scale: number, startMs: number = Date.now()): S
       await systemSleep(Math.max(1, Math.ceil(leftMs / scale)), signal);
     }
   };
-  return { scale, clock, sleep };
+  const freeze = (): void => {
+    frozenAtMs ??= running();
+  };
+  const resume = (): void => {
+    if (frozenAtMs === undefined) return;
+    // Shift the real origin so the running clock continues from the frozen instant.
+    realStartMs = performance.now() - (frozenAtMs - startMs) / scale;
+    frozenAtMs = undefined;
+  };
+  return { scale, clock, sleep, freeze, resume };
 }

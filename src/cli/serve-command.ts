@@ -10,10 +10,11 @@
 import type { CAC } from 'cac';
 import type { CompiledPolicy, HoldOptions, Policy } from '../core/policy.js';
 import type { Store } from '../store/store.js';
+import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
 import { CliError } from './cli-error.js';
 import { parseHttpUrl, parseOptionalString, parsePort } from './cli-options.js';
 import { loadPolicyConfig } from './policy-config.js';
-import { type ResearchAgent, startResearchAgent, WORKED_EXAMPLE_POLICY } from './research-agent.js';
+import { type ResearchAgent, startResearchAgent } from './research-agent.js';
 
 /**
  * What `--redis-on-error` accepts (the `RedisStore` failure policies).

@@ -7,6 +7,7 @@
 
 import { toA2AMethod } from '../core/a2a-methods.js';
 import { compilePolicies, type HoldOptions, type Policy, PolicyError } from '../core/policy.js';
+import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
 import { CliError } from './cli-error.js';
 import { parseOptionalString, parsePositiveInteger, parsePositiveNumber } from './cli-options.js';
 import { loadPolicyConfig } from './policy-config.js';
@@ -16,7 +17,6 @@ import {
   type ClientKind,
   DEFAULT_SCENARIO,
   type SimulationScenario,
-  WORKED_EXAMPLE_POLICY,
 } from './simulation.js';
 
 /**

@@ -21,6 +21,7 @@ import {
 } from '../testing/simulated-agent.js';
 import { seededRandom } from '../testing/store-contract.js';
 import { createVirtualTime, type VirtualClock } from '../testing/virtual-time.js';
+import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
 
 /**
  * The client kinds a simulation can compare:
@@ -62,25 +63,6 @@ export type ArrivalPattern =
   | { readonly kind: 'burst' }
   | { readonly kind: 'uniform'; readonly overSeconds: number }
   | { readonly kind: 'poisson'; readonly perSecond: number };
-
-/**
- * The per-caller policy of the seed's worked example: 60 SendMessage calls per minute per caller,
- * burst 10.
- *
- * @example
- * ```ts
- * simulate({ ...DEFAULT_SCENARIO, policies: [WORKED_EXAMPLE_POLICY] });
- * ```
- */
-export const WORKED_EXAMPLE_POLICY: Policy = {
-  name: 'per-caller',
-  kind: 'rate',
-  scope: 'caller',
-  methods: ['SendMessage'],
-  limit: 60,
-  windowSeconds: 60,
-  burst: 10,
-};
 
 /**
  * What to simulate. Durations in the unit their name says.

@@ -6,3 +6,4 @@ export * from './manual-clock.js';
 export * from './simulated-agent.js';
 export * from './store-contract.js';
 export * from './virtual-time.js';
+export * from './worked-example-policy.js';

@@ -11,6 +11,7 @@ import type { HoldOptions, Policy } from '../core/policy.js';
 import { type Decision, type Rejection, wireDelaySeconds } from '../core/rejection.js';
 import type { Store } from '../store/store.js';
 import { ManualClock } from './manual-clock.js';
+import { WORKED_EXAMPLE_POLICY } from './worked-example-policy.js';
 
 /**
  * Builds a fresh, empty store for one case, reading time from `clock`.
@@ -42,15 +43,7 @@ export interface StoreContractCase {
 /** A realistic epoch, so stores see Unix-scale timestamps (ms). */
 const T0_MS = 1_760_000_000_000;
 
-const PER_CALLER: Policy = {
-  name: 'per-caller',
-  kind: 'rate',
-  scope: 'caller',
-  methods: ['SendMessage', 'SendStreamingMessage'],
-  limit: 60,
-  windowSeconds: 60,
-  burst: 10,
-};
+const PER_CALLER: Policy = WORKED_EXAMPLE_POLICY;
 
 /**
  * A seeded uniform [0, 1) source (mulberry32), for reproducible jitter in tests.
