@@ -15,7 +15,7 @@ import { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Socket } from 'node:net';
 import { Worker } from 'node:worker_threads';
-import type { AgentCard, Message } from '@a2a-js/sdk';
+import type { AgentCard } from '@a2a-js/sdk';
 import {
   AgentEvent,
   type AgentExecutor,
@@ -29,6 +29,7 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { Policy } from '../src/core/policy.js';
 import { jsonRpcAdmission } from '../src/server/express.js';
 import { createLimiter } from '../src/server/limiter.js';
+import { textMessage } from '../src/testing/text-message.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 400);
@@ -180,23 +181,14 @@ function card(url: string): AgentCard {
 const echo: AgentExecutor = {
   async execute(ctx, bus) {
     bus.publish(
-      AgentEvent.message({
-        messageId: `r-${ctx.userMessage.messageId}`,
-        contextId: ctx.contextId,
-        taskId: '',
-        role: 2,
-        parts: [
-          {
-            content: { $case: 'text', value: 'echo' },
-            metadata: undefined,
-            filename: '',
-            mediaType: 'text/plain',
-          },
-        ],
-        metadata: undefined,
-        extensions: [],
-        referenceTaskIds: [],
-      } as unknown as Message),
+      AgentEvent.message(
+        textMessage({
+          messageId: `r-${ctx.userMessage.messageId}`,
+          text: 'echo',
+          role: 'agent',
+          contextId: ctx.contextId,
+        }),
+      ),
     );
     bus.finished();
   },

@@ -21,6 +21,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { agentCard, userMessage } from '../src/client/sdk-agent.test-helpers.js';
 import { systemClock } from '../src/client/sleep.js';
 import { RateLimitedPushSender } from '../src/push/index.js';
+import { textMessage } from '../src/testing/text-message.js';
 import { limitedResponder, startWebhook } from './push-webhook.helpers.js';
 
 const closers: (() => Promise<void>)[] = [];
@@ -29,23 +30,8 @@ afterEach(async () => {
 });
 
 function agentMessage(ctx: { taskId: string; contextId: string }, text: string): Message {
-  return {
-    messageId: `${ctx.taskId}-${text.replace(/\W+/g, '-')}`,
-    contextId: ctx.contextId,
-    taskId: ctx.taskId,
-    role: 2,
-    parts: [
-      {
-        content: { $case: 'text', value: text },
-        metadata: undefined,
-        filename: '',
-        mediaType: 'text/plain',
-      },
-    ],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  } as unknown as Message;
+  const messageId = `${ctx.taskId}-${text.replace(/\W+/g, '-')}`;
+  return textMessage({ messageId, text, role: 'agent', ...ctx });
 }
 
 /** A task that works in four quick steps, produces one artifact, and completes. */

@@ -18,6 +18,7 @@ import {
   type RateLimitedPushSenderOptions,
 } from '../src/push/index.js';
 import { seededRandom } from '../src/testing/store-contract.js';
+import { textMessage } from '../src/testing/text-message.js';
 import { createVirtualTime, type VirtualClock } from '../src/testing/virtual-time.js';
 import { encodeRestRejection } from '../src/wire/rest-rejection.js';
 import {
@@ -48,23 +49,13 @@ function statusUpdate(taskId: string, n: number, state: TaskState): StreamRespon
         contextId: `ctx-${taskId}`,
         status: {
           state,
-          message: {
+          message: textMessage({
             messageId: `${taskId}-u${n}`,
-            contextId: `ctx-${taskId}`,
+            text: `step ${n}`,
+            role: 'agent',
             taskId,
-            role: 2,
-            parts: [
-              {
-                content: { $case: 'text', value: `step ${n}` },
-                metadata: undefined,
-                filename: '',
-                mediaType: 'text/plain',
-              },
-            ],
-            metadata: undefined,
-            extensions: [],
-            referenceTaskIds: [],
-          },
+            contextId: `ctx-${taskId}`,
+          }),
           timestamp: new Date(START_MS + n).toISOString(),
         },
         metadata: undefined,

@@ -36,6 +36,7 @@ import { grpcAdmissionInterceptor } from '../src/server/grpc.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../src/server/limiter.js';
 import { createRateLimitMetrics, type RateLimitMetrics } from '../src/server/metrics.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
+import { textMessage } from '../src/testing/text-message.js';
 
 /** The SDK's in-memory task store, keeping the last saved copy of every task (across users). */
 export class RecordingTaskStore extends InMemoryTaskStore {
@@ -56,23 +57,7 @@ function userFrom(value: unknown): User {
 
 /** A user message. */
 export function userMessage(messageId: string, text = 'task', taskId = ''): Message {
-  return {
-    messageId,
-    contextId: '',
-    taskId,
-    role: 1,
-    parts: [
-      {
-        content: { $case: 'text', value: text },
-        metadata: undefined,
-        filename: '',
-        mediaType: 'text/plain',
-      },
-    ],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  } as unknown as Message;
+  return textMessage({ messageId, text, taskId });
 }
 
 function status(state: number, text?: string) {
@@ -81,23 +66,7 @@ function status(state: number, text?: string) {
     message:
       text === undefined
         ? undefined
-        : ({
-            messageId: `s-${Math.random()}`,
-            contextId: '',
-            taskId: '',
-            role: 2,
-            parts: [
-              {
-                content: { $case: 'text', value: text },
-                metadata: undefined,
-                filename: '',
-                mediaType: 'text/plain',
-              },
-            ],
-            metadata: undefined,
-            extensions: [],
-            referenceTaskIds: [],
-          } as unknown as Message),
+        : textMessage({ messageId: `s-${Math.random()}`, text, role: 'agent' }),
     timestamp: new Date(0).toISOString(),
   };
 }
@@ -200,11 +169,9 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
       const contextId = ctx.contextId;
       if (text === 'message') {
         bus.publish(
-          AgentEvent.message({
-            ...userMessage(`reply-${messageId}`, 'hi'),
-            role: 2,
-            contextId,
-          } as unknown as Message),
+          AgentEvent.message(
+            textMessage({ messageId: `reply-${messageId}`, text: 'hi', role: 'agent', contextId }),
+          ),
         );
         bus.finished();
         return;

@@ -22,6 +22,7 @@ import {
 } from '@a2a-js/sdk/server/express';
 import express from 'express';
 import type { A2AMethod } from '../core/a2a-methods.js';
+import { textMessage } from '../testing/text-message.js';
 import { identifyA2ARequest } from './identify-a2a-request.js';
 
 /** One request that reached the HTTP server. */
@@ -52,45 +53,20 @@ export type Gatekeeper = (
 
 /** A user message as the SDK client sends it. */
 export function userMessage(messageId: string, text = 'hello'): Message {
-  return {
-    messageId,
-    contextId: '',
-    taskId: '',
-    role: 1,
-    parts: [
-      {
-        content: { $case: 'text', value: text },
-        metadata: undefined,
-        filename: '',
-        mediaType: 'text/plain',
-      },
-    ],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  } as unknown as Message;
+  return textMessage({ messageId, text });
 }
 
 const echoExecutor: AgentExecutor = {
   async execute(ctx, bus) {
     bus.publish(
-      AgentEvent.message({
-        messageId: `reply-${ctx.userMessage.messageId}`,
-        contextId: ctx.contextId,
-        taskId: '',
-        role: 2,
-        parts: [
-          {
-            content: { $case: 'text', value: 'echo' },
-            metadata: undefined,
-            filename: '',
-            mediaType: 'text/plain',
-          },
-        ],
-        metadata: undefined,
-        extensions: [],
-        referenceTaskIds: [],
-      } as unknown as Message),
+      AgentEvent.message(
+        textMessage({
+          messageId: `reply-${ctx.userMessage.messageId}`,
+          text: 'echo',
+          role: 'agent',
+          contextId: ctx.contextId,
+        }),
+      ),
     );
     bus.finished();
   },

@@ -5,5 +5,6 @@
 export * from './manual-clock.js';
 export * from './simulated-agent.js';
 export * from './store-contract.js';
+export * from './text-message.js';
 export * from './virtual-time.js';
 export * from './worked-example-policy.js';
