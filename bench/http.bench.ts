@@ -19,6 +19,7 @@ import type { AgentCard } from '@a2a-js/sdk';
 import {
   AgentEvent,
   type AgentExecutor,
+  DefaultExecutionEventBusManager,
   DefaultRequestHandler,
   InMemoryTaskStore,
 } from '@a2a-js/sdk/server';
@@ -203,9 +204,15 @@ async function sdkServer(
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   const port = (server.address() as AddressInfo).port;
   const agentCard = card(`http://127.0.0.1:${port}/a2a/jsonrpc`);
-  const requestHandler = new DefaultRequestHandler(agentCard, new InMemoryTaskStore(), echo);
-  if (withLimiter) {
-    const limiter = createLimiter({ policies, card: agentCard });
+  // With the limiter, the setup the README gives: task tracking and deduplication on.
+  const limiter = withLimiter ? createLimiter({ policies, card: agentCard }) : undefined;
+  const requestHandler = new DefaultRequestHandler(
+    agentCard,
+    new InMemoryTaskStore(),
+    echo,
+    limiter?.trackTasks(new DefaultExecutionEventBusManager()),
+  );
+  if (limiter !== undefined) {
     app.use(
       '/a2a/jsonrpc',
       jsonRpcAdmission(limiter, { userBuilder: UserBuilder.noAuthentication, requestHandler }),
@@ -217,9 +224,10 @@ async function sdkServer(
   );
   return {
     port,
-    close: () => {
+    close: async () => {
       server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await limiter?.close();
     },
   };
 }

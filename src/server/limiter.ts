@@ -268,7 +268,6 @@ class HoldLedger {
   /** Open holds by `caller \0 messageId` (a request holds in at most a few policies). */
   private readonly open = new Map<string, { policy: string; expiresMs: number }[]>();
   private count = 0;
-  private nextSweepMs = 0;
 
   constructor(
     private readonly observer: LimiterObserver | undefined,
@@ -291,7 +290,7 @@ class HoldLedger {
     this.observer?.holds?.('made', rejection.policy, 1);
   }
 
-  admitted(request: AdmissionRequest, admission: Admission, nowMs: number): void {
+  admitted(request: AdmissionRequest, admission: Admission): void {
     if (admission.claimedHold && request.messageId !== undefined) {
       const key = `${request.caller}\u0000${request.messageId}`;
       const list = this.open.get(key);
@@ -302,12 +301,10 @@ class HoldLedger {
         this.observer?.holds?.('claimed', hold.policy, 1);
       }
     }
-    if (nowMs >= this.nextSweepMs) this.sweep(nowMs, false);
   }
 
   /** Counts expired holds (all of them when `force`, to bound memory) and forgets them. */
   sweep(nowMs: number, force: boolean): void {
-    this.nextSweepMs = nowMs + 1000;
     for (const [key, list] of this.open) {
       const kept = force ? [] : list.filter((h) => h.expiresMs >= nowMs);
       for (const hold of list) {
@@ -393,16 +390,34 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
   const policyHoldUntil = policySet.policies.map((p) => holdUntil[p.name]);
+  /**
+   * Concurrency leases of messages last as long as their task; overload counts requests in
+   * flight, so its leases (and those of other methods) end with the response.
+   */
+  const defaultHoldUntil = (lease: LeaseRef, request: AdmissionRequest): LeaseHoldUntil =>
+    policySet.policies[lease.policyIndex]?.kind === 'concurrency' &&
+    MESSAGE_METHODS.has(request.method)
+      ? 'task'
+      : 'response';
   const ttls = policySet.policies.map((p) =>
     p.kind === 'rate' ? Number.POSITIVE_INFINITY : p.leaseTtlMs,
   );
   const renewEveryMs =
     options.leases?.renewEveryMs ?? Math.max(1000, Math.floor(Math.min(...ttls, 600_000) / 3));
 
-  const holdLedger = new HoldLedger(observer, (delayMs) => {
-    const h = policySet.holds;
-    return Math.max(h.minGraceUs / 1000, delayMs * h.graceFraction);
-  });
+  // Hold bookkeeping exists only for the metrics that count holds made / claimed / expired.
+  const holdLedger =
+    observer?.holds === undefined
+      ? undefined
+      : new HoldLedger(observer, (delayMs) => {
+          const h = policySet.holds;
+          return Math.max(h.minGraceUs / 1000, delayMs * h.graceFraction);
+        });
+  const holdSweep =
+    holdLedger === undefined
+      ? undefined
+      : setInterval(() => holdLedger.sweep(clock.nowMs(), false), 1000);
+  holdSweep?.unref();
 
   let leaseCount = 0;
   const leaseDelta = (delta: number): void => {
@@ -427,6 +442,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     TICKET_HEADER,
   );
 
+  /** Whether `trackTasks` wrapped the SDK's event-bus manager (task-level leases and dedup). */
+  let tracking = false;
   /** Open tickets by id (until their response ends). */
   const tickets = new Map<string, Ticket>();
   let ticketCounter = 0;
@@ -471,8 +488,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       this.claimedHold = admission.claimedHold;
       this.dedupPending = request.messageId !== undefined && dedupMethods.has(request.method);
       for (const lease of admission.leases) {
-        const configured = policyHoldUntil[lease.policyIndex];
-        const until = configured ?? (MESSAGE_METHODS.has(request.method) ? 'task' : 'response');
+        const until = policyHoldUntil[lease.policyIndex] ?? defaultHoldUntil(lease, request);
         (until === 'task' ? this.taskLeases : this.responseLeases).push(lease);
       }
       leaseDelta(admission.leases.length);
@@ -502,10 +518,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (!this.bound) {
         releaseLeases(this.taskLeases);
         this.taskLeases = [];
-        // Ended before the SDK started the executor: nothing ran, a copy may run.
+        // With task tracking, an unbound ticket ended before the SDK started the executor:
+        // nothing ran, a copy may run. Without it we cannot tell, so a copy never runs again.
         if (this.dedupPending) {
           this.dedupPending = false;
-          recordTask(this.request, MARK.retryable);
+          recordTask(this.request, tracking ? MARK.retryable : MARK.noTask);
         }
       }
     }
@@ -534,13 +551,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const finish = (request: AdmissionRequest, decision: Decision): AdmissionOutcome => {
     const nowMs = clock.nowMs();
     if (decision.admitted) {
-      holdLedger.admitted(request, decision, nowMs);
+      holdLedger?.admitted(request, decision);
       observer?.admitted?.(request, decision);
       const ticket = new Ticket(request, decision);
       tickets.set(ticket.id, ticket);
       return { status: 'admitted', ticket };
     }
-    holdLedger.rejected(request, decision.rejection, nowMs);
+    holdLedger?.rejected(request, decision.rejection, nowMs);
     observer?.rejected?.(request, decision.rejection);
     if (request.messageId !== undefined && dedupMethods.has(request.method)) {
       recordTask(request, MARK.retryable);
@@ -638,11 +655,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }),
     encodeGrpc: (rejection, limits) =>
       encodeGrpcRejection(rejection, limits === undefined ? { domain } : { domain, limits }),
-    trackTasks: (inner) => tracker.wrap(inner),
+    trackTasks: (inner) => {
+      tracking = true;
+      return tracker.wrap(inner);
+    },
     leasesHeld: () => leaseCount,
     tasksTracked: () => tracker.size(),
     async close() {
       clearInterval(renewTimer);
+      clearInterval(holdSweep);
       lagSource?.close();
       await store.close();
     },
