@@ -3,10 +3,10 @@
  * delay and are released at the policy's pace; gates are per method group and per caller.
  */
 import { describe, expect, it } from 'vitest';
+import { SimulatedAgent } from '../src/cli/simulated-agent.js';
 import { RetryScheduler } from '../src/client/retry-scheduler.js';
 import type { RatePolicy } from '../src/core/policy.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import { SimulatedAgent } from '../src/testing/simulated-agent.js';
 import { seededRandom } from '../src/testing/store-contract.js';
 import { createVirtualTime } from '../src/testing/virtual-time.js';
 

@@ -5,11 +5,11 @@
  * spec-literal bare 500 over plain GCRA, a naive backoff client wastes retries and abandons calls.
  */
 import { describe, expect, it } from 'vitest';
+import { SimulatedAgent, type SimulatedResult } from '../src/cli/simulated-agent.js';
 import { isRetryError } from '../src/client/retry-errors.js';
 import { RetryScheduler } from '../src/client/retry-scheduler.js';
 import type { RatePolicy } from '../src/core/policy.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import { SimulatedAgent, type SimulatedResult } from '../src/testing/simulated-agent.js';
 import { seededRandom } from '../src/testing/store-contract.js';
 import { createVirtualTime } from '../src/testing/virtual-time.js';
 

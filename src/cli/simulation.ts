@@ -13,15 +13,15 @@ import { RetryScheduler, type RetrySchedulerOptions } from '../client/retry-sche
 import { type A2AMethod, MESSAGE_METHODS } from '../core/a2a-methods.js';
 import type { HoldOptions, Policy } from '../core/policy.js';
 import { MemoryStore } from '../store/memory-store.js';
+import { seededRandom } from '../testing/store-contract.js';
+import { createVirtualTime, type VirtualClock } from '../testing/virtual-time.js';
+import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
 import {
   type SeenRequest,
   SIMULATED_AGENT_MODES,
   SimulatedAgent,
   type SimulatedResult,
-} from '../testing/simulated-agent.js';
-import { seededRandom } from '../testing/store-contract.js';
-import { createVirtualTime, type VirtualClock } from '../testing/virtual-time.js';
-import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
+} from './simulated-agent.js';
 
 /**
  * The client kinds a simulation can compare:

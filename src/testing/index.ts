@@ -3,7 +3,6 @@
  * Helpers users can reuse in their own tests: a manual clock and the store contract suite.
  */
 export * from './manual-clock.js';
-export * from './simulated-agent.js';
 export * from './store-contract.js';
 export * from './text-message.js';
 export * from './virtual-time.js';
