@@ -21,6 +21,8 @@ const subpaths = Object.keys(pkg.exports)
   .map((k) => (k === '.' ? pkg.name : `${pkg.name}/${k.slice(2)}`));
 
 let project = '';
+/** A second project with the package alone: no optional peer installed. */
+let bare = '';
 
 function run(cmd: string, args: string[], cwd: string): string {
   try {
@@ -63,10 +65,27 @@ beforeAll(() => {
     ],
     project,
   );
+  bare = mkdtempSync(join(tmpdir(), 'a2a-ratelimit-bare-'));
+  writeFileSync(
+    join(bare, 'package.json'),
+    JSON.stringify({ name: 'bare', private: true, type: 'module' }),
+  );
+  run(
+    'npm',
+    [
+      'install',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--ignore-scripts',
+      join(project, tarball),
+    ],
+    bare,
+  );
 }, 240_000);
 
 afterAll(() => {
-  if (project) rmSync(project, { recursive: true, force: true });
+  for (const dir of [project, bare]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('the packed package', () => {
@@ -124,5 +143,29 @@ describe('the packed package', () => {
       ],
       project,
     );
+  });
+
+  it('runs the CLI with no optional peer installed (--help, simulate)', () => {
+    const bin = join(bare, 'node_modules', '.bin', 'a2a-ratelimit');
+    expect(run(bin, ['--help'], bare)).toMatch(/demo[\s\S]*serve[\s\S]*simulate[\s\S]*probe/);
+    const out = run(bin, ['simulate', '--callers', '2', '--clients', 'ours', '--json'], bare);
+    const report = JSON.parse(out.trim().split('\n').pop() ?? '{}') as {
+      ours?: { calls?: number };
+    };
+    expect(report.ours?.calls).toBe(60);
+  });
+
+  it('imports the peer-free subpaths with no optional peer installed', () => {
+    for (const specifier of [
+      pkg.name,
+      `${pkg.name}/testing`,
+      `${pkg.name}/client`,
+      `${pkg.name}/redis`,
+    ]) {
+      const code = `const m = await import(${JSON.stringify(specifier)}); console.log(Object.keys(m).length);`;
+      expect(Number(run('node', ['--input-type=module', '-e', code], bare).trim())).toBeGreaterThan(
+        0,
+      );
+    }
   });
 });

@@ -9,7 +9,7 @@
 
 import type { CAC } from 'cac';
 import { parseBinding, parsePositiveNumber } from './cli-options.js';
-import { type DemoRunKind, type FanOutResult, runFanOut } from './fan-out-demo.js';
+import type { DemoRunKind, FanOutOptions, FanOutResult } from './fan-out-demo.js';
 import { createProgressDisplay } from './progress-display.js';
 import { renderTable, type TableCell } from './text-table.js';
 
@@ -60,13 +60,15 @@ const LABELS: Readonly<Record<DemoRunKind, string>> = {
  */
 export async function runDemo(
   options: DemoOptions,
-  onProgress?: Parameters<typeof runFanOut>[0]['onProgress'],
+  onProgress?: FanOutOptions['onProgress'],
 ): Promise<DemoReport> {
   const common = {
     binding: options.binding,
     timeScale: options.timeScale,
     ...(onProgress === undefined ? {} : { onProgress }),
   };
+  // Loaded here, so `--help` and other commands need none of the demo's peers.
+  const { runFanOut } = await import('./fan-out-demo.js');
   const ours = await runFanOut({ ...common, kind: 'ours' });
   const naive = await runFanOut({ ...common, kind: 'naive' });
   return { binding: options.binding, timeScale: options.timeScale, ours, naive };

@@ -14,8 +14,8 @@ import {
   parsePositiveInteger,
   parsePositiveNumber,
 } from './cli-options.js';
-import { type ProbeOptions, type ProbeReport, runProbe } from './probe.js';
-import { PROBE_METHODS, type ProbeMethod } from './probe-transport.js';
+import type { ProbeOptions, ProbeReport } from './probe.js';
+import { PROBE_METHODS, type ProbeMethod } from './probe-methods.js';
 
 const METHODS: readonly ProbeMethod[] = Object.values(PROBE_METHODS);
 
@@ -118,6 +118,8 @@ export function registerProbeCommand(cli: CAC): void {
       'a2a-ratelimit probe https://gateway.example.com --binding grpc --grpc-target gateway.example.com:443',
     )
     .action(async (baseUrl: unknown, flags: Record<string, unknown>) => {
+      // Loaded here, so `--help` and other commands need none of the probe's peers.
+      const { runProbe } = await import('./probe.js');
       const report = await runProbe(parseProbeOptions(baseUrl, flags));
       process.stdout.write(
         flags.json === true ? `${JSON.stringify(report)}\n` : renderProbeReport(report),

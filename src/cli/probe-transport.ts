@@ -13,31 +13,7 @@ import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { CliError } from './cli-error.js';
 import type { CliBinding } from './cli-options.js';
-
-/**
- * Methods `probe --method` can send.
- *
- * @example
- * ```ts
- * const method: ProbeMethod = PROBE_METHODS.sendMessage;
- * ```
- */
-export const PROBE_METHODS = {
-  sendMessage: 'SendMessage',
-  sendStreamingMessage: 'SendStreamingMessage',
-  getTask: 'GetTask',
-  listTasks: 'ListTasks',
-} as const;
-
-/**
- * One of {@link PROBE_METHODS}.
- *
- * @example
- * ```ts
- * const method: ProbeMethod = 'GetTask';
- * ```
- */
-export type ProbeMethod = (typeof PROBE_METHODS)[keyof typeof PROBE_METHODS];
+import type { ProbeMethod } from './probe-methods.js';
 
 /**
  * One response, as it arrived.

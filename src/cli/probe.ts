@@ -15,12 +15,12 @@ import { extractRetryHint, type RetrySource } from '../wire/extract-retry-hint.j
 import { CliError } from './cli-error.js';
 import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
 import { checkRejection, type ProbeCheck, summarizeResponse } from './probe-checks.js';
+import type { ProbeMethod } from './probe-methods.js';
 import {
   type CapturedResponse,
   grpcProbeTransport,
   httpProbeTransport,
   networkReason,
-  type ProbeMethod,
   type ProbeTransport,
 } from './probe-transport.js';
 

@@ -14,7 +14,7 @@ import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
 import { CliError } from './cli-error.js';
 import { parseHttpUrl, parseOptionalString, parsePort } from './cli-options.js';
 import { loadPolicyConfig } from './policy-config.js';
-import { type ResearchAgent, startResearchAgent } from './research-agent.js';
+import type { ResearchAgent } from './research-agent.js';
 
 /**
  * What `--redis-on-error` accepts (the `RedisStore` failure policies).
@@ -143,6 +143,8 @@ export async function startServe(options: ServeOptions): Promise<ResearchAgent> 
       ? undefined
       : await connectRedis(options.redis, policies, holds, options.redisOnError);
   try {
+    // Loaded here, so `--help` and other commands need none of the agent's peers.
+    const { startResearchAgent } = await import('./research-agent.js');
     return await startResearchAgent({
       host: options.host,
       port: options.port,
