@@ -18,6 +18,8 @@ import type { RejectionKind } from './policy.js';
 export const REASONS = {
   quota: 'RATE_LIMIT_EXCEEDED',
   overload: 'AGENT_OVERLOADED',
+  /** A copy of this message is still being processed: retry shortly for its task (503). */
+  inProgress: 'MESSAGE_IN_PROGRESS',
 } as const;
 
 /**
@@ -79,6 +81,8 @@ export interface Rejection {
   readonly reserved?: boolean;
   /** Human-readable summary. */
   readonly message: string;
+  /** ErrorInfo reason when it is not the kind's own (e.g. `MESSAGE_IN_PROGRESS`, kind overload). */
+  readonly reason?: RejectionReason;
 }
 
 /**
@@ -185,8 +189,8 @@ export function wireDelaySeconds(retryAfterMs: number): number {
  * rejectionReason({ kind: 'overload' }); // 'AGENT_OVERLOADED'
  * ```
  */
-export function rejectionReason(rejection: Pick<Rejection, 'kind'>): RejectionReason {
-  return REASONS[rejection.kind];
+export function rejectionReason(rejection: Pick<Rejection, 'kind' | 'reason'>): RejectionReason {
+  return rejection.reason ?? REASONS[rejection.kind];
 }
 
 function plural(count: number, noun: string): string {

@@ -11,7 +11,14 @@ import { type A2AMethod, MESSAGE_METHODS } from '../core/a2a-methods.js';
 import type { Clock } from '../core/clock.js';
 import type { DecisionInput } from '../core/decide.js';
 import type { CompiledPolicySet, HoldOptions, Policy, RequestIdentity } from '../core/policy.js';
-import type { Admission, Decision, LeaseRef, LimitState, Rejection } from '../core/rejection.js';
+import {
+  type Admission,
+  type Decision,
+  type LeaseRef,
+  type LimitState,
+  REASONS,
+  type Rejection,
+} from '../core/rejection.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { MessageRecord, Store } from '../store/store.js';
 import {
@@ -182,6 +189,11 @@ export type AdmissionOutcome =
 export const TICKET_HEADER = 'x-a2a-ratelimit-ticket';
 
 /** Dedup entries that are not task ids. */
+/** How soon a copy of a message still in progress is told to come back, ms. */
+const IN_PROGRESS_RETRY_MS = 1000;
+/** TTL of a "nothing ran" record, ms: it only has to replace the pending one. */
+const RETRYABLE_RECORD_TTL_MS = 1;
+
 const MARK = {
   /** Nothing ran (rejected, or ended before the executor started): a copy may run. */
   retryable: '\u0000retryable',
@@ -379,7 +391,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const dedupTtlMs = (dedupOptions?.ttlSeconds ?? 900) * 1000;
   const waitForTaskMs = dedupOptions?.waitForTaskMs ?? 2000;
   const dedup = store;
-  /** Local waiters for a first copy's task id: caller \0 messageId → resolvers. */
+  /** Messages admitted in this process whose outcome is not recorded yet: caller \0 messageId. */
+  const pendingLocal = new Set<string>();
+  /** Local waiters for a first copy's outcome (task id or mark): caller \0 messageId → resolvers. */
   const waiters = new Map<string, ((taskId: string | undefined) => void)[]>();
 
   // Lease lifetimes.
@@ -451,14 +465,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const recordTask = (request: AdmissionRequest, value: string): void => {
     if (request.messageId === undefined || !dedupMethods.has(request.method)) return;
     const key = `${request.caller}\u0000${request.messageId}`;
+    pendingLocal.delete(key);
     const list = waiters.get(key);
     if (list !== undefined) {
       waiters.delete(key);
-      const taskId = value.startsWith('\u0000') ? undefined : value;
-      for (const resolve of list) resolve(taskId);
+      for (const resolve of list) resolve(value);
     }
+    // "Nothing ran" needs no record: a missing record already means "run it".
+    const ttlMs = value === MARK.retryable ? RETRYABLE_RECORD_TTL_MS : dedupTtlMs;
     void dedup
-      .recordMessageTask(request.caller, request.messageId, value, dedupTtlMs)
+      .recordMessageTask(request.caller, request.messageId, value, ttlMs)
       .catch(() => undefined);
   };
 
@@ -487,6 +503,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       this.headers = admission.limits.length > 0 ? rateLimitHeaders(admission.limits) : {};
       this.claimedHold = admission.claimedHold;
       this.dedupPending = request.messageId !== undefined && dedupMethods.has(request.method);
+      if (this.dedupPending) pendingLocal.add(`${request.caller}\u0000${request.messageId}`);
       for (const lease of admission.leases) {
         const until = policyHoldUntil[lease.policyIndex] ?? defaultHoldUntil(lease, request);
         (until === 'task' ? this.taskLeases : this.responseLeases).push(lease);
@@ -598,32 +615,41 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return { status: 'duplicate', taskId };
   };
 
-  /** A message this caller sent before (within the dedup TTL): a duplicate, or a retry of a rejection. */
+  /**
+   * A copy of a message this caller sent before (within the dedup TTL): its task, "processed
+   * without a task", or — while the first copy's outcome is not known yet — a retryable 503
+   * `MESSAGE_IN_PROGRESS` (never "already processed" for a call that may still fail or run).
+   */
   const admitSeen = async (
     request: AdmissionRequest,
     messageId: string,
     seen: MessageRecord,
   ): Promise<AdmissionOutcome> => {
-    const value = seen.fresh ? undefined : seen.taskId;
-    if (value === MARK.retryable) {
-      const outcome = await decideNow(request);
-      if (outcome.status === 'admitted') {
-        await dedup
-          .recordMessageTask(request.caller, messageId, MARK.pending, dedupTtlMs)
-          .catch(() => undefined);
-      }
-      return outcome;
+    let value = seen.fresh ? undefined : seen.taskId;
+    const key = `${request.caller}\u0000${messageId}`;
+    // The first copy is still in flight in this process: wait (bounded) for its outcome.
+    if ((value === undefined || value === MARK.pending) && pendingLocal.has(key)) {
+      value = await waitForTask(key);
     }
     if (value === MARK.noTask) return duplicate(request, undefined);
-    if (value !== undefined && value !== MARK.pending) return duplicate(request, value);
-    // The first copy is admitted but its task is not known yet: wait for it (this process).
-    const key = `${request.caller}\u0000${messageId}`;
-    const local = [...tickets.values()].some(
-      (t) =>
-        t.dedupPending && t.request.caller === request.caller && t.request.messageId === messageId,
-    );
-    const taskId = local || waiters.has(key) ? await waitForTask(key) : undefined;
-    return duplicate(request, taskId);
+    if (value !== undefined && !value.startsWith('\u0000')) return duplicate(request, value);
+    return inProgress(request, messageId);
+  };
+
+  /** The answer to a copy whose first copy's outcome is not known yet: retry in 1 s. */
+  const inProgress = (request: AdmissionRequest, messageId: string): AdmissionOutcome => {
+    observer?.deduplicated?.(request);
+    const rejection: Rejection = {
+      kind: 'overload',
+      reason: REASONS.inProgress,
+      retryAfterMs: IN_PROGRESS_RETRY_MS,
+      policy: 'deduplication',
+      scope: 'caller',
+      subject: `caller:${request.caller}`,
+      method: request.method,
+      message: `A copy of message ${messageId} is still being processed; retry in ${IN_PROGRESS_RETRY_MS / 1000} s for its task`,
+    };
+    return { status: 'rejected', rejection, limits: [] };
   };
 
   const limiter: Limiter = {

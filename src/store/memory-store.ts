@@ -66,6 +66,10 @@ export interface MemoryStoreStats {
   readonly leases: number;
   /** Decisions that had to use an overflow bucket since creation. */
   readonly overflowDecisions: number;
+  /** Deduplication records kept (expired ones until swept). */
+  readonly messageRecords: number;
+  /** Live deduplication records dropped to stay under `maxKeys` (each could let a copy run twice). */
+  readonly messageRecordsEvicted: number;
 }
 
 /** Entries examined per sweep step, and decisions between background steps. */
@@ -310,7 +314,7 @@ export class MemoryStore implements Store, DecisionState {
    *
    * @example
    * ```ts
-   * store.stats(); // { rateKeys: 3, holds: 1, leases: 0, overflowDecisions: 0 }
+   * store.stats(); // { rateKeys: 3, holds: 1, leases: 0, overflowDecisions: 0, messageRecords: 2, messageRecordsEvicted: 0 }
    * ```
    */
   stats(): MemoryStoreStats {
@@ -326,7 +330,14 @@ export class MemoryStore implements Store, DecisionState {
       if (m === undefined) continue;
       for (const s of m.values()) leases += s.leases.size;
     }
-    return { rateKeys, holds, leases, overflowDecisions: this.overflowDecisions };
+    return {
+      rateKeys,
+      holds,
+      leases,
+      overflowDecisions: this.overflowDecisions,
+      messageRecords: this.messages.size,
+      messageRecordsEvicted: this.messages.evicted,
+    };
   }
 
   /** Background step: drops full rate keys and lease keys whose leases all expired. */

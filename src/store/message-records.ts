@@ -27,6 +27,8 @@ interface Entry {
 
 /** Entries examined per call by the incremental sweep. */
 const SWEEP_BATCH = 8;
+/** Entries examined before a live record is evicted for room. */
+const PRESSURE_SWEEP = 256;
 
 const FRESH: MessageRecord = Object.freeze({ fresh: true });
 const SEEN: MessageRecord = Object.freeze({ fresh: false });
@@ -59,6 +61,7 @@ export class MessageRecords {
   private readonly entries = new Map<string, Entry>();
   private readonly maxEntries: number;
   private cursor: Iterator<[string, Entry]> | undefined;
+  private evictions = 0;
 
   /** @param maxEntries Records kept at most; past it the oldest goes first. */
   constructor(maxEntries: number) {
@@ -86,7 +89,7 @@ export class MessageRecords {
     if (entry !== undefined && entry.expiresMs > nowMs) {
       return entry.taskId === undefined ? SEEN : { fresh: false, taskId: entry.taskId };
     }
-    this.put(key, { expiresMs: nowMs + ttlMs, taskId: undefined });
+    this.put(key, { expiresMs: nowMs + ttlMs, taskId: undefined }, nowMs);
     return FRESH;
   }
 
@@ -101,19 +104,31 @@ export class MessageRecords {
   record(caller: string, messageId: string, taskId: string, ttlMs: number, nowMs: number): void {
     checkMessageTtlMs(ttlMs);
     this.sweep(nowMs);
-    this.put(`${caller}\u0000${messageId}`, { expiresMs: nowMs + ttlMs, taskId });
+    this.put(`${caller}\u0000${messageId}`, { expiresMs: nowMs + ttlMs, taskId }, nowMs);
   }
 
-  private put(key: string, entry: Entry): void {
+  /** Live records dropped to stay under the cap since creation. */
+  get evicted(): number {
+    return this.evictions;
+  }
+
+  private put(key: string, entry: Entry, nowMs: number): void {
     if (!this.entries.has(key) && this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.keys().next();
-      if (!oldest.done) this.entries.delete(oldest.value);
+      // Expired records go first; only then the oldest live one (counted: a copy may run twice).
+      this.sweep(nowMs, PRESSURE_SWEEP);
+      if (this.entries.size >= this.maxEntries) {
+        const oldest = this.entries.keys().next();
+        if (!oldest.done) {
+          this.entries.delete(oldest.value);
+          this.evictions++;
+        }
+      }
     }
     this.entries.set(key, entry);
   }
 
-  private sweep(nowMs: number): void {
-    for (let i = 0; i < SWEEP_BATCH; i++) {
+  private sweep(nowMs: number, budget = SWEEP_BATCH): void {
+    for (let i = 0; i < budget; i++) {
       if (this.cursor === undefined) {
         if (this.entries.size === 0) return;
         this.cursor = this.entries.entries();
