@@ -163,6 +163,8 @@ export function chartTimelineSvg(
   const bins = Math.max(1, Math.ceil(spanMs / binMs));
   const timelines = outcomes.map((o) => timelineOf(o, binMs, bins));
   const xs = Array.from({ length: bins }, (_, i) => (i * binMs) / 1000);
+  /** A whole second past the last bin, so the axis ends on a round label. */
+  const xMax = Math.ceil((bins * binMs) / 1000);
   const line = (t: KindTimeline, panel: 0 | 1) => ({
     name: t.kind,
     type: 'line',
@@ -172,7 +174,12 @@ export function chartTimelineSvg(
     yAxisIndex: panel,
     color: KIND_COLORS[t.kind],
     lineStyle: { width: 1.5 },
-    data: (panel === 0 ? t.admittedPerSecond : t.rejectedPerSecond).map((y, i) => [xs[i], y]),
+    // Log scale: the opening burst (thousands per second) must not flatten the steady pace;
+    // an empty bin has no point (a gap) since log(0) is not drawn.
+    data: (panel === 0 ? t.admittedPerSecond : t.rejectedPerSecond).map((y, i) => [
+      xs[i],
+      y > 0 ? y : null,
+    ]),
   });
   const axisName = (name: string) => ({ name, nameLocation: 'middle', nameGap: 40 });
   const widthPx = options.widthPx ?? 1000;
@@ -193,24 +200,18 @@ export function chartTimelineSvg(
         subtext: `${options.title ?? ''}${options.title ? ' — ' : ''}bins of ${binMs / 1000} s`,
         left: 'center',
       },
-      legend: { top: 52, data: timelines.map((t) => t.kind) },
+      legend: { bottom: 8, itemGap: 28, data: timelines.map((t) => t.kind) },
       grid: [
-        { top: 100, height: '32%', left: 70, right: 30 },
-        { bottom: 60, height: '32%', left: 70, right: 30 },
+        { top: 90, height: '30%', left: 70, right: 30 },
+        { bottom: 100, height: '30%', left: 70, right: 30 },
       ],
       xAxis: [
-        { type: 'value', gridIndex: 0, min: 0, max: xs.at(-1) ?? 0 },
-        {
-          type: 'value',
-          gridIndex: 1,
-          min: 0,
-          max: xs.at(-1) ?? 0,
-          ...axisName('virtual time (s)'),
-        },
+        { type: 'value', gridIndex: 0, min: 0, max: xMax },
+        { type: 'value', gridIndex: 1, min: 0, max: xMax, ...axisName('virtual time (s)') },
       ],
       yAxis: [
-        { type: 'value', gridIndex: 0, ...axisName('admitted / s') },
-        { type: 'value', gridIndex: 1, ...axisName('rejected / s') },
+        { type: 'log', logBase: 10, min: 1, gridIndex: 0, ...axisName('admitted / s (log)') },
+        { type: 'log', logBase: 10, min: 1, gridIndex: 1, ...axisName('rejected / s (log)') },
       ],
       series: [...timelines.map((t) => line(t, 0)), ...timelines.map((t) => line(t, 1))],
     });
