@@ -22,6 +22,7 @@ import {
   describeQuota,
   type LeaseRef,
   type LimitState,
+  type RejectedDecision,
   type Rejection,
   wireDelaySeconds,
 } from './rejection.js';
@@ -585,16 +586,30 @@ export function decide(
       step === setter ? rejectingLimitState(p, step.delayUs) : limitStateOf(p, step.tatUs, nowUs),
     );
   }
-  const retryAfterMs = retryAfterMsOf(setter.delayUs);
+  return rejectedDecision(setter, input, setter.delayUs, reserved, limits);
+}
+
+/**
+ * The rejected decision whose delay `delayUs` was set by `setter` (its policy and table key):
+ * the {@link Rejection} (see {@link rejectionOf}) and the rate states for the headers. Every store
+ * assembles its rejections with this function.
+ *
+ * @example
+ * ```ts
+ * rejectedDecision({ policy, key: 'a' }, input, 1_000_000, true, limits).rejection.retryAfterMs; // 1000
+ * ```
+ */
+export function rejectedDecision(
+  setter: { readonly policy: CompiledPolicy; readonly key: string },
+  input: RequestIdentity,
+  delayUs: number,
+  reserved: boolean | undefined,
+  limits: readonly LimitState[],
+): RejectedDecision {
+  const subject = setter.policy.subjectOf(input) ?? setter.key;
   return {
     admitted: false,
-    rejection: rejectionOf(
-      setter.policy,
-      setter.policy.subjectOf(input) ?? setter.key,
-      input,
-      retryAfterMs,
-      reserved,
-    ),
+    rejection: rejectionOf(setter.policy, subject, input, retryAfterMsOf(delayUs), reserved),
     limits,
   };
 }

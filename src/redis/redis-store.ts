@@ -17,9 +17,8 @@ import {
   type DecisionInput,
   holdKeyOf,
   limitStateOf,
+  rejectedDecision,
   rejectingLimitState,
-  rejectionOf,
-  retryAfterMsOf,
 } from '../core/decide.js';
 import {
   type CompiledPolicy,
@@ -800,18 +799,8 @@ export class RedisStore implements Store {
           : limitStateOf(p, tat < 0 ? undefined : tat, nowUs),
       );
     }
-    const setter = steps[setterIndex] as RequestStep;
-    return {
-      admitted: false,
-      rejection: rejectionOf(
-        setter.policy,
-        setter.policy.subjectOf(input) ?? setter.key,
-        input,
-        retryAfterMsOf(delayUs),
-        flag === 2 ? undefined : flag === 1,
-      ),
-      limits,
-    };
+    const reserved = flag === 2 ? undefined : flag === 1;
+    return rejectedDecision(steps[setterIndex] as RequestStep, input, delayUs, reserved, limits);
   }
 
   private async decideAcrossSlots(
@@ -987,17 +976,7 @@ export class RedisStore implements Store {
           : limitStateOf(s.policy, tat < 0 ? undefined : tat, stepNowUs[i] as number),
       );
     });
-    return {
-      admitted: false,
-      rejection: rejectionOf(
-        setter.policy,
-        setter.policy.subjectOf(input) ?? setter.key,
-        input,
-        retryAfterMsOf(delayUs),
-        reserved,
-      ),
-      limits,
-    };
+    return rejectedDecision(setter, input, delayUs, reserved, limits);
   }
 
   private async undoGroups(
