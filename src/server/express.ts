@@ -241,6 +241,22 @@ function decide(
   }
 }
 
+/** The task a duplicate message is answered with, fetched as the SDK would for this caller. */
+async function duplicateTask(
+  admission: Admission,
+  req: Request,
+  tenant: string | undefined,
+  taskId: string,
+): Promise<{ ok: true; task: Task } | { ok: false; error: unknown }> {
+  const handler = admission.options.requestHandler as A2ARequestHandler;
+  const context = await callContext(admission, req, tenant);
+  try {
+    return { ok: true, task: await handler.getTask({ id: taskId, tenant: tenant ?? '' }, context) };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
 /** The message a duplicate whose first copy produced no task gets (google.rpc ALREADY_EXISTS). */
 function duplicateWithoutTaskMessage(messageId: string | undefined): string {
   return `Message ${messageId ?? ''} was already received and processed without creating a task; it is not run again`;
@@ -325,17 +341,14 @@ export function jsonRpcAdmission(
           );
           return;
         }
-        const handler = options.requestHandler as A2ARequestHandler;
-        const context = await callContext(admission, req, parsed.tenant);
-        let task: Task;
-        try {
-          task = await handler.getTask({ id: taskId, tenant: parsed.tenant ?? '' }, context);
-        } catch (lookupError) {
+        const lookup = await duplicateTask(admission, req, parsed.tenant, taskId);
+        if (!lookup.ok) {
           res
             .status(200)
-            .json({ jsonrpc: '2.0', id: parsed.id, error: toJsonRpcError(lookupError) });
+            .json({ jsonrpc: '2.0', id: parsed.id, error: toJsonRpcError(lookup.error) });
           return;
         }
+        const task = lookup.task;
         const result = SendMessageResponse.toJSON({ payload: { $case: 'task', value: task } });
         if (method === 'SendMessage') {
           res.status(200).json({ jsonrpc: '2.0', id: parsed.id, result });
@@ -446,16 +459,13 @@ export function restAdmission(
           );
           return;
         }
-        const handler = options.requestHandler as A2ARequestHandler;
-        const context = await callContext(admission, req, parsed.tenant);
-        let task: Task;
-        try {
-          task = await handler.getTask({ id: taskId, tenant: parsed.tenant ?? '' }, context);
-        } catch (lookupError) {
-          const body404 = toRestErrorBody(lookupError, 404);
+        const lookup = await duplicateTask(admission, req, parsed.tenant, taskId);
+        if (!lookup.ok) {
+          const body404 = toRestErrorBody(lookup.error, 404);
           writeHttp(res, 404, { 'content-type': 'application/a2a+json' }, JSON.stringify(body404));
           return;
         }
+        const task = lookup.task;
         const payload = { payload: { $case: 'task' as const, value: task } };
         if (parsed.method === 'SendMessage') {
           writeHttp(
