@@ -22,6 +22,7 @@ function withoutRateLimitHeaders(outcome: AdmissionOutcome): AdmissionOutcome {
     limits: inner.limits,
     headers: {},
     claimedHold: inner.claimedHold,
+    needsEnd: inner.needsEnd,
     end: () => inner.end(),
   };
   return { status: 'admitted', ticket };

@@ -210,9 +210,11 @@ function decide(
   const apply = (outcome: AdmissionOutcome): void => {
     if (outcome.status === 'admitted') {
       const ticket = outcome.ticket;
-      req.headers[TICKET_HEADER] = ticket.id;
       for (const [name, value] of Object.entries(ticket.headers)) res.setHeader(name, value);
-      res.once('close', () => ticket.end());
+      if (ticket.needsEnd) {
+        req.headers[TICKET_HEADER] = ticket.id;
+        res.once('close', () => ticket.end());
+      }
       next();
       return;
     }

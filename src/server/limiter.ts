@@ -222,6 +222,11 @@ export interface AdmissionTicket {
   readonly headers: Readonly<Record<string, string>>;
   /** True when admitted by claiming a held slot. */
   readonly claimedHold: boolean;
+  /**
+   * False when the ticket holds nothing (no lease, no deduplication outcome to record): then an
+   * adapter need not call {@link AdmissionTicket.end} nor hand the ticket to the SDK.
+   */
+  readonly needsEnd: boolean;
   /** Ends the response: releases response leases, and task leases not bound to a task. Idempotent. */
   end(): void;
 }
@@ -483,6 +488,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     readonly limits: readonly LimitState[];
     readonly headers: Readonly<Record<string, string>>;
     readonly claimedHold: boolean;
+    readonly needsEnd: boolean;
     /** Leases held until the response ends. */
     responseLeases: LeaseRef[] = [];
     /** Leases held until the task ends (moved to the tracker when bound). */
@@ -509,6 +515,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         (until === 'task' ? this.taskLeases : this.responseLeases).push(lease);
       }
       leaseDelta(admission.leases.length);
+      this.needsEnd = this.dedupPending || admission.leases.length > 0;
     }
 
     /** Called by the tracker when the SDK created the task's event bus. */
@@ -571,7 +578,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       holdLedger?.admitted(request, decision);
       observer?.admitted?.(request, decision);
       const ticket = new Ticket(request, decision);
-      tickets.set(ticket.id, ticket);
+      if (ticket.needsEnd) tickets.set(ticket.id, ticket);
       return { status: 'admitted', ticket };
     }
     holdLedger?.rejected(request, decision.rejection, nowMs);
