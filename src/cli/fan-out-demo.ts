@@ -22,6 +22,7 @@ import { createRetryInterceptor } from '../client/grpc.js';
 import type { RetrySchedulerOptions } from '../client/retry-scheduler.js';
 import { RATE_LIMIT_EXTENSION_URI } from '../server/card-extension.js';
 import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
+import { type CallOutcomeCounts, countAttempts, type SeenAttempt } from './call-outcomes.js';
 import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
 import {
   type AgentRequestEvent,
@@ -86,29 +87,9 @@ export const ORCHESTRATOR_CALLER = 'orchestrator-7';
  * const r: FanOutResult = { calls: 30, admittedAtOnce: 10, rejected: 20, admittedOnFirstRetry: 20, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, abandoned: 0, totalSeconds: 20.6, realSeconds: 2.1, requestsSeenByAgent: 50 };
  * ```
  */
-export interface FanOutResult {
-  /** Calls the orchestrator made. */
-  readonly calls: number;
-  /** Calls admitted on their first send. */
-  readonly admittedAtOnce: number;
-  /** Calls rejected on their first send. */
-  readonly rejected: number;
-  /** Calls admitted on their first retry. */
-  readonly admittedOnFirstRetry: number;
-  /** Calls admitted on their second or a later retry. */
-  readonly admittedOnLaterRetry: number;
-  /** Sends after a call's first retry (second retries and later), admitted or not. */
-  readonly laterRetries: number;
-  /** Retries the agent rejected again. */
-  readonly rejectedRetries: number;
-  /** Calls the orchestrator gave up on (an error came back to it). */
-  readonly abandoned: number;
-  /** From the fan-out to the last call's end, seconds on the demo's clock. */
-  readonly totalSeconds: number;
-  /** The same in real seconds. */
+export interface FanOutResult extends CallOutcomeCounts {
+  /** `totalSeconds` in real seconds. */
   readonly realSeconds: number;
-  /** SendMessage requests that reached the agent (counted by the agent). */
-  readonly requestsSeenByAgent: number;
 }
 
 /**
@@ -190,47 +171,22 @@ async function createOrchestrator(
   return factory.createFromUrl(agent.baseUrl);
 }
 
-/** Per-call view of the agent's log. */
+/** The agent-side counts, each call's requests numbered in the order the agent saw them. */
 function summarize(
   events: readonly AgentRequestEvent[],
   messageIds: readonly string[],
-): Omit<FanOutResult, 'abandoned' | 'totalSeconds' | 'realSeconds' | 'calls'> {
-  const byMessage = new Map<string, AgentRequestEvent[]>();
-  for (const id of messageIds) byMessage.set(id, []);
-  for (const event of events) byMessage.get(event.messageId ?? '')?.push(event);
-  let admittedAtOnce = 0;
-  let rejected = 0;
-  let admittedOnFirstRetry = 0;
-  let admittedOnLaterRetry = 0;
-  let laterRetries = 0;
-  let rejectedRetries = 0;
-  let requests = 0;
-  for (const seen of byMessage.values()) {
-    requests += seen.length;
-    laterRetries += Math.max(0, seen.length - 2);
-    for (const [index, event] of seen.entries()) {
-      const admitted = event.outcome !== 'rejected';
-      if (index === 0) {
-        if (admitted) admittedAtOnce++;
-        else rejected++;
-      } else if (!admitted) {
-        rejectedRetries++;
-      } else if (index === 1) {
-        admittedOnFirstRetry++;
-      } else {
-        admittedOnLaterRetry++;
-      }
-    }
+): ReturnType<typeof countAttempts> {
+  const calls = new Set(messageIds);
+  const seen = new Map<string, number>();
+  const attempts: SeenAttempt[] = [];
+  for (const event of events) {
+    const call = event.messageId;
+    if (call === undefined || !calls.has(call)) continue;
+    const attemptIndex = seen.get(call) ?? 0;
+    seen.set(call, attemptIndex + 1);
+    attempts.push({ call, attemptIndex, admitted: event.outcome !== 'rejected' });
   }
-  return {
-    admittedAtOnce,
-    rejected,
-    admittedOnFirstRetry,
-    admittedOnLaterRetry,
-    laterRetries,
-    rejectedRetries,
-    requestsSeenByAgent: requests,
-  };
+  return countAttempts(attempts);
 }
 
 /**

@@ -16,6 +16,7 @@ import { MemoryStore } from '../store/memory-store.js';
 import { seededRandom } from '../testing/store-contract.js';
 import { createVirtualTime, type VirtualClock } from '../testing/virtual-time.js';
 import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
+import { type CallOutcomeCounts, countAttempts } from './call-outcomes.js';
 import {
   type SeenRequest,
   SIMULATED_AGENT_MODES,
@@ -122,31 +123,12 @@ export const DEFAULT_SCENARIO: SimulationScenario = {
  * const { admittedAtOnce, admittedOnFirstRetry, abandoned } = report.outcomes[0] as ClientKindOutcome;
  * ```
  */
-export interface ClientKindOutcome {
+export interface ClientKindOutcome extends CallOutcomeCounts {
   readonly kind: ClientKind;
-  readonly calls: number;
-  /** Admitted on their first send (after any wait in the client's own gate). */
-  readonly admittedAtOnce: number;
-  /** Calls whose first send was rejected. */
-  readonly rejected: number;
-  /** Admitted on their first retry. */
-  readonly admittedOnFirstRetry: number;
-  /** Admitted on a second or later retry. */
-  readonly admittedOnLaterRetry: number;
-  /** Second and later retries sent (requests, not calls). */
-  readonly laterRetries: number;
-  /** Retries the agent rejected (requests, not calls). */
-  readonly rejectedRetries: number;
-  /** Never admitted: the client gave up (retries, budget, or a wait it would not make). */
-  readonly abandoned: number;
   /** Share of calls rejected at first that were admitted on their first retry; 1 when none was rejected. */
   readonly firstRetrySuccessRate: number;
   /** Calls whose first send the client delayed after their arrival (our gate). */
   readonly heldByClient: number;
-  /** Virtual time from the start until the last call ended, s. */
-  readonly totalSeconds: number;
-  /** Requests the agent received (first sends and retries). */
-  readonly requestsSeenByAgent: number;
   /** Median time from arrival to admission over admitted calls, s (0 when none). */
   readonly waitP50Seconds: number;
   /** 99th percentile of the same, s. */
@@ -376,46 +358,33 @@ function summarize(
   tracks: readonly CallTrack[],
   requests: readonly SeenRequest[],
 ): ClientKindOutcome {
-  let admittedAtOnce = 0;
-  let admittedOnFirstRetry = 0;
-  let admittedOnLaterRetry = 0;
   let abandoned = 0;
   let heldByClient = 0;
   let endMs = 0;
   const waitsMs: number[] = [];
   for (const t of tracks) {
-    if (t.admittedAttempt === 0) admittedAtOnce++;
-    else if (t.admittedAttempt === 1) admittedOnFirstRetry++;
-    else if (t.admittedAttempt > 1) admittedOnLaterRetry++;
-    else abandoned++;
-    if (t.admittedAttempt >= 0) waitsMs.push(t.admittedAtMs - t.arrivalMs);
+    if (t.admittedAttempt < 0) abandoned++;
+    else waitsMs.push(t.admittedAtMs - t.arrivalMs);
     if (t.firstSendMs > t.arrivalMs) heldByClient++;
     if (t.endMs > endMs) endMs = t.endMs;
   }
-  let rejected = 0;
-  let laterRetries = 0;
-  let rejectedRetries = 0;
-  for (const r of requests) {
-    if (r.attemptIndex > 1) laterRetries++;
-    if (r.admitted) continue;
-    if (r.attemptIndex > 0) rejectedRetries++;
-    else rejected++;
-  }
+  const counts = countAttempts(
+    requests.map((r) => ({
+      call: `${r.caller}\u0000${r.messageId ?? ''}`,
+      attemptIndex: r.attemptIndex,
+      admitted: r.admitted,
+    })),
+  );
   waitsMs.sort((a, b) => a - b);
   return {
     kind,
     calls: tracks.length,
-    admittedAtOnce,
-    rejected,
-    admittedOnFirstRetry,
-    admittedOnLaterRetry,
-    laterRetries,
-    rejectedRetries,
+    ...counts,
     abandoned,
-    firstRetrySuccessRate: rejected === 0 ? 1 : admittedOnFirstRetry / rejected,
+    firstRetrySuccessRate:
+      counts.rejected === 0 ? 1 : counts.admittedOnFirstRetry / counts.rejected,
     heldByClient,
     totalSeconds: seconds(endMs),
-    requestsSeenByAgent: requests.length,
     waitP50Seconds: seconds(percentile(waitsMs, 50)),
     waitP99Seconds: seconds(percentile(waitsMs, 99)),
     requests,
