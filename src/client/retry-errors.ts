@@ -45,6 +45,28 @@ function describeDelay(hint: RetryHint): string {
 }
 
 /**
+ * What the three client errors share: the last hint the agent sent and the attempts made. Use the
+ * concrete classes' guards (`isRateLimitedError`, …) to tell them apart.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof HintedRetryError) console.log(e.hint.delayMs, e.attempts);
+ * ```
+ */
+export abstract class HintedRetryError extends Error {
+  /** The last hint the agent sent. */
+  readonly hint: RetryHint;
+  /** Requests sent for this call, including the first. */
+  readonly attempts: number;
+
+  protected constructor(message: string, hint: RetryHint, options: RetryErrorOptions) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.hint = hint;
+    this.attempts = options.attempts;
+  }
+}
+
+/**
  * The caller's own quota was exceeded and the client stopped retrying (retries used up, or the
  * agent said not to retry). `hint.delayMs` is when the agent said to come back.
  *
@@ -54,23 +76,18 @@ function describeDelay(hint: RetryHint): string {
  * catch (e) { if (isRateLimitedError(e)) console.log(e.hint.policy, e.hint.delayMs); }
  * ```
  */
-export class RateLimitedError extends Error {
+export class RateLimitedError extends HintedRetryError {
   override readonly name = 'RateLimitedError';
   /** Brand checked by {@link isRateLimitedError}. */
   readonly isRateLimitedError = true;
   readonly code = RETRY_ERROR_CODES.rateLimited;
-  /** The last hint the agent sent. */
-  readonly hint: RetryHint;
-  /** Requests sent for this call, including the first. */
-  readonly attempts: number;
 
   constructor(hint: RetryHint, options: RetryErrorOptions) {
     super(
       `Rate limited${hint.policy ? ` by "${hint.policy}"` : ''} after ${options.attempts} attempt(s): ${describeDelay(hint)}${hint.message ? ` (${hint.message})` : ''}`,
-      options.cause === undefined ? undefined : { cause: options.cause },
+      hint,
+      options,
     );
-    this.hint = hint;
-    this.attempts = options.attempts;
   }
 }
 
@@ -83,23 +100,18 @@ export class RateLimitedError extends Error {
  * catch (e) { if (isAgentOverloadedError(e)) useFallbackAgent(); }
  * ```
  */
-export class AgentOverloadedError extends Error {
+export class AgentOverloadedError extends HintedRetryError {
   override readonly name = 'AgentOverloadedError';
   /** Brand checked by {@link isAgentOverloadedError}. */
   readonly isAgentOverloadedError = true;
   readonly code = RETRY_ERROR_CODES.overloaded;
-  /** The last hint the agent sent. */
-  readonly hint: RetryHint;
-  /** Requests sent for this call, including the first. */
-  readonly attempts: number;
 
   constructor(hint: RetryHint, options: RetryErrorOptions) {
     super(
       `Agent overloaded after ${options.attempts} attempt(s): ${describeDelay(hint)}${hint.message ? ` (${hint.message})` : ''}`,
-      options.cause === undefined ? undefined : { cause: options.cause },
+      hint,
+      options,
     );
-    this.hint = hint;
-    this.attempts = options.attempts;
   }
 }
 
@@ -130,15 +142,11 @@ export interface RetryBudgetExceededOptions extends RetryErrorOptions {
  * }
  * ```
  */
-export class RetryBudgetExceededError extends Error {
+export class RetryBudgetExceededError extends HintedRetryError {
   override readonly name = 'RetryBudgetExceededError';
   /** Brand checked by {@link isRetryBudgetExceededError}. */
   readonly isRetryBudgetExceededError = true;
   readonly code = RETRY_ERROR_CODES.budget;
-  /** The last hint the agent sent (for a wait in the gate: the hint that closed it). */
-  readonly hint: RetryHint;
-  /** Requests sent for this call, including the first (0 when it never left the gate). */
-  readonly attempts: number;
   /** The wait that was needed, ms from now. */
   readonly requiredWaitMs: number;
   /** What was left of the budget, ms. */
@@ -147,10 +155,9 @@ export class RetryBudgetExceededError extends Error {
   constructor(hint: RetryHint, options: RetryBudgetExceededOptions) {
     super(
       `Retry budget exceeded: needed to wait ${Math.ceil(options.requiredWaitMs)} ms, ${Number.isFinite(options.remainingMs) ? `${Math.max(0, Math.floor(options.remainingMs))} ms left` : 'above maxSingleWaitMs'}${hint.policy ? ` (policy "${hint.policy}")` : ''}`,
-      options.cause === undefined ? undefined : { cause: options.cause },
+      hint,
+      options,
     );
-    this.hint = hint;
-    this.attempts = options.attempts;
     this.requiredWaitMs = options.requiredWaitMs;
     this.remainingMs = options.remainingMs;
   }
