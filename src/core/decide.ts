@@ -178,9 +178,6 @@ export const LEASE_MIN_DELAY_MS = 1000;
  */
 export const LEASE_EWMA_ALPHA = 0.2;
 
-const MIN_ESTIMATE_MS = LEASE_MIN_DELAY_MS;
-const EWMA_ALPHA = LEASE_EWMA_ALPHA;
-
 /**
  * The key under which a request may hold or claim a slot in a caller-scoped rate policy:
  * `caller \0 messageId`, or undefined when the request cannot hold (no messageId, or a method
@@ -293,7 +290,7 @@ function leaseDelayMs(set: LeaseSet, max: number, initialMs: number): number {
   const holdMs = set.ewmaHoldMs ?? initialMs;
   const inFlight = set.leases.size;
   const ahead = inFlight - max + 1;
-  return Math.max(MIN_ESTIMATE_MS, Math.ceil((holdMs * ahead) / Math.max(1, inFlight)));
+  return Math.max(LEASE_MIN_DELAY_MS, Math.ceil((holdMs * ahead) / Math.max(1, inFlight)));
 }
 
 const STEP_POOL: Step[] = [];
@@ -358,7 +355,7 @@ function evaluate(
   if (p.kind === 'overload') {
     const lag = input.eventLoopDelayMs;
     if (lag !== undefined && lag > p.maxEventLoopDelayMs) {
-      delayMs = Math.max(delayMs, MIN_ESTIMATE_MS, Math.ceil(2 * lag));
+      delayMs = Math.max(delayMs, LEASE_MIN_DELAY_MS, Math.ceil(2 * lag));
     }
   }
   step.key = tableKey;
@@ -670,7 +667,9 @@ export function releaseLease(
   set.leases.delete(leaseId);
   const heldMs = Math.max(0, nowMs - lease.acquiredMs);
   set.ewmaHoldMs =
-    set.ewmaHoldMs === undefined ? heldMs : set.ewmaHoldMs + EWMA_ALPHA * (heldMs - set.ewmaHoldMs);
+    set.ewmaHoldMs === undefined
+      ? heldMs
+      : set.ewmaHoldMs + LEASE_EWMA_ALPHA * (heldMs - set.ewmaHoldMs);
   pruneLeases(set, nowMs);
   // Kept even when empty, so the key's observed hold time survives; stores drop empty sets lazily.
   state.putLeases(policy, key, set);
