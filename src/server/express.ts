@@ -36,7 +36,13 @@ import express, {
   type Response,
 } from 'express';
 import { type A2AMethod, toA2AMethod } from '../core/a2a-methods.js';
-import type { AdmissionOutcome, AdmissionRequest, Binding, Limiter } from './limiter.js';
+import type {
+  AdmissionOutcome,
+  AdmissionRequest,
+  AdmissionTicket,
+  Binding,
+  Limiter,
+} from './limiter.js';
 import { TICKET_HEADER } from './limiter.js';
 import { matchRestRoute } from './rest-route.js';
 import { TERMINAL_TASK_STATES } from './task-lease-tracker.js';
@@ -113,7 +119,8 @@ function jsonRpcId(body: unknown): string | number | null {
 
 function mediaType(req: Request): string | undefined {
   const raw = req.headers['content-type'];
-  return raw === undefined ? undefined : (raw.split(';', 1)[0] ?? '').trim().toLowerCase();
+  if (raw === undefined || raw === 'application/json') return raw;
+  return (raw.split(';', 1)[0] ?? '').trim().toLowerCase();
 }
 
 function isA2AVersionLegacy(req: Request): boolean {
@@ -121,18 +128,9 @@ function isA2AVersionLegacy(req: Request): boolean {
   return version === undefined || version === '' || version.startsWith('0.');
 }
 
-/** Default identity: the agent's own UserBuilder, else the configured unauthenticated key. */
-function identityOf(options: ExpressAdmissionOptions): (req: Request) => string | Promise<string> {
-  if (options.identify !== undefined) return options.identify;
-  const fallback =
-    options.unauthenticatedKey ??
-    ((req: Request) => `addr:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`);
-  const builder = options.userBuilder;
-  if (builder === undefined) return fallback;
-  return async (req) => {
-    const user: User = await builder(req);
-    return user.isAuthenticated && user.userName ? user.userName : fallback(req);
-  };
+/** The default unauthenticated key: `addr:<req.ip>`. */
+function addressKey(req: Request): string {
+  return `addr:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`;
 }
 
 function writeHttp(
@@ -142,7 +140,7 @@ function writeHttp(
   body: string,
 ): void {
   res.status(status);
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  for (const name in headers) res.setHeader(name, headers[name] as string);
   res.end(body);
 }
 
@@ -150,7 +148,12 @@ function writeHttp(
 interface Admission {
   readonly limiter: Limiter;
   readonly options: ExpressAdmissionOptions;
-  readonly identify: (req: Request) => string | Promise<string>;
+  /** `options.identify`, when given (it replaces the default identity). */
+  readonly identify: ExpressIdentify | undefined;
+  /** The agent's `UserBuilder`, for the default identity. */
+  readonly userBuilder: UserBuilder | undefined;
+  /** Key of callers the `userBuilder` does not authenticate (or of all, without one). */
+  readonly unauthenticatedKey: (req: Request) => string;
 }
 
 function makeAdmission(limiter: Limiter, options: ExpressAdmissionOptions): Admission {
@@ -159,7 +162,13 @@ function makeAdmission(limiter: Limiter, options: ExpressAdmissionOptions): Admi
       'a2a-ratelimit: deduplication is on, so the Express adapter needs `requestHandler` (the SDK handler) to answer a duplicate with its task; or create the limiter with `dedup: false`',
     );
   }
-  return { limiter, options, identify: identityOf(options) };
+  return {
+    limiter,
+    options,
+    identify: options.identify,
+    userBuilder: options.identify === undefined ? options.userBuilder : undefined,
+    unauthenticatedKey: options.unauthenticatedKey ?? addressKey,
+  };
 }
 
 /** The SDK call context for the dedup lookup: same user, tenant and headers the SDK would use. */
@@ -181,9 +190,24 @@ async function callContext(
   });
 }
 
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
+
+/** Where the ticket of an admitted response is kept for {@link endTicketOnClose}. */
+const RESPONSE_TICKET = Symbol('a2a-ratelimit.ticket');
+
+type TicketedResponse = Response & { [RESPONSE_TICKET]?: AdmissionTicket };
+
+/** `close` listener of an admitted response (shared: no closure per request). */
+function endTicketOnClose(this: TicketedResponse): void {
+  this[RESPONSE_TICKET]?.end();
+}
+
 /**
- * Runs identity → decision, then calls `onOutcome`. Errors of the identity function or the store
- * go to Express's `next(err)`.
+ * Runs identity → decision → outcome. Errors of the identity function or the store go to
+ * Express's `next(err)`. Plain functions with the request's state as arguments: nothing is
+ * allocated per request but the promise callbacks of an identity or store that is asynchronous.
  */
 function decide(
   admission: Admission,
@@ -192,55 +216,108 @@ function decide(
   next: NextFunction,
   parsed: ParsedRequest,
   binding: Binding,
-  onDuplicate: (taskId: string | undefined) => Promise<void>,
 ): void {
-  const withCaller = (caller: string): void => {
-    const request: AdmissionRequest = {
-      caller,
-      method: parsed.method,
-      binding,
-      tenant: parsed.tenant,
-      messageId: parsed.messageId,
-      skill: admission.options.skill?.(req, req.body),
-    };
-    const outcome = admission.limiter.admit(request);
-    if (outcome instanceof Promise) outcome.then(apply, next);
-    else apply(outcome);
-  };
-  const apply = (outcome: AdmissionOutcome): void => {
-    if (outcome.status === 'admitted') {
-      const ticket = outcome.ticket;
-      for (const [name, value] of Object.entries(ticket.headers)) res.setHeader(name, value);
-      if (ticket.needsEnd) {
-        req.headers[TICKET_HEADER] = ticket.id;
-        res.once('close', () => ticket.end());
-      }
-      next();
-      return;
-    }
-    if (outcome.status === 'duplicate') {
-      onDuplicate(outcome.taskId).catch(next);
-      return;
-    }
-    const { limiter, options } = admission;
-    const encoded =
-      binding === 'jsonrpc'
-        ? limiter.encodeJsonRpc(
-            outcome.rejection,
-            parsed.id,
-            outcome.limits,
-            options.mirrorHttpStatus === true,
-          )
-        : limiter.encodeRest(outcome.rejection, outcome.limits);
-    writeHttp(res, encoded.status, encoded.headers, encoded.body);
-  };
   try {
-    const caller = admission.identify(req);
-    if (typeof caller === 'string') withCaller(caller);
-    else caller.then(withCaller, next);
+    const builder = admission.userBuilder;
+    if (builder !== undefined) {
+      const user = builder(req) as User | PromiseLike<User>;
+      if (!isPromiseLike(user)) {
+        withCaller(admission, req, res, next, parsed, binding, callerOf(admission, req, user));
+        return;
+      }
+      user.then((resolved) => {
+        let caller: string;
+        try {
+          caller = callerOf(admission, req, resolved);
+        } catch (error) {
+          next(error);
+          return;
+        }
+        withCaller(admission, req, res, next, parsed, binding, caller);
+      }, next);
+      return;
+    }
+    const identify = admission.identify;
+    const caller = identify === undefined ? admission.unauthenticatedKey(req) : identify(req);
+    if (typeof caller === 'string') withCaller(admission, req, res, next, parsed, binding, caller);
+    else caller.then((c) => withCaller(admission, req, res, next, parsed, binding, c), next);
   } catch (error) {
     next(error);
   }
+}
+
+/** Default identity: `User.userName` of an authenticated user, else the unauthenticated key. */
+function callerOf(admission: Admission, req: Request, user: User): string {
+  return user.isAuthenticated && user.userName ? user.userName : admission.unauthenticatedKey(req);
+}
+
+function withCaller(
+  admission: Admission,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  parsed: ParsedRequest,
+  binding: Binding,
+  caller: string,
+): void {
+  const skill = admission.options.skill;
+  const request: AdmissionRequest = {
+    caller,
+    method: parsed.method,
+    binding,
+    tenant: parsed.tenant,
+    messageId: parsed.messageId,
+    skill: skill === undefined ? undefined : skill(req, req.body),
+  };
+  const outcome = admission.limiter.admit(request);
+  if (outcome instanceof Promise) {
+    outcome.then((o) => apply(admission, req, res, next, parsed, binding, o), next);
+  } else apply(admission, req, res, next, parsed, binding, outcome);
+}
+
+function apply(
+  admission: Admission,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  parsed: ParsedRequest,
+  binding: Binding,
+  outcome: AdmissionOutcome,
+): void {
+  if (outcome.status === 'admitted') {
+    const ticket = outcome.ticket;
+    const headers = ticket.headers;
+    for (const name in headers) res.setHeader(name, headers[name] as string);
+    if (ticket.needsEnd) {
+      req.headers[TICKET_HEADER] = ticket.id;
+      const ticketed = res as TicketedResponse;
+      if (ticketed[RESPONSE_TICKET] === undefined) {
+        ticketed[RESPONSE_TICKET] = ticket;
+        res.on('close', endTicketOnClose);
+      } else {
+        // Admitted twice (the middleware mounted twice on one path): end both tickets.
+        res.once('close', () => ticket.end());
+      }
+    }
+    next();
+    return;
+  }
+  if (outcome.status === 'duplicate') {
+    const answer = binding === 'jsonrpc' ? jsonRpcDuplicate : restDuplicate;
+    answer(admission, req, res, next, parsed, outcome.taskId).catch(next);
+    return;
+  }
+  const { limiter, options } = admission;
+  const encoded =
+    binding === 'jsonrpc'
+      ? limiter.encodeJsonRpc(
+          outcome.rejection,
+          parsed.id,
+          outcome.limits,
+          options.mirrorHttpStatus === true,
+        )
+      : limiter.encodeRest(outcome.rejection, outcome.limits);
+  writeHttp(res, encoded.status, encoded.headers, encoded.body);
 }
 
 /** The task a duplicate message is answered with, fetched as the SDK would for this caller. */
@@ -268,6 +345,103 @@ function sseOneEvent(res: Response, frame: unknown): void {
   res.status(200);
   for (const [name, value] of Object.entries(SSE_HEADERS)) res.setHeader(name, value);
   res.end(formatSSEEvent(frame));
+}
+
+/** JSON-RPC answer to a copy of an admitted message: its task, or a resubscription to it. */
+async function jsonRpcDuplicate(
+  admission: Admission,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  parsed: ParsedRequest,
+  taskId: string | undefined,
+): Promise<void> {
+  if (taskId === undefined) {
+    const error = {
+      code: A2A_ERROR_CODE.INVALID_REQUEST,
+      message: duplicateWithoutTaskMessage(parsed.messageId),
+    };
+    writeHttp(
+      res,
+      200,
+      { 'content-type': 'application/json; charset=utf-8' },
+      JSON.stringify({ jsonrpc: '2.0', id: parsed.id, error }),
+    );
+    return;
+  }
+  const lookup = await duplicateTask(admission, req, parsed.tenant, taskId);
+  if (!lookup.ok) {
+    res.status(200).json({ jsonrpc: '2.0', id: parsed.id, error: toJsonRpcError(lookup.error) });
+    return;
+  }
+  const task = lookup.task;
+  const result = SendMessageResponse.toJSON({ payload: { $case: 'task', value: task } });
+  if (parsed.method === 'SendMessage') {
+    res.status(200).json({ jsonrpc: '2.0', id: parsed.id, result });
+  } else if (TERMINAL_TASK_STATES.has(task.status?.state ?? 0) || parsed.legacy) {
+    sseOneEvent(res, { jsonrpc: '2.0', id: parsed.id, result });
+  } else {
+    // Resubscribe: the SDK streams the live task (first event: the task).
+    req.body = {
+      jsonrpc: '2.0',
+      id: parsed.id,
+      method: 'SubscribeToTask',
+      params: {
+        id: taskId,
+        ...(parsed.tenant === undefined ? {} : { tenant: parsed.tenant }),
+      },
+    };
+    next();
+  }
+}
+
+/** REST answer to a copy of an admitted message: its task, or a resubscription to it. */
+async function restDuplicate(
+  admission: Admission,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  parsed: ParsedRequest,
+  taskId: string | undefined,
+): Promise<void> {
+  if (taskId === undefined) {
+    writeHttp(
+      res,
+      409,
+      { 'content-type': 'application/a2a+json' },
+      JSON.stringify({
+        error: {
+          code: 409,
+          status: 'ALREADY_EXISTS',
+          message: duplicateWithoutTaskMessage(parsed.messageId),
+          details: [],
+        },
+      }),
+    );
+    return;
+  }
+  const lookup = await duplicateTask(admission, req, parsed.tenant, taskId);
+  if (!lookup.ok) {
+    const body404 = toRestErrorBody(lookup.error, 404);
+    writeHttp(res, 404, { 'content-type': 'application/a2a+json' }, JSON.stringify(body404));
+    return;
+  }
+  const task = lookup.task;
+  const payload = { payload: { $case: 'task' as const, value: task } };
+  if (parsed.method === 'SendMessage') {
+    writeHttp(
+      res,
+      200,
+      { 'content-type': 'application/a2a+json' },
+      JSON.stringify(SendMessageResponse.toJSON(payload)),
+    );
+  } else if (TERMINAL_TASK_STATES.has(task.status?.state ?? 0) || parsed.legacy) {
+    sseOneEvent(res, StreamResponse.toJSON(payload));
+  } else {
+    const prefix = parsed.tenant === undefined ? '' : `/${encodeURIComponent(parsed.tenant)}`;
+    req.url = `${prefix}/tasks/${encodeURIComponent(taskId)}:subscribe`;
+    next();
+  }
 }
 
 /**
@@ -329,47 +503,7 @@ export function jsonRpcAdmission(
         legacy: typeof name === 'string' && name.includes('/'),
         id: jsonRpcId(body),
       };
-      decide(admission, req, res, next, parsed, 'jsonrpc', async (taskId) => {
-        if (taskId === undefined) {
-          const error = {
-            code: A2A_ERROR_CODE.INVALID_REQUEST,
-            message: duplicateWithoutTaskMessage(parsed.messageId),
-          };
-          writeHttp(
-            res,
-            200,
-            { 'content-type': 'application/json; charset=utf-8' },
-            JSON.stringify({ jsonrpc: '2.0', id: parsed.id, error }),
-          );
-          return;
-        }
-        const lookup = await duplicateTask(admission, req, parsed.tenant, taskId);
-        if (!lookup.ok) {
-          res
-            .status(200)
-            .json({ jsonrpc: '2.0', id: parsed.id, error: toJsonRpcError(lookup.error) });
-          return;
-        }
-        const task = lookup.task;
-        const result = SendMessageResponse.toJSON({ payload: { $case: 'task', value: task } });
-        if (method === 'SendMessage') {
-          res.status(200).json({ jsonrpc: '2.0', id: parsed.id, result });
-        } else if (TERMINAL_TASK_STATES.has(task.status?.state ?? 0) || parsed.legacy) {
-          sseOneEvent(res, { jsonrpc: '2.0', id: parsed.id, result });
-        } else {
-          // Resubscribe: the SDK streams the live task (first event: the task).
-          req.body = {
-            jsonrpc: '2.0',
-            id: parsed.id,
-            method: 'SubscribeToTask',
-            params: {
-              id: taskId,
-              ...(parsed.tenant === undefined ? {} : { tenant: parsed.tenant }),
-            },
-          };
-          next();
-        }
-      });
+      decide(admission, req, res, next, parsed, 'jsonrpc');
     });
   };
 }
@@ -444,46 +578,7 @@ export function restAdmission(
         legacy: route.legacy,
         id: null,
       };
-      decide(admission, req, res, next, parsed, 'rest', async (taskId) => {
-        if (taskId === undefined) {
-          writeHttp(
-            res,
-            409,
-            { 'content-type': 'application/a2a+json' },
-            JSON.stringify({
-              error: {
-                code: 409,
-                status: 'ALREADY_EXISTS',
-                message: duplicateWithoutTaskMessage(parsed.messageId),
-                details: [],
-              },
-            }),
-          );
-          return;
-        }
-        const lookup = await duplicateTask(admission, req, parsed.tenant, taskId);
-        if (!lookup.ok) {
-          const body404 = toRestErrorBody(lookup.error, 404);
-          writeHttp(res, 404, { 'content-type': 'application/a2a+json' }, JSON.stringify(body404));
-          return;
-        }
-        const task = lookup.task;
-        const payload = { payload: { $case: 'task' as const, value: task } };
-        if (parsed.method === 'SendMessage') {
-          writeHttp(
-            res,
-            200,
-            { 'content-type': 'application/a2a+json' },
-            JSON.stringify(SendMessageResponse.toJSON(payload)),
-          );
-        } else if (TERMINAL_TASK_STATES.has(task.status?.state ?? 0) || route.legacy) {
-          sseOneEvent(res, StreamResponse.toJSON(payload));
-        } else {
-          const prefix = parsed.tenant === undefined ? '' : `/${encodeURIComponent(parsed.tenant)}`;
-          req.url = `${prefix}/tasks/${encodeURIComponent(taskId)}:subscribe`;
-          next();
-        }
-      });
+      decide(admission, req, res, next, parsed, 'rest');
     });
   };
 }

@@ -20,6 +20,7 @@ import {
   type Rejection,
 } from '../core/rejection.js';
 import { MemoryStore } from '../store/memory-store.js';
+import { messageRecordKey } from '../store/message-records.js';
 import type { MessageRecord, Store } from '../store/store.js';
 import {
   encodeGrpcRejection,
@@ -277,6 +278,9 @@ export interface Limiter {
 
 const systemClock: Clock = { nowMs: () => Date.now() };
 
+/** The lease list of a ticket that has none (shared; frozen, so never pushed to by mistake). */
+const NO_LEASES = Object.freeze([]) as unknown as LeaseRef[];
+
 /** This process in ticket ids (tickets are process-local). */
 const PID36 = process.pid.toString(36);
 
@@ -467,20 +471,32 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const tickets = new Map<string, Ticket>();
   let ticketCounter = 0;
 
-  const recordTask = (request: AdmissionRequest, value: string): void => {
-    if (request.messageId === undefined || !dedupMethods.has(request.method)) return;
-    const key = `${request.caller}\u0000${request.messageId}`;
+  /**
+   * Records the outcome of a deduplicated message (`key`: its `messageRecordKey`) and wakes the
+   * copies waiting for it. Store errors are ignored (a missing record means "run it").
+   */
+  const recordTask = (request: AdmissionRequest, key: string, value: string): void => {
+    const messageId = request.messageId;
+    if (messageId === undefined || !dedupMethods.has(request.method)) return;
     pendingLocal.delete(key);
-    const list = waiters.get(key);
-    if (list !== undefined) {
-      waiters.delete(key);
-      for (const resolve of list) resolve(value);
+    if (waiters.size > 0) {
+      const list = waiters.get(key);
+      if (list !== undefined) {
+        waiters.delete(key);
+        for (const resolve of list) resolve(value);
+      }
     }
     // "Nothing ran" needs no record: a missing record already means "run it".
     const ttlMs = value === MARK.retryable ? RETRYABLE_RECORD_TTL_MS : dedupTtlMs;
-    void dedup
-      .recordMessageTask(request.caller, request.messageId, value, ttlMs)
-      .catch(() => undefined);
+    if (memory !== undefined) {
+      try {
+        memory.recordMessageTaskKeySync(key, value, ttlMs);
+      } catch {
+        // As the asynchronous path: ignored.
+      }
+      return;
+    }
+    void dedup.recordMessageTask(request.caller, messageId, value, ttlMs).catch(() => undefined);
   };
 
   class Ticket implements AdmissionTicket {
@@ -490,39 +506,46 @@ export function createLimiter(options: LimiterOptions): Limiter {
     readonly claimedHold: boolean;
     readonly needsEnd: boolean;
     /** Leases held until the response ends. */
-    responseLeases: LeaseRef[] = [];
+    responseLeases: LeaseRef[] = NO_LEASES;
     /** Leases held until the task ends (moved to the tracker when bound). */
-    taskLeases: LeaseRef[] = [];
+    taskLeases: LeaseRef[] = NO_LEASES;
     /** Bound to a task (or a message reply) by the event-bus wrapper. */
     bound = false;
     ended = false;
     /** Dedup entry still to be written when the outcome is known. */
     dedupPending: boolean;
 
+    /** @param dedupKey `messageRecordKey` of a deduplicated message, else undefined. */
     constructor(
       readonly request: AdmissionRequest,
       admission: Admission,
+      private readonly dedupKey: string | undefined,
     ) {
       ticketCounter += 1;
       this.id = `t${ticketCounter.toString(36)}.${PID36}`;
       this.limits = admission.limits;
       this.headers = admission.limits.length > 0 ? rateLimitHeaders(admission.limits) : {};
       this.claimedHold = admission.claimedHold;
-      this.dedupPending = request.messageId !== undefined && dedupMethods.has(request.method);
-      if (this.dedupPending) pendingLocal.add(`${request.caller}\u0000${request.messageId}`);
-      for (const lease of admission.leases) {
-        const until = policyHoldUntil[lease.policyIndex] ?? defaultHoldUntil(lease, request);
-        (until === 'task' ? this.taskLeases : this.responseLeases).push(lease);
+      this.dedupPending = dedupKey !== undefined;
+      if (dedupKey !== undefined) pendingLocal.add(dedupKey);
+      const leases = admission.leases;
+      if (leases.length > 0) {
+        this.responseLeases = [];
+        this.taskLeases = [];
+        for (const lease of leases) {
+          const until = policyHoldUntil[lease.policyIndex] ?? defaultHoldUntil(lease, request);
+          (until === 'task' ? this.taskLeases : this.responseLeases).push(lease);
+        }
+        leaseDelta(leases.length);
       }
-      leaseDelta(admission.leases.length);
-      this.needsEnd = this.dedupPending || admission.leases.length > 0;
+      this.needsEnd = this.dedupPending || leases.length > 0;
     }
 
     /** Called by the tracker when the SDK created the task's event bus. */
     takeTaskLeases(): LeaseRef[] {
       this.bound = true;
       const leases = this.taskLeases;
-      this.taskLeases = [];
+      this.taskLeases = NO_LEASES;
       return leases;
     }
 
@@ -530,7 +553,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     settleDedup(taskId: string | undefined): void {
       if (!this.dedupPending) return;
       this.dedupPending = false;
-      recordTask(this.request, taskId ?? MARK.noTask);
+      recordTask(this.request, this.dedupKey as string, taskId ?? MARK.noTask);
     }
 
     end(): void {
@@ -538,15 +561,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
       this.ended = true;
       tickets.delete(this.id);
       releaseLeases(this.responseLeases);
-      this.responseLeases = [];
+      this.responseLeases = NO_LEASES;
       if (!this.bound) {
         releaseLeases(this.taskLeases);
-        this.taskLeases = [];
+        this.taskLeases = NO_LEASES;
         // With task tracking, an unbound ticket ended before the SDK started the executor:
         // nothing ran, a copy may run. Without it we cannot tell, so a copy never runs again.
         if (this.dedupPending) {
           this.dedupPending = false;
-          recordTask(this.request, tracking ? MARK.retryable : MARK.noTask);
+          recordTask(
+            this.request,
+            this.dedupKey as string,
+            tracking ? MARK.retryable : MARK.noTask,
+          );
         }
       }
     }
@@ -572,20 +599,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }, renewEveryMs);
   renewTimer.unref();
 
-  const finish = (request: AdmissionRequest, decision: Decision): AdmissionOutcome => {
-    const nowMs = clock.nowMs();
+  /** `dedupKey`: `messageRecordKey` of a deduplicated message, else undefined. */
+  const finish = (
+    request: AdmissionRequest,
+    decision: Decision,
+    dedupKey: string | undefined,
+  ): AdmissionOutcome => {
     if (decision.admitted) {
       holdLedger?.admitted(request, decision);
       observer?.admitted?.(request, decision);
-      const ticket = new Ticket(request, decision);
+      const ticket = new Ticket(request, decision, dedupKey);
       if (ticket.needsEnd) tickets.set(ticket.id, ticket);
       return { status: 'admitted', ticket };
     }
-    holdLedger?.rejected(request, decision.rejection, nowMs);
+    holdLedger?.rejected(request, decision.rejection, clock.nowMs());
     observer?.rejected?.(request, decision.rejection);
-    if (request.messageId !== undefined && dedupMethods.has(request.method)) {
-      recordTask(request, MARK.retryable);
-    }
+    if (dedupKey !== undefined) recordTask(request, dedupKey, MARK.retryable);
     return { status: 'rejected', rejection: decision.rejection, limits: decision.limits };
   };
 
@@ -594,10 +623,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return delayMs === undefined ? request : { ...request, eventLoopDelayMs: delayMs };
   };
 
-  const decideNow = (request: AdmissionRequest): AdmissionOutcome | Promise<AdmissionOutcome> => {
+  const decideNow = (
+    request: AdmissionRequest,
+    dedupKey: string | undefined,
+  ): AdmissionOutcome | Promise<AdmissionOutcome> => {
     const input = inputOf(request);
-    if (memory !== undefined) return finish(request, memory.decideSync(input));
-    return store.decide(input).then((d) => finish(request, d));
+    if (memory !== undefined) return finish(request, memory.decideSync(input), dedupKey);
+    return store.decide(input).then((d) => finish(request, d, dedupKey));
   };
 
   const waitForTask = (key: string): Promise<string | undefined> =>
@@ -630,10 +662,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const admitSeen = async (
     request: AdmissionRequest,
     messageId: string,
+    key: string,
     seen: MessageRecord,
   ): Promise<AdmissionOutcome> => {
     let value = seen.fresh ? undefined : seen.taskId;
-    const key = `${request.caller}\u0000${messageId}`;
     // The first copy is still in flight in this process: wait (bounded) for its outcome.
     if ((value === undefined || value === MARK.pending) && pendingLocal.has(key)) {
       value = await waitForTask(key);
@@ -667,15 +699,21 @@ export function createLimiter(options: LimiterOptions): Limiter {
     dedupMethods,
     admit(request) {
       const messageId = request.messageId;
-      if (messageId === undefined || !dedupMethods.has(request.method)) return decideNow(request);
+      if (messageId === undefined || !dedupMethods.has(request.method)) {
+        return decideNow(request, undefined);
+      }
+      // One key per message for every table it touches (records, pending, waiters).
+      const key = messageRecordKey(request.caller, messageId);
       if (memory !== undefined) {
         // In-process store: a fresh message (the common case) is decided synchronously.
-        const seen = memory.rememberMessageSync(request.caller, messageId, dedupTtlMs);
-        return seen.fresh ? decideNow(request) : admitSeen(request, messageId, seen);
+        const seen = memory.rememberMessageKeySync(key, dedupTtlMs);
+        return seen.fresh ? decideNow(request, key) : admitSeen(request, messageId, key, seen);
       }
       return dedup
         .rememberMessage(request.caller, messageId, dedupTtlMs)
-        .then((seen) => (seen.fresh ? decideNow(request) : admitSeen(request, messageId, seen)));
+        .then((seen) =>
+          seen.fresh ? decideNow(request, key) : admitSeen(request, messageId, key, seen),
+        );
     },
     encodeRest: (rejection, limits) =>
       encodeRestRejection(rejection, limits === undefined ? { domain } : { domain, limits }),

@@ -179,7 +179,8 @@ export class TaskLeaseTracker {
       record = { leases: [], interrupted: false, interruptedAtMs: 0, pending: [] };
       this.records.set(taskId, record);
     }
-    record.leases.push(...ticket.takeTaskLeases());
+    const leases = ticket.takeTaskLeases();
+    if (leases.length > 0) record.leases.push(...leases);
     record.interrupted = false;
     record.pending.push(ticket);
     if (!this.watched.has(bus as object)) {

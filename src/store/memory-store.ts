@@ -27,7 +27,7 @@ import {
   type Policy,
 } from '../core/policy.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
-import { type MessageRecord, MessageRecords } from './message-records.js';
+import { type MessageRecord, MessageRecords, messageRecordKey } from './message-records.js';
 import type { Store } from './store.js';
 
 /**
@@ -277,7 +277,37 @@ export class MemoryStore implements Store, DecisionState {
    * ```
    */
   rememberMessageSync(caller: string, messageId: string, ttlMs: number): MessageRecord {
-    return this.messages.remember(caller, messageId, ttlMs, this.clock.nowMs());
+    return this.messages.rememberKey(
+      messageRecordKey(caller, messageId),
+      ttlMs,
+      this.clock.nowMs(),
+    );
+  }
+
+  /**
+   * {@link MemoryStore.rememberMessageSync} by the record key `messageRecordKey(caller, messageId)`
+   * (for callers that already built it).
+   *
+   * @example
+   * ```ts
+   * store.rememberMessageKeySync(messageRecordKey('orchestrator-7', 'm-1'), 900_000);
+   * ```
+   */
+  rememberMessageKeySync(key: string, ttlMs: number): MessageRecord {
+    return this.messages.rememberKey(key, ttlMs, this.clock.nowMs());
+  }
+
+  /**
+   * {@inheritDoc Store.recordMessageTask}, synchronously, by the record key
+   * `messageRecordKey(caller, messageId)`. Throws a `RangeError` for a bad `ttlMs`.
+   *
+   * @example
+   * ```ts
+   * store.recordMessageTaskKeySync(messageRecordKey('orchestrator-7', 'm-1'), 'task-9', 900_000);
+   * ```
+   */
+  recordMessageTaskKeySync(key: string, taskId: string, ttlMs: number): void {
+    this.messages.recordKey(key, taskId, ttlMs, this.clock.nowMs());
   }
 
   /** {@inheritDoc Store.rememberMessage} */
@@ -297,7 +327,12 @@ export class MemoryStore implements Store, DecisionState {
     ttlMs: number,
   ): Promise<void> {
     try {
-      this.messages.record(caller, messageId, taskId, ttlMs, this.clock.nowMs());
+      this.messages.recordKey(
+        messageRecordKey(caller, messageId),
+        taskId,
+        ttlMs,
+        this.clock.nowMs(),
+      );
       return Promise.resolve();
     } catch (error) {
       return Promise.reject(error);

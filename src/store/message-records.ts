@@ -21,6 +21,8 @@ export type MessageRecord =
   | { readonly fresh: false; readonly taskId?: string };
 
 interface Entry {
+  /** Its key in the table (so that the sweep can walk values without allocating pairs). */
+  readonly key: string;
   expiresMs: number;
   taskId: string | undefined;
 }
@@ -48,6 +50,19 @@ export function checkMessageTtlMs(ttlMs: number): void {
 }
 
 /**
+ * The table key of a (caller, messageId): `caller \0 messageId`. Callers that touch the same
+ * record several times per request compute it once and use the `…Key` methods.
+ *
+ * @example
+ * ```ts
+ * records.rememberKey(messageRecordKey('a', 'm1'), 60_000, now);
+ * ```
+ */
+export function messageRecordKey(caller: string, messageId: string): string {
+  return `${caller}\u0000${messageId}`;
+}
+
+/**
  * A bounded map of message records, keyed by `caller \0 messageId`.
  *
  * @example
@@ -60,7 +75,13 @@ export function checkMessageTtlMs(ttlMs: number): void {
 export class MessageRecords {
   private readonly entries = new Map<string, Entry>();
   private readonly maxEntries: number;
-  private cursor: Iterator<[string, Entry]> | undefined;
+  /** Incremental sweep position (insertion order). */
+  private cursor: Iterator<Entry> | undefined;
+  /**
+   * Eviction position: the oldest entry not yet evicted. Kept across calls, so that deleted
+   * slots at the front of the table are skipped once, not on every eviction.
+   */
+  private oldest: Iterator<string> | undefined;
   private evictions = 0;
 
   /** @param maxEntries Records kept at most; past it the oldest goes first. */
@@ -82,14 +103,25 @@ export class MessageRecords {
    * ```
    */
   remember(caller: string, messageId: string, ttlMs: number, nowMs: number): MessageRecord {
+    return this.rememberKey(messageRecordKey(caller, messageId), ttlMs, nowMs);
+  }
+
+  /**
+   * {@link MessageRecords.remember} by a key from {@link messageRecordKey}.
+   *
+   * @example
+   * ```ts
+   * records.rememberKey(messageRecordKey('a', 'm1'), 60_000, clock.nowMs());
+   * ```
+   */
+  rememberKey(key: string, ttlMs: number, nowMs: number): MessageRecord {
     checkMessageTtlMs(ttlMs);
     this.sweep(nowMs);
-    const key = `${caller}\u0000${messageId}`;
     const entry = this.entries.get(key);
     if (entry !== undefined && entry.expiresMs > nowMs) {
       return entry.taskId === undefined ? SEEN : { fresh: false, taskId: entry.taskId };
     }
-    this.put(key, { expiresMs: nowMs + ttlMs, taskId: undefined }, nowMs);
+    this.put(key, entry, nowMs + ttlMs, undefined, nowMs);
     return FRESH;
   }
 
@@ -102,9 +134,21 @@ export class MessageRecords {
    * ```
    */
   record(caller: string, messageId: string, taskId: string, ttlMs: number, nowMs: number): void {
+    this.recordKey(messageRecordKey(caller, messageId), taskId, ttlMs, nowMs);
+  }
+
+  /**
+   * {@link MessageRecords.record} by a key from {@link messageRecordKey}.
+   *
+   * @example
+   * ```ts
+   * records.recordKey(messageRecordKey('a', 'm1'), 'task-9', 600_000, clock.nowMs());
+   * ```
+   */
+  recordKey(key: string, taskId: string, ttlMs: number, nowMs: number): void {
     checkMessageTtlMs(ttlMs);
     this.sweep(nowMs);
-    this.put(`${caller}\u0000${messageId}`, { expiresMs: nowMs + ttlMs, taskId }, nowMs);
+    this.put(key, this.entries.get(key), nowMs + ttlMs, taskId, nowMs);
   }
 
   /** Live records dropped to stay under the cap since creation. */
@@ -112,34 +156,57 @@ export class MessageRecords {
     return this.evictions;
   }
 
-  private put(key: string, entry: Entry, nowMs: number): void {
-    if (!this.entries.has(key) && this.entries.size >= this.maxEntries) {
+  /**
+   * Sets the record of `key` (`current`: its entry, just read from the table, if it has one;
+   * updated in place, which keeps its position in insertion order, as `Map.set` would).
+   */
+  private put(
+    key: string,
+    current: Entry | undefined,
+    expiresMs: number,
+    taskId: string | undefined,
+    nowMs: number,
+  ): void {
+    if (current !== undefined) {
+      current.expiresMs = expiresMs;
+      current.taskId = taskId;
+      return;
+    }
+    if (this.entries.size >= this.maxEntries) {
       // Expired records go first; only then the oldest live one (counted: a copy may run twice).
       this.sweep(nowMs, PRESSURE_SWEEP);
-      if (this.entries.size >= this.maxEntries) {
-        const oldest = this.entries.keys().next();
-        if (!oldest.done) {
-          this.entries.delete(oldest.value);
-          this.evictions++;
-        }
-      }
+      if (this.entries.size >= this.maxEntries) this.evictOldest();
     }
-    this.entries.set(key, entry);
+    this.entries.set(key, { key, expiresMs, taskId });
+  }
+
+  private evictOldest(): void {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (this.oldest === undefined) this.oldest = this.entries.keys();
+      const next = this.oldest.next();
+      if (next.done) {
+        this.oldest = undefined;
+        continue;
+      }
+      this.entries.delete(next.value);
+      this.evictions++;
+      return;
+    }
   }
 
   private sweep(nowMs: number, budget = SWEEP_BATCH): void {
     for (let i = 0; i < budget; i++) {
       if (this.cursor === undefined) {
         if (this.entries.size === 0) return;
-        this.cursor = this.entries.entries();
+        this.cursor = this.entries.values();
       }
       const next = this.cursor.next();
       if (next.done) {
         this.cursor = undefined;
         continue;
       }
-      const [key, entry] = next.value;
-      if (entry.expiresMs <= nowMs) this.entries.delete(key);
+      const entry = next.value;
+      if (entry.expiresMs <= nowMs) this.entries.delete(entry.key);
     }
   }
 }
