@@ -30,6 +30,7 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { Policy } from '../src/core/policy.js';
 import { jsonRpcAdmission } from '../src/server/express.js';
 import { createLimiter } from '../src/server/limiter.js';
+import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -158,25 +159,7 @@ function inProcessApps(): Record<'baseline' | 'ours' | 'erl' | 'rlf', express.Ex
 // (b) Loopback SDK server.
 
 function card(url: string): AgentCard {
-  return {
-    name: 'bench',
-    description: 'bench',
-    version: '0.0.1',
-    provider: undefined,
-    supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
-    capabilities: {
-      streaming: true,
-      pushNotifications: false,
-      extendedAgentCard: false,
-      extensions: [],
-    },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [],
-    signatures: [],
-  } as unknown as AgentCard;
+  return exampleAgentCard({ name: 'bench', interfaces: [{ url, protocolBinding: 'JSONRPC' }] });
 }
 
 const echo: AgentExecutor = {

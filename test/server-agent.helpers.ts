@@ -35,6 +35,7 @@ import { jsonRpcAdmission, restAdmission } from '../src/server/express.js';
 import { grpcAdmissionInterceptor } from '../src/server/grpc.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../src/server/limiter.js';
 import { createRateLimitMetrics, type RateLimitMetrics } from '../src/server/metrics.js';
+import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
 import { textMessage } from '../src/testing/text-message.js';
 
@@ -116,37 +117,11 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  const card = {
+  const card = exampleAgentCard({
     name: 'server-test',
     description: 'agent for server tests',
-    version: '0.0.1',
-    provider: undefined,
-    supportedInterfaces: [] as {
-      url: string;
-      protocolBinding: string;
-      tenant: string;
-      protocolVersion: string;
-    }[],
-    capabilities: {
-      streaming: true,
-      pushNotifications: false,
-      extendedAgentCard: true,
-      extensions: [],
-    },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [],
-    signatures: [],
-  } as unknown as AgentCard & {
-    supportedInterfaces: {
-      url: string;
-      protocolBinding: string;
-      tenant: string;
-      protocolVersion: string;
-    }[];
-  };
+    extendedAgentCard: true,
+  });
 
   const limiter = createLimiter({
     policies: options.policies,

@@ -22,6 +22,7 @@ import {
 } from '@a2a-js/sdk/server/express';
 import express from 'express';
 import type { A2AMethod } from '../core/a2a-methods.js';
+import { exampleAgentCard } from '../testing/example-agent-card.js';
 import { textMessage } from '../testing/text-message.js';
 import { identifyA2ARequest } from './identify-a2a-request.js';
 
@@ -80,25 +81,7 @@ export function echoRequestHandler(card: AgentCard): DefaultRequestHandler {
 
 /** A minimal 1.0 agent card. */
 export function agentCard(interfaces: { url: string; protocolBinding: string }[]): AgentCard {
-  return {
-    name: 'echo',
-    description: 'echo agent for client tests',
-    version: '0.0.1',
-    provider: undefined,
-    supportedInterfaces: interfaces.map((i) => ({ ...i, tenant: '', protocolVersion: '1.0' })),
-    capabilities: {
-      streaming: true,
-      pushNotifications: false,
-      extendedAgentCard: false,
-      extensions: [],
-    },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [],
-    signatures: [],
-  } as unknown as AgentCard;
+  return exampleAgentCard({ name: 'echo', description: 'echo agent for client tests', interfaces });
 }
 
 /** Starts the agent on 127.0.0.1 (port 0). */
