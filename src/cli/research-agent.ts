@@ -30,7 +30,9 @@ import type { HoldOptions, Policy } from '../core/policy.js';
 import { withRateLimitExtension } from '../server/card-extension.js';
 import { jsonRpcAdmission, restAdmission } from '../server/express.js';
 import { grpcAdmissionInterceptor } from '../server/grpc.js';
+
 import {
+  type AdmissionRequest,
   type Binding,
   createLimiter,
   type Limiter,
@@ -320,39 +322,31 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
   const clock = options.clock;
   const onRequest = options.onRequest;
   const nowMs = (): number => (clock === undefined ? Date.now() : clock.nowMs());
+  /** The fields every reported event shares. */
+  const seen = (request: AdmissionRequest) => ({
+    atMs: nowMs(),
+    binding: request.binding,
+    method: request.method,
+    caller: request.caller,
+    messageId: request.messageId,
+  });
   const reporter: LimiterObserver | undefined =
     onRequest === undefined
       ? undefined
       : {
           admitted: (request, admission) =>
             onRequest({
-              atMs: nowMs(),
-              binding: request.binding,
-              method: request.method,
-              caller: request.caller,
-              messageId: request.messageId,
+              ...seen(request),
               outcome: 'admitted',
               claimedHold: admission.claimedHold,
             }),
           rejected: (request, rejection) =>
             onRequest({
-              atMs: nowMs(),
-              binding: request.binding,
-              method: request.method,
-              caller: request.caller,
-              messageId: request.messageId,
+              ...seen(request),
               outcome: 'rejected',
               retryAfterMs: rejection.retryAfterMs,
             }),
-          deduplicated: (request) =>
-            onRequest({
-              atMs: nowMs(),
-              binding: request.binding,
-              method: request.method,
-              caller: request.caller,
-              messageId: request.messageId,
-              outcome: 'duplicate',
-            }),
+          deduplicated: (request) => onRequest({ ...seen(request), outcome: 'duplicate' }),
         };
   const publicUrl = options.publicUrl === undefined ? undefined : new URL(options.publicUrl);
   const domain =
