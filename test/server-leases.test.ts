@@ -230,6 +230,25 @@ describe('deduplication', () => {
     }
   });
 
+  it('a message the SDK refused before running anything (unknown task) is not remembered as processed', async () => {
+    agent = await startAgent({ policies: [] });
+    const followUp = { ...raw('orphan-1'), taskId: 'no-such-task' };
+    for (let copy = 0; copy < 2; copy++) {
+      const res = await jsonRpc(agent.jsonRpcUrl, 'SendMessage', { message: followUp }, 'o');
+      const body = (await res.json()) as { error?: { code: number; message: string } };
+      // Both copies reach the SDK and get its own answer (task not found), not a dedup answer.
+      expect(body.error?.code).toBe(-32001);
+    }
+    expect(agent.executions.get('orphan-1')).toBeUndefined();
+    // A message that did run stays deduplicated.
+    const ok = await jsonRpc(agent.jsonRpcUrl, 'SendMessage', { message: raw('ran-1') }, 'o');
+    const first = (await ok.json()) as { result?: { task?: { id: string } } };
+    const again = await jsonRpc(agent.jsonRpcUrl, 'SendMessage', { message: raw('ran-1') }, 'o');
+    const second = (await again.json()) as { result?: { task?: { id: string } } };
+    expect(second.result?.task?.id).toBe(first.result?.task?.id);
+    expect(agent.executions.get('ran-1')).toBe(1);
+  });
+
   it('a copy of a still-running streamed message resubscribes instead of starting again', async () => {
     agent = await startAgent({ policies: [] });
     const client = await agent.client('HTTP+JSON');

@@ -128,9 +128,17 @@ function isA2AVersionLegacy(req: Request): boolean {
   return version === undefined || version === '' || version.startsWith('0.');
 }
 
-/** The default unauthenticated key: `addr:<req.ip>`. */
+/**
+ * The default unauthenticated key: `addr:<req.ip>`. With Express's default `trust proxy` (off),
+ * `req.ip` is the socket's address, read directly (Express would parse `X-Forwarded-For` first
+ * only to drop it).
+ */
 function addressKey(req: Request): string {
-  return `addr:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`;
+  const trustProxy = (req.app as { settings?: Record<string, unknown> } | undefined)?.settings?.[
+    'trust proxy'
+  ];
+  const address = trustProxy === false ? req.socket.remoteAddress : req.ip;
+  return `addr:${address ?? req.socket.remoteAddress ?? 'unknown'}`;
 }
 
 function writeHttp(

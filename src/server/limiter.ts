@@ -398,9 +398,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
     dedupOptions === undefined ? [] : (dedupOptions.methods ?? [...MESSAGE_METHODS]),
   );
   const dedupTtlMs = (dedupOptions?.ttlSeconds ?? 900) * 1000;
+  if (!(dedupTtlMs > 0 && Number.isFinite(dedupTtlMs))) {
+    throw new RangeError(
+      `createLimiter: dedup.ttlSeconds must be a positive number, got ${dedupOptions?.ttlSeconds}`,
+    );
+  }
   const waitForTaskMs = dedupOptions?.waitForTaskMs ?? 2000;
   const dedup = store;
-  /** Messages admitted in this process whose outcome is not recorded yet: caller \0 messageId. */
+  /**
+   * Messages admitted in this process whose outcome is not recorded yet: caller \0 messageId
+   * (shared stores only; the in-process store's own pending records say it).
+   */
   const pendingLocal = new Set<string>();
   /** Local waiters for a first copy's outcome (task id or mark): caller \0 messageId → resolvers. */
   const waiters = new Map<string, ((taskId: string | undefined) => void)[]>();
@@ -478,7 +486,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const recordTask = (request: AdmissionRequest, key: string, value: string): void => {
     const messageId = request.messageId;
     if (messageId === undefined || !dedupMethods.has(request.method)) return;
-    pendingLocal.delete(key);
+    if (memory === undefined) pendingLocal.delete(key);
     if (waiters.size > 0) {
       const list = waiters.get(key);
       if (list !== undefined) {
@@ -486,16 +494,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
         for (const resolve of list) resolve(value);
       }
     }
-    // "Nothing ran" needs no record: a missing record already means "run it".
-    const ttlMs = value === MARK.retryable ? RETRYABLE_RECORD_TTL_MS : dedupTtlMs;
     if (memory !== undefined) {
-      try {
-        memory.recordMessageTaskKeySync(key, value, ttlMs);
-      } catch {
-        // As the asynchronous path: ignored.
-      }
+      // "Nothing ran" needs no record: a missing record already means "run it".
+      if (value === MARK.retryable) memory.forgetMessageKeySync(key);
+      else memory.recordMessageTaskKeySync(key, value, dedupTtlMs);
       return;
     }
+    const ttlMs = value === MARK.retryable ? RETRYABLE_RECORD_TTL_MS : dedupTtlMs;
     void dedup.recordMessageTask(request.caller, messageId, value, ttlMs).catch(() => undefined);
   };
 
@@ -527,7 +532,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
       this.headers = admission.limits.length > 0 ? rateLimitHeaders(admission.limits) : {};
       this.claimedHold = admission.claimedHold;
       this.dedupPending = dedupKey !== undefined;
-      if (dedupKey !== undefined) pendingLocal.add(dedupKey);
+      if (dedupKey !== undefined) {
+        // The in-process store records only admitted messages (a pending record: no task yet).
+        if (memory !== undefined) memory.rememberMessageKeySync(dedupKey, dedupTtlMs);
+        else pendingLocal.add(dedupKey);
+      }
       const leases = admission.leases;
       if (leases.length > 0) {
         this.responseLeases = [];
@@ -614,7 +623,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     holdLedger?.rejected(request, decision.rejection, clock.nowMs());
     observer?.rejected?.(request, decision.rejection);
-    if (dedupKey !== undefined) recordTask(request, dedupKey, MARK.retryable);
+    // A rejected message ran nothing: the in-process store never recorded it.
+    if (dedupKey !== undefined && memory === undefined) {
+      recordTask(request, dedupKey, MARK.retryable);
+    }
     return { status: 'rejected', rejection: decision.rejection, limits: decision.limits };
   };
 
@@ -666,8 +678,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     seen: MessageRecord,
   ): Promise<AdmissionOutcome> => {
     let value = seen.fresh ? undefined : seen.taskId;
-    // The first copy is still in flight in this process: wait (bounded) for its outcome.
-    if ((value === undefined || value === MARK.pending) && pendingLocal.has(key)) {
+    // The first copy is still in flight in this process: wait (bounded) for its outcome. (The
+    // in-process store holds records of this process's admitted messages only.)
+    const pendingHere = memory !== undefined ? value === undefined : pendingLocal.has(key);
+    if ((value === undefined || value === MARK.pending) && pendingHere) {
       value = await waitForTask(key);
     }
     if (value === MARK.noTask) return duplicate(request, undefined);
@@ -705,9 +719,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       // One key per message for every table it touches (records, pending, waiters).
       const key = messageRecordKey(request.caller, messageId);
       if (memory !== undefined) {
-        // In-process store: a fresh message (the common case) is decided synchronously.
-        const seen = memory.rememberMessageKeySync(key, dedupTtlMs);
-        return seen.fresh ? decideNow(request, key) : admitSeen(request, messageId, key, seen);
+        // In-process store: a fresh message (the common case) is decided synchronously, and
+        // recorded only once admitted (the ticket does it): check, decide and record are one
+        // synchronous step, so no other copy can slip in between.
+        const seen = memory.peekMessageKeySync(key);
+        return seen === undefined
+          ? decideNow(request, key)
+          : admitSeen(request, messageId, key, seen);
       }
       return dedup
         .rememberMessage(request.caller, messageId, dedupTtlMs)

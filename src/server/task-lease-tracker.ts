@@ -1,10 +1,11 @@
 /**
  * @module task-lease-tracker
  * Ties admissions to the SDK's tasks through its `ExecutionEventBusManager`: when
- * `DefaultRequestHandler` creates a task's event bus (before the executor starts), the admission's
- * task leases are bound to that task and released on its first terminal state (or interrupted
- * state, by default), when the bus finishes, or when it is cleaned up. The same events tell
- * deduplication which task a message created. Structural types only: no SDK import.
+ * `DefaultRequestHandler` asks for a task's event bus (before the executor starts), an admitted
+ * request gets the bus wrapped; its task leases are bound to that task and released on its first
+ * terminal state (or interrupted state, by default), when the flow finishes, or when the bus is
+ * cleaned up, and its first event tells deduplication which task the message created.
+ * Structural types only: no SDK import.
  */
 
 import type { LeaseRef } from '../core/rejection.js';
@@ -24,7 +25,7 @@ export interface AgentEventLike {
 }
 
 /**
- * The SDK's `ExecutionEventBus`, structurally.
+ * The SDK's `ExecutionEventBus`, structurally (what `DefaultRequestHandler` and executors call).
  *
  * @example
  * ```ts
@@ -32,8 +33,16 @@ export interface AgentEventLike {
  * ```
  */
 export interface EventBusLike {
+  // biome-ignore lint/suspicious/noExplicitAny: the SDK's event union is not expressible structurally
+  publish(event: any): void;
+  finished(): void;
   // biome-ignore lint/suspicious/noExplicitAny: the SDK's listener unions are not expressible structurally
   on(eventName: 'event' | 'finished', listener: (event: any) => void): unknown;
+  // biome-ignore lint/suspicious/noExplicitAny: as `on`
+  off(eventName: 'event' | 'finished', listener: (event: any) => void): unknown;
+  // biome-ignore lint/suspicious/noExplicitAny: as `on`
+  once?(eventName: 'event' | 'finished', listener: (event: any) => void): unknown;
+  removeAllListeners?(eventName?: 'event' | 'finished'): unknown;
 }
 
 /**
@@ -77,13 +86,14 @@ interface TrackedTicket {
   settleDedup(taskId: string | undefined): void;
 }
 
+/** A task whose leases are held until it ends. */
 interface TaskRecord {
   leases: LeaseRef[];
   interrupted: boolean;
   /** When the task entered an interrupted state (kept leases stop being renewed), ms. */
   interruptedAtMs: number;
-  /** Tickets whose dedup entry waits for the first event. */
-  pending: TrackedTicket[];
+  /** The latest bus handed out for the task (so `getByTaskId` callers are observed too). */
+  bus: TrackedBus | undefined;
 }
 
 /**
@@ -91,7 +101,7 @@ interface TaskRecord {
  *
  * @example
  * ```ts
- * new TaskLeaseTracker({ releaseOnInterrupted: true, release: (l) => store.releaseSync(l), ticketOf: (id) => tickets.get(id) });
+ * new TaskLeaseTracker({ releaseOnInterrupted: true, release: (l) => store.releaseSync(l), ticketOf: (id) => tickets.get(id), nowMs: () => Date.now() });
  * ```
  */
 export interface TaskLeaseTrackerOptions {
@@ -114,6 +124,64 @@ function ticketIdOf(context: unknown, header: string): string | undefined {
 }
 
 /**
+ * The bus handed to the SDK for an admitted request: the SDK's own bus, with every call passed
+ * through, and each published event and the end of the flow seen by the tracker first. Seeing
+ * events this way costs one object per request instead of two listeners on the SDK's
+ * `EventTarget`.
+ */
+class TrackedBus implements EventBusLike {
+  constructor(
+    readonly inner: EventBusLike,
+    private readonly tracker: TaskLeaseTracker,
+    readonly taskId: string,
+    /** The admission whose deduplication entry waits for the first event. */
+    public pending: TrackedTicket | undefined,
+  ) {}
+
+  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
+  publish(event: any): void {
+    this.tracker.observe(this, event as AgentEventLike);
+    this.inner.publish(event);
+  }
+
+  finished(): void {
+    this.tracker.observeFinished(this);
+    this.inner.finished();
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
+  on(eventName: 'event' | 'finished', listener: (event: any) => void): this {
+    this.inner.on(eventName, listener);
+    return this;
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
+  off(eventName: 'event' | 'finished', listener: (event: any) => void): this {
+    this.inner.off(eventName, listener);
+    return this;
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
+  once(eventName: 'event' | 'finished', listener: (event: any) => void): this {
+    if (this.inner.once !== undefined) this.inner.once(eventName, listener);
+    else {
+      // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
+      const wrapped = (event: any) => {
+        this.inner.off(eventName, wrapped);
+        listener(event);
+      };
+      this.inner.on(eventName, wrapped);
+    }
+    return this;
+  }
+
+  removeAllListeners(eventName?: 'event' | 'finished'): this {
+    this.inner.removeAllListeners?.(eventName);
+    return this;
+  }
+}
+
+/**
  * Binds admissions to tasks and releases task leases when tasks end. Created by `createLimiter`;
  * reached through `limiter.trackTasks(manager)`.
  *
@@ -123,15 +191,15 @@ function ticketIdOf(context: unknown, header: string): string | undefined {
  * ```
  */
 export class TaskLeaseTracker {
+  /** Tasks holding leases, by task id. */
   private readonly records = new Map<string, TaskRecord>();
-  private readonly watched = new WeakSet<object>();
 
   constructor(
     private readonly options: TaskLeaseTrackerOptions,
     private readonly header = 'x-a2a-ratelimit-ticket',
   ) {}
 
-  /** Tasks with leases or pending dedup entries. */
+  /** Tasks whose leases are held. */
   size(): number {
     return this.records.size;
   }
@@ -144,7 +212,8 @@ export class TaskLeaseTracker {
   }
 
   /**
-   * Wraps a bus manager: same behaviour, plus binding and release.
+   * Wraps a bus manager: same behaviour; the bus of an admitted request is handed out wrapped
+   * (binding its leases and deduplication entry to the task), every other call goes through.
    *
    * @example
    * ```ts
@@ -157,10 +226,13 @@ export class TaskLeaseTracker {
         const bus = inner.createOrGetByTaskId(taskId, context);
         const ticketId = ticketIdOf(context, this.header);
         const ticket = ticketId === undefined ? undefined : this.options.ticketOf(ticketId);
-        if (ticket !== undefined && !ticket.bound) this.bind(taskId, bus, ticket);
-        return bus;
+        return ticket === undefined || ticket.bound ? bus : this.bind(taskId, bus, ticket);
       },
-      getByTaskId: (taskId, context) => inner.getByTaskId(taskId, context),
+      getByTaskId: (taskId, context) => {
+        const bus = inner.getByTaskId(taskId, context);
+        const tracked = bus === undefined ? undefined : this.records.get(taskId)?.bus;
+        return tracked !== undefined && tracked.inner === bus ? tracked : bus;
+      },
       cleanupByTaskId: (taskId, context) => {
         inner.cleanupByTaskId(taskId, context);
         this.end(taskId, undefined);
@@ -173,57 +245,62 @@ export class TaskLeaseTracker {
     return wrapper as unknown as M;
   }
 
-  private bind(taskId: string, bus: EventBusLike, ticket: TrackedTicket): void {
-    let record = this.records.get(taskId);
-    if (record === undefined) {
-      record = { leases: [], interrupted: false, interruptedAtMs: 0, pending: [] };
-      this.records.set(taskId, record);
-    }
+  private bind(taskId: string, bus: EventBusLike, ticket: TrackedTicket): TrackedBus {
+    const inner = bus instanceof TrackedBus ? bus.inner : bus;
+    const tracked = new TrackedBus(inner, this, taskId, ticket);
     const leases = ticket.takeTaskLeases();
-    if (leases.length > 0) record.leases.push(...leases);
-    record.interrupted = false;
-    record.pending.push(ticket);
-    if (!this.watched.has(bus as object)) {
-      this.watched.add(bus as object);
-      bus.on('event', (event: AgentEventLike) => this.onEvent(taskId, event));
-      bus.on('finished', () => this.finished(taskId));
+    let record = this.records.get(taskId);
+    if (leases.length > 0) {
+      if (record === undefined) {
+        record = { leases, interrupted: false, interruptedAtMs: 0, bus: tracked };
+        this.records.set(taskId, record);
+      } else record.leases.push(...leases);
     }
+    if (record !== undefined) {
+      record.interrupted = false;
+      record.bus = tracked;
+    }
+    return tracked;
   }
 
-  private onEvent(taskId: string, event: AgentEventLike): void {
-    const record = this.records.get(taskId);
-    if (record === undefined) return;
-    if (record.pending.length > 0) {
-      const created = event.kind !== 'message';
-      for (const t of record.pending) t.settleDedup(created ? taskId : undefined);
-      record.pending = [];
+  /** An event published on a tracked bus (before the SDK sees it). */
+  observe(bus: TrackedBus, event: AgentEventLike): void {
+    const ticket = bus.pending;
+    if (ticket !== undefined) {
+      bus.pending = undefined;
+      ticket.settleDedup(event.kind !== 'message' ? bus.taskId : undefined);
     }
+    if (this.records.size === 0) return;
+    const record = this.records.get(bus.taskId);
+    if (record === undefined) return;
     const state = event.kind === 'message' ? undefined : event.data?.status?.state;
     if (state === undefined) return;
     if (TERMINAL_TASK_STATES.has(state)) {
-      this.end(taskId, record);
+      this.end(bus.taskId, record);
     } else if (INTERRUPTED_TASK_STATES.has(state)) {
       record.interrupted = true;
       record.interruptedAtMs = this.options.nowMs();
-      if (this.options.releaseOnInterrupted) this.end(taskId, record);
+      if (this.options.releaseOnInterrupted) this.end(bus.taskId, record);
     } else {
       record.interrupted = false;
     }
   }
 
   /**
-   * The execution flow ended. A task left waiting on its caller keeps its leases when
-   * `releaseOnInterrupted` is off; they are no longer renewed and expire by TTL unless the task
-   * resumes (a follow-up message binds to the same record).
+   * The execution flow ended on a tracked bus. A task left waiting on its caller keeps its
+   * leases when `releaseOnInterrupted` is off; they are no longer renewed and expire by TTL
+   * unless the task resumes (a follow-up message binds to the same record).
    */
-  private finished(taskId: string): void {
-    const record = this.records.get(taskId);
-    if (record?.interrupted === true && !this.options.releaseOnInterrupted) {
-      for (const t of record.pending) t.settleDedup(taskId);
-      record.pending = [];
-      return;
+  observeFinished(bus: TrackedBus): void {
+    const record = this.records.size === 0 ? undefined : this.records.get(bus.taskId);
+    const keep = record?.interrupted === true && !this.options.releaseOnInterrupted;
+    const ticket = bus.pending;
+    if (ticket !== undefined) {
+      // Finished before any event: no task, unless it is one kept waiting on its caller.
+      bus.pending = undefined;
+      ticket.settleDedup(keep ? bus.taskId : undefined);
     }
-    this.end(taskId, record);
+    if (!keep) this.end(bus.taskId, record);
   }
 
   /**
@@ -241,12 +318,12 @@ export class TaskLeaseTracker {
   }
 
   private end(taskId: string, known: TaskRecord | undefined): void {
+    if (this.records.size === 0) return;
     const record = known ?? this.records.get(taskId);
     if (record === undefined) return;
     this.records.delete(taskId);
-    for (const t of record.pending) t.settleDedup(undefined);
-    record.pending = [];
     this.options.release(record.leases);
     record.leases = [];
+    record.bus = undefined;
   }
 }

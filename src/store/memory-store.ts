@@ -298,6 +298,32 @@ export class MemoryStore implements Store, DecisionState {
   }
 
   /**
+   * The live record of a message key, without writing one (undefined when there is none). With
+   * {@link MemoryStore.rememberMessageKeySync} after a decision, a limiter records only the
+   * messages it admitted: a flood of rejected copies never takes room in the table.
+   *
+   * @example
+   * ```ts
+   * store.peekMessageKeySync(messageRecordKey('orchestrator-7', 'm-1')); // undefined, or { fresh: false, taskId? }
+   * ```
+   */
+  peekMessageKeySync(key: string): Exclude<MessageRecord, { fresh: true }> | undefined {
+    return this.messages.peekKey(key, this.clock.nowMs());
+  }
+
+  /**
+   * Drops the record of a message key (nothing ran for it: the next copy is fresh).
+   *
+   * @example
+   * ```ts
+   * store.forgetMessageKeySync(messageRecordKey('orchestrator-7', 'm-1'));
+   * ```
+   */
+  forgetMessageKeySync(key: string): void {
+    this.messages.forgetKey(key);
+  }
+
+  /**
    * {@inheritDoc Store.recordMessageTask}, synchronously, by the record key
    * `messageRecordKey(caller, messageId)`. Throws a `RangeError` for a bad `ttlMs`.
    *

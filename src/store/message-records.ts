@@ -2,8 +2,8 @@
  * @module message-records
  * The in-memory deduplication table behind `MemoryStore.rememberMessage` (DESIGN §4
  * "Deduplication"): (caller, messageId) → the task an admitted message started, with a TTL.
- * Bounded: expired entries are dropped by a small incremental sweep on every call (no timer per
- * key), and at the cap the oldest entry goes first.
+ * Bounded: records sit in a ring in insertion order; expired ones are dropped from its head by a
+ * small sweep on every write (no timer per key), and at the cap the oldest record goes first.
  */
 
 /**
@@ -20,17 +20,10 @@ export type MessageRecord =
   | { readonly fresh: true }
   | { readonly fresh: false; readonly taskId?: string };
 
-interface Entry {
-  /** Its key in the table (so that the sweep can walk values without allocating pairs). */
-  readonly key: string;
-  expiresMs: number;
-  taskId: string | undefined;
-}
-
-/** Entries examined per call by the incremental sweep. */
-const SWEEP_BATCH = 8;
-/** Entries examined before a live record is evicted for room. */
-const PRESSURE_SWEEP = 256;
+/** Slots examined per call by the incremental sweep (from the oldest record). */
+const SWEEP_BATCH = 4;
+/** Ring slots allocated at first; the ring doubles up to the cap. */
+const INITIAL_SLOTS = 1024;
 
 const FRESH: MessageRecord = Object.freeze({ fresh: true });
 const SEEN: MessageRecord = Object.freeze({ fresh: false });
@@ -63,7 +56,11 @@ export function messageRecordKey(caller: string, messageId: string): string {
 }
 
 /**
- * A bounded map of message records, keyed by `caller \0 messageId`.
+ * A bounded map of message records, keyed by `caller \0 messageId`. Records sit in a ring in
+ * insertion order (a `Map` from key to slot, the expiry in a `Float64Array`): no object per
+ * record, and since records of one limiter share a TTL, the oldest record is also the first to
+ * expire, so the sweep only ever looks at the head of the ring. At the cap the oldest record
+ * goes, expired or not (a live one is counted in {@link MessageRecords.evicted}).
  *
  * @example
  * ```ts
@@ -73,25 +70,40 @@ export function messageRecordKey(caller: string, messageId: string): string {
  * ```
  */
 export class MessageRecords {
-  private readonly entries = new Map<string, Entry>();
+  /** Key → ring slot. */
+  private readonly slots = new Map<string, number>();
   private readonly maxEntries: number;
-  /** Incremental sweep position (insertion order). */
-  private cursor: Iterator<Entry> | undefined;
-  /**
-   * Eviction position: the oldest entry not yet evicted. Kept across calls, so that deleted
-   * slots at the front of the table are skipped once, not on every eviction.
-   */
-  private oldest: Iterator<string> | undefined;
+  /** Ring: key of each slot (undefined once forgotten), its task id and expiry (ms). */
+  private keys: (string | undefined)[];
+  private taskIds: (string | undefined)[];
+  private expiresMs: Float64Array;
+  /** Oldest occupied slot, and slots in use from it (forgotten ones included). */
+  private head = 0;
+  private used = 0;
   private evictions = 0;
 
   /** @param maxEntries Records kept at most; past it the oldest goes first. */
   constructor(maxEntries: number) {
+    if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
+      throw new RangeError(
+        `MessageRecords: maxEntries must be a positive integer, got ${maxEntries}`,
+      );
+    }
     this.maxEntries = maxEntries;
+    const slots = Math.min(maxEntries, INITIAL_SLOTS);
+    this.keys = new Array<string | undefined>(slots).fill(undefined);
+    this.taskIds = new Array<string | undefined>(slots).fill(undefined);
+    this.expiresMs = new Float64Array(slots);
   }
 
   /** Records kept now (expired ones included until swept). */
   get size(): number {
-    return this.entries.size;
+    return this.slots.size;
+  }
+
+  /** Live records dropped to stay under the cap since creation. */
+  get evicted(): number {
+    return this.evictions;
   }
 
   /**
@@ -116,13 +128,25 @@ export class MessageRecords {
    */
   rememberKey(key: string, ttlMs: number, nowMs: number): MessageRecord {
     checkMessageTtlMs(ttlMs);
-    this.sweep(nowMs);
-    const entry = this.entries.get(key);
-    if (entry !== undefined && entry.expiresMs > nowMs) {
-      return entry.taskId === undefined ? SEEN : { fresh: false, taskId: entry.taskId };
-    }
-    this.put(key, entry, nowMs + ttlMs, undefined, nowMs);
+    const seen = this.peekKey(key, nowMs);
+    if (seen !== undefined) return seen;
+    this.put(key, undefined, nowMs + ttlMs, nowMs);
     return FRESH;
+  }
+
+  /**
+   * The live record of `key`, or undefined when there is none (nothing is written).
+   *
+   * @example
+   * ```ts
+   * records.peekKey(messageRecordKey('a', 'm1'), clock.nowMs()); // undefined, or { fresh: false, … }
+   * ```
+   */
+  peekKey(key: string, nowMs: number): Exclude<MessageRecord, { fresh: true }> | undefined {
+    const slot = this.slots.get(key);
+    if (slot === undefined || (this.expiresMs[slot] as number) <= nowMs) return undefined;
+    const taskId = this.taskIds[slot];
+    return taskId === undefined ? (SEEN as { fresh: false }) : { fresh: false, taskId };
   }
 
   /**
@@ -147,66 +171,93 @@ export class MessageRecords {
    */
   recordKey(key: string, taskId: string, ttlMs: number, nowMs: number): void {
     checkMessageTtlMs(ttlMs);
-    this.sweep(nowMs);
-    this.put(key, this.entries.get(key), nowMs + ttlMs, taskId, nowMs);
-  }
-
-  /** Live records dropped to stay under the cap since creation. */
-  get evicted(): number {
-    return this.evictions;
+    this.put(key, taskId, nowMs + ttlMs, nowMs);
   }
 
   /**
-   * Sets the record of `key` (`current`: its entry, just read from the table, if it has one;
-   * updated in place, which keeps its position in insertion order, as `Map.set` would).
+   * Drops the record of `key`, if any: the next copy is fresh.
+   *
+   * @example
+   * ```ts
+   * records.forgetKey(messageRecordKey('a', 'm1'));
+   * ```
    */
-  private put(
-    key: string,
-    current: Entry | undefined,
-    expiresMs: number,
-    taskId: string | undefined,
-    nowMs: number,
-  ): void {
+  forgetKey(key: string): void {
+    const slot = this.slots.get(key);
+    if (slot === undefined) return;
+    this.slots.delete(key);
+    this.keys[slot] = undefined;
+    this.taskIds[slot] = undefined;
+  }
+
+  /** Sets the record of `key`: in place when it has a slot (keeping its place), else at the tail. */
+  private put(key: string, taskId: string | undefined, expiresMs: number, nowMs: number): void {
+    this.sweep(nowMs);
+    const current = this.slots.get(key);
     if (current !== undefined) {
-      current.expiresMs = expiresMs;
-      current.taskId = taskId;
+      this.expiresMs[current] = expiresMs;
+      this.taskIds[current] = taskId;
       return;
     }
-    if (this.entries.size >= this.maxEntries) {
-      // Expired records go first; only then the oldest live one (counted: a copy may run twice).
-      this.sweep(nowMs, PRESSURE_SWEEP);
-      if (this.entries.size >= this.maxEntries) this.evictOldest();
+    if (this.used === this.keys.length) {
+      const forgotten = this.used - this.slots.size;
+      // Forgotten slots behind a live head are not swept: rebuild when they are a quarter.
+      if (forgotten * 4 >= this.used) this.rebuild(this.keys.length);
+      else if (this.keys.length < this.maxEntries)
+        this.rebuild(Math.min(this.maxEntries, this.keys.length * 2));
+      else this.dropOldest(nowMs);
     }
-    this.entries.set(key, { key, expiresMs, taskId });
+    const slot = (this.head + this.used) % this.keys.length;
+    this.keys[slot] = key;
+    this.taskIds[slot] = taskId;
+    this.expiresMs[slot] = expiresMs;
+    this.slots.set(key, slot);
+    this.used++;
   }
 
-  private evictOldest(): void {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      if (this.oldest === undefined) this.oldest = this.entries.keys();
-      const next = this.oldest.next();
-      if (next.done) {
-        this.oldest = undefined;
-        continue;
-      }
-      this.entries.delete(next.value);
-      this.evictions++;
-      return;
+  /** Frees the head slot; a live record there is counted as evicted. */
+  private dropOldest(nowMs: number): void {
+    const key = this.keys[this.head];
+    if (key !== undefined) {
+      if ((this.expiresMs[this.head] as number) > nowMs) this.evictions++;
+      this.slots.delete(key);
+      this.keys[this.head] = undefined;
+      this.taskIds[this.head] = undefined;
     }
+    this.head = (this.head + 1) % this.keys.length;
+    this.used--;
   }
 
-  private sweep(nowMs: number, budget = SWEEP_BATCH): void {
-    for (let i = 0; i < budget; i++) {
-      if (this.cursor === undefined) {
-        if (this.entries.size === 0) return;
-        this.cursor = this.entries.values();
-      }
-      const next = this.cursor.next();
-      if (next.done) {
-        this.cursor = undefined;
-        continue;
-      }
-      const entry = next.value;
-      if (entry.expiresMs <= nowMs) this.entries.delete(entry.key);
+  /** Copies the ring into `size` slots, oldest first from slot 0, leaving out forgotten slots. */
+  private rebuild(size: number): void {
+    const length = this.keys.length;
+    const keys = new Array<string | undefined>(size).fill(undefined);
+    const taskIds = new Array<string | undefined>(size).fill(undefined);
+    const expiresMs = new Float64Array(size);
+    let used = 0;
+    for (let i = 0; i < this.used; i++) {
+      const from = (this.head + i) % length;
+      const key = this.keys[from];
+      if (key === undefined) continue;
+      keys[used] = key;
+      taskIds[used] = this.taskIds[from];
+      expiresMs[used] = this.expiresMs[from] as number;
+      this.slots.set(key, used);
+      used++;
+    }
+    this.keys = keys;
+    this.taskIds = taskIds;
+    this.expiresMs = expiresMs;
+    this.head = 0;
+    this.used = used;
+  }
+
+  /** Drops forgotten and expired records from the head, a few per call. */
+  private sweep(nowMs: number): void {
+    for (let i = 0; i < SWEEP_BATCH && this.used > 0; i++) {
+      const head = this.head;
+      if (this.keys[head] !== undefined && (this.expiresMs[head] as number) > nowMs) return;
+      this.dropOldest(nowMs);
     }
   }
 }

@@ -1,0 +1,82 @@
+/**
+ * The default identity of callers the agent does not authenticate: their address as Express
+ * sees it. A forwarded-for header counts only when Express is told to trust the proxy.
+ */
+
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
+import { jsonRpcAdmission } from '../src/server/express.js';
+import { createLimiter, type Limiter } from '../src/server/limiter.js';
+
+let close: (() => Promise<void>) | undefined;
+afterEach(async () => {
+  await close?.();
+  close = undefined;
+});
+
+async function start(trustProxy: string | false): Promise<{ url: string; limiter: Limiter }> {
+  const limiter = createLimiter({
+    policies: [
+      {
+        name: 'per-caller',
+        kind: 'rate',
+        scope: 'caller',
+        methods: ['SendMessage'],
+        limit: 1,
+        windowSeconds: 3600,
+        burst: 1,
+      },
+    ],
+    domain: 'agents.example.com',
+    dedup: false,
+  });
+  const app = express();
+  app.set('trust proxy', trustProxy);
+  app.use('/rpc', jsonRpcAdmission(limiter));
+  app.use('/rpc', (_req, res) => {
+    res.json({ jsonrpc: '2.0', id: 1, result: {} });
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  close = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await limiter.close();
+  };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`, limiter };
+}
+
+async function send(url: string, forwardedFor: string): Promise<'admitted' | 'rejected'> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'a2a-version': '1.0',
+      'x-forwarded-for': forwardedFor,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: `m-${forwardedFor}`, role: 'ROLE_USER', parts: [] } },
+    }),
+  });
+  const body = (await res.json()) as { error?: unknown };
+  return body.error === undefined ? 'admitted' : 'rejected';
+}
+
+describe('default identity of unauthenticated callers', () => {
+  it('without trust proxy: the socket address; a forwarded-for header changes nothing', async () => {
+    const { url } = await start(false);
+    expect(await send(url, '203.0.113.1')).toBe('admitted');
+    expect(await send(url, '203.0.113.2')).toBe('rejected'); // same socket address
+  });
+
+  it('with trust proxy: the forwarded client address, as req.ip gives it', async () => {
+    const { url } = await start('loopback');
+    expect(await send(url, '203.0.113.1')).toBe('admitted');
+    expect(await send(url, '203.0.113.2')).toBe('admitted');
+    expect(await send(url, '203.0.113.1')).toBe('rejected');
+  });
+});
