@@ -2,19 +2,23 @@
  * @module http.bench
  * `tsx bench/http.bench.ts`: what admission costs an Express A2A agent.
  * (a) In-process: JSON-RPC requests driven through an Express app without sockets (fake
- *     IncomingMessage / ServerResponse), for no limiter, ours (`jsonRpcAdmission`, a limit never
+ *     IncomingMessage / ServerResponse) for no limiter, ours (`jsonRpcAdmission`, a limit never
  *     reached), express-rate-limit and a rate-limiter-flexible middleware; extra µs per request
- *     over the baseline. Interleaved rounds, medians.
- * (b) Loopback: a real SDK JSON-RPC SendMessage server (echo executor) with and without our
- *     admission, driven by a keep-alive node:http load loop with 10 connections from a worker
- *     thread; interleaved rounds, median requests per second.
+ *     over the baseline. Each limiter keys callers by client address as its documentation shows
+ *     (ours: the default identity; express-rate-limit: its default key; rate-limiter-flexible:
+ *     `req.ip`, its README's middleware), and once more all with one constant key. The handler
+ *     behind answers with `res.json`, as a JSON-RPC endpoint does. Interleaved rounds, medians.
+ * (b) Loopback: a real SDK JSON-RPC SendMessage server (echo executor) without a limiter, with
+ *     ours as policies alone (`dedup: false`, no task tracking), and with ours as the README sets
+ *     it up (deduplication and task tracking on), driven by autocannon (10 connections, a new
+ *     messageId per request) from a worker thread; interleaved rounds, median requests/second.
  * Prints one line per round and one JSON object as the last line.
  */
 
+import { type ChildProcess, spawn } from 'node:child_process';
 import { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Socket } from 'node:net';
-import { Worker } from 'node:worker_threads';
 import type { AgentCard } from '@a2a-js/sdk';
 import {
   AgentEvent,
@@ -35,7 +39,8 @@ import { textMessage } from '../src/testing/text-message.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 400);
-const LOOP_ROUND_MS = Number(process.env.BENCH_LOOP_ROUND_MS ?? 1500);
+const LOOP_ROUNDS = Number(process.env.BENCH_LOOP_ROUNDS ?? 9);
+const LOOP_ROUND_SECONDS = Number(process.env.BENCH_LOOP_ROUND_SECONDS ?? 2);
 const CONNECTIONS = 10;
 
 function median(values: number[]): number {
@@ -71,8 +76,8 @@ function appWith(middleware: RequestHandler[]): express.Express {
   const app = express();
   app.set('etag', false);
   app.set('x-powered-by', false);
-  app.use('/a2a/jsonrpc', ...middleware, express.json(), (_req, res) => {
-    res.end('{}');
+  app.use('/a2a/jsonrpc', ...middleware, express.json(), (req, res) => {
+    res.json({ jsonrpc: '2.0', id: (req.body as { id?: unknown }).id ?? null, result: {} });
   });
   return app;
 }
@@ -84,6 +89,7 @@ function drive(app: express.Express, i: number): Promise<void> {
   // body-parser uses them to skip a body that was already read.
   const socket = new Socket();
   Object.defineProperty(socket, 'readable', { value: true });
+  Object.defineProperty(socket, 'remoteAddress', { value: '127.0.0.1' });
   const req = new IncomingMessage(socket);
   req.once('end', () => {
     req.complete = true;
@@ -122,8 +128,19 @@ async function microsPerRequest(app: express.Express, start: number): Promise<nu
   return Number(elapsed) / 1000 / n;
 }
 
-function inProcessApps(): Record<'baseline' | 'ours' | 'erl' | 'rlf', express.Express> {
-  // Deduplication off here: the peers do not deduplicate (the loopback run keeps it on).
+const IN_PROCESS = [
+  'baseline',
+  'ours',
+  'erl',
+  'rlf',
+  'oursConstantKey',
+  'erlConstantKey',
+  'rlfConstantKey',
+] as const;
+type InProcessName = (typeof IN_PROCESS)[number];
+
+function inProcessApps(): Record<InProcessName, express.Express> {
+  // Deduplication off here: the peers do not deduplicate (the loopback run measures it).
   const limiter = createLimiter({
     policies,
     domain: 'bench.example.com',
@@ -131,27 +148,33 @@ function inProcessApps(): Record<'baseline' | 'ours' | 'erl' | 'rlf', express.Ex
     dedup: false,
   });
   const rlf = new RateLimiterMemory({ points: 1_000_000_000, duration: 60 });
-  const rlfMiddleware: RequestHandler = (_req, res, next) => {
-    rlf.consume('k').then(
-      () => next(),
-      () => {
-        res.status(429).end();
-      },
-    );
-  };
+  // rate-limiter-flexible's README middleware, keyed as given.
+  const rlfMiddleware =
+    (key: (req: express.Request) => string): RequestHandler =>
+    (req, res, next) => {
+      rlf.consume(key(req)).then(
+        () => next(),
+        () => {
+          res.status(429).send('Too Many Requests');
+        },
+      );
+    };
+  const erl = (keyGenerator?: () => string) =>
+    rateLimit({
+      windowMs: 60_000,
+      limit: 1_000_000_000,
+      standardHeaders: 'draft-8',
+      legacyHeaders: false,
+      ...(keyGenerator === undefined ? {} : { keyGenerator }),
+    });
   return {
     baseline: appWith([]),
-    ours: appWith([jsonRpcAdmission(limiter, { identify: () => 'k' })]),
-    erl: appWith([
-      rateLimit({
-        windowMs: 60_000,
-        limit: 1_000_000_000,
-        keyGenerator: () => 'k',
-        standardHeaders: 'draft-8',
-        legacyHeaders: false,
-      }),
-    ]),
-    rlf: appWith([rlfMiddleware]),
+    ours: appWith([jsonRpcAdmission(limiter)]),
+    erl: appWith([erl()]),
+    rlf: appWith([rlfMiddleware((req) => req.ip ?? '')]),
+    oursConstantKey: appWith([jsonRpcAdmission(limiter, { identify: () => 'k' })]),
+    erlConstantKey: appWith([erl(() => 'k')]),
+    rlfConstantKey: appWith([rlfMiddleware(() => 'k')]),
   };
 }
 
@@ -179,21 +202,27 @@ const echo: AgentExecutor = {
   async cancelTask() {},
 };
 
+type LoopbackName = 'baseline' | 'ours' | 'oursFull';
+
 async function sdkServer(
-  withLimiter: boolean,
+  name: LoopbackName,
 ): Promise<{ port: number; close: () => Promise<void> }> {
   const app = express();
   const server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   const port = (server.address() as AddressInfo).port;
   const agentCard = card(`http://127.0.0.1:${port}/a2a/jsonrpc`);
-  // With the limiter, the setup the README gives: task tracking and deduplication on.
-  const limiter = withLimiter ? createLimiter({ policies, card: agentCard }) : undefined;
+  // `ours`: the policies alone. `oursFull`: the README's setup, deduplication and task tracking on.
+  const limiter =
+    name === 'baseline'
+      ? undefined
+      : createLimiter({ policies, card: agentCard, ...(name === 'ours' ? { dedup: false } : {}) });
+  const manager = new DefaultExecutionEventBusManager();
   const requestHandler = new DefaultRequestHandler(
     agentCard,
     new InMemoryTaskStore(),
     echo,
-    limiter?.trackTasks(new DefaultExecutionEventBusManager()),
+    name === 'oursFull' && limiter !== undefined ? limiter.trackTasks(manager) : manager,
   );
   if (limiter !== undefined) {
     app.use(
@@ -215,104 +244,110 @@ async function sdkServer(
   };
 }
 
-const LOAD_WORKER = `
-const { parentPort } = require('node:worker_threads');
-const http = require('node:http');
-const agents = new Map();
-let seq = 0;
-parentPort.on('message', ({ port, ms, connections }) => {
-  let agent = agents.get(port);
-  if (!agent) { agent = new http.Agent({ keepAlive: true, maxSockets: connections }); agents.set(port, agent); }
-  let done = 0, failed = 0;
-  const end = Date.now() + ms;
-  const one = () => new Promise((resolve) => {
-    const body = JSON.stringify({ jsonrpc: '2.0', id: ++seq, method: 'SendMessage',
-      params: { message: { messageId: 'w-' + port + '-' + seq, role: 'ROLE_USER', parts: [{ text: 'hi' }] } } });
-    const req = http.request({ host: '127.0.0.1', port, path: '/a2a/jsonrpc', method: 'POST', agent,
-      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'content-length': Buffer.byteLength(body) } },
-      (res) => { res.resume(); res.on('end', () => { if (res.statusCode === 200) done++; else failed++; resolve(); }); });
-    req.on('error', () => { failed++; resolve(); });
-    req.end(body);
-  });
-  const loop = async () => { while (Date.now() < end) await one(); };
-  const t0 = Date.now();
-  Promise.all(Array.from({ length: connections }, loop)).then(() => {
-    parentPort.postMessage({ rps: done / ((Date.now() - t0) / 1000), failed });
+/**
+ * autocannon in a child process (off the server's thread; autocannon aggregates its results only
+ * on a main thread), driven over IPC.
+ */
+const LOAD_PROCESS = `
+const autocannon = require('autocannon');
+process.on('message', ({ port, seconds, connections }) => {
+  autocannon({
+    url: 'http://127.0.0.1:' + port + '/a2a/jsonrpc',
+    connections,
+    duration: seconds,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+    // A new messageId per request ([<id>] is replaced by autocannon).
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage',
+      params: { message: { messageId: '[<id>]', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }),
+    idReplacement: true,
+  }, (error, result) => {
+    if (error) process.send({ error: String(error) });
+    else process.send({ rps: result.requests.total / result.duration,
+      failed: result.errors + result.timeouts + result.non2xx });
   });
 });
 `;
 
 function runLoad(
-  worker: Worker,
+  load: ChildProcess,
   port: number,
-  ms: number,
+  seconds: number,
 ): Promise<{ rps: number; failed: number }> {
-  return new Promise((resolve) => {
-    worker.once('message', resolve);
-    worker.postMessage({ port, ms, connections: CONNECTIONS });
+  return new Promise((resolve, reject) => {
+    load.once('message', (m: { rps: number; failed: number } | { error: string }) => {
+      if ('error' in m) reject(new Error(m.error));
+      else if (!(m.rps > 0)) reject(new Error(`autocannon measured no requests on port ${port}`));
+      else resolve(m);
+    });
+    load.send({ port, seconds, connections: CONNECTIONS });
   });
 }
 
 async function main(): Promise<void> {
   // (a)
   const apps = inProcessApps();
-  const names = ['baseline', 'ours', 'erl', 'rlf'] as const;
-  const samples: Record<(typeof names)[number], number[]> = {
-    baseline: [],
-    ours: [],
-    erl: [],
-    rlf: [],
-  };
-  for (const name of names) await microsPerRequest(apps[name], 0); // warm up
+  const samples = Object.fromEntries(IN_PROCESS.map((n) => [n, [] as number[]])) as Record<
+    InProcessName,
+    number[]
+  >;
+  for (const name of IN_PROCESS) await microsPerRequest(apps[name], 0); // warm up
   let counter = 1_000_000;
   for (let round = 0; round < ROUNDS; round++) {
-    const order = round % 2 === 0 ? names : [...names].reverse();
+    const order = round % 2 === 0 ? IN_PROCESS : [...IN_PROCESS].reverse();
     for (const name of order) {
-      const us = await microsPerRequest(apps[name], counter);
+      samples[name].push(await microsPerRequest(apps[name], counter));
       counter += 1_000_000;
-      samples[name].push(us);
     }
     console.log(
-      `in-process round ${round + 1}: ${names.map((n) => `${n} ${samples[n].at(-1)?.toFixed(2)} µs`).join(', ')}`,
+      `in-process round ${round + 1}: ${IN_PROCESS.map((n) => `${n} ${samples[n].at(-1)?.toFixed(2)} µs`).join(', ')}`,
     );
   }
   const base = median(samples.baseline);
-  const extra = (name: 'ours' | 'erl' | 'rlf') =>
-    median(samples[name].map((v, i) => v - (samples.baseline[i] ?? base)));
+  const extra = (name: InProcessName) =>
+    Number(median(samples[name].map((v, i) => v - (samples.baseline[i] ?? base))).toFixed(3));
 
   // (b)
-  const baseline = await sdkServer(false);
-  const ours = await sdkServer(true);
-  const worker = new Worker(LOAD_WORKER, { eval: true });
-  await runLoad(worker, baseline.port, 500);
-  await runLoad(worker, ours.port, 500);
-  const rpsBaseline: number[] = [];
-  const rpsOurs: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const pair = round % 2 === 0 ? [baseline, ours] : [ours, baseline];
-    for (const server of pair) {
-      const { rps, failed } = await runLoad(worker, server.port, LOOP_ROUND_MS);
-      if (failed > 0) throw new Error(`${failed} requests failed`);
-      (server === baseline ? rpsBaseline : rpsOurs).push(rps);
+  const names: LoopbackName[] = ['baseline', 'ours', 'oursFull'];
+  const servers = Object.fromEntries(
+    await Promise.all(names.map(async (n) => [n, await sdkServer(n)] as const)),
+  ) as Record<LoopbackName, Awaited<ReturnType<typeof sdkServer>>>;
+  const load = spawn(process.execPath, ['-e', LOAD_PROCESS], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  for (const n of names) await runLoad(load, servers[n].port, 1); // warm up
+  const rps: Record<LoopbackName, number[]> = { baseline: [], ours: [], oursFull: [] };
+  for (let round = 0; round < LOOP_ROUNDS; round++) {
+    const order = round % 2 === 0 ? names : [...names].reverse();
+    for (const n of order) {
+      const result = await runLoad(load, servers[n].port, LOOP_ROUND_SECONDS);
+      if (result.failed > 0) throw new Error(`${n}: ${result.failed} requests failed`);
+      rps[n].push(result.rps);
     }
     console.log(
-      `loopback round ${round + 1}: baseline ${rpsBaseline.at(-1)?.toFixed(0)} rps, ours ${rpsOurs.at(-1)?.toFixed(0)} rps`,
+      `loopback round ${round + 1}: ${names.map((n) => `${n} ${rps[n].at(-1)?.toFixed(0)} rps`).join(', ')}`,
     );
   }
-  await worker.terminate();
-  await baseline.close();
-  await ours.close();
-  const ratios = rpsOurs.map((v, i) => v / (rpsBaseline[i] ?? v));
+  load.kill();
+  for (const n of names) await servers[n].close();
+  const ratio = (n: LoopbackName) =>
+    Number(median(rps[n].map((v, i) => v / (rps.baseline[i] ?? v))).toFixed(4));
   console.log(
     JSON.stringify({
       microsPerRequestBaseline: Number(base.toFixed(3)),
-      extraMicrosPerRequestOurs: Number(extra('ours').toFixed(3)),
-      extraMicrosPerRequestRlf: Number(extra('rlf').toFixed(3)),
-      extraMicrosPerRequestErl: Number(extra('erl').toFixed(3)),
-      rpsBaseline: Math.round(median(rpsBaseline)),
-      rpsOurs: Math.round(median(rpsOurs)),
-      ratioOursOverBaseline: Number(median(ratios).toFixed(4)),
+      extraMicrosPerRequestOurs: extra('ours'),
+      extraMicrosPerRequestRlf: extra('rlf'),
+      extraMicrosPerRequestErl: extra('erl'),
+      extraMicrosPerRequestOursConstantKey: extra('oursConstantKey'),
+      extraMicrosPerRequestRlfConstantKey: extra('rlfConstantKey'),
+      extraMicrosPerRequestErlConstantKey: extra('erlConstantKey'),
+      rpsBaseline: Math.round(median(rps.baseline)),
+      rpsOurs: Math.round(median(rps.ours)),
+      rpsOursFull: Math.round(median(rps.oursFull)),
+      ratioOursOverBaseline: ratio('ours'),
+      ratioOursFullOverBaseline: ratio('oursFull'),
       rounds: ROUNDS,
+      loopbackRounds: LOOP_ROUNDS,
       connections: CONNECTIONS,
     }),
   );

@@ -505,7 +505,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   };
 
   class Ticket implements AdmissionTicket {
-    readonly id: string;
+    /** Set when the ticket needs ending (it is then looked up by id); see {@link Ticket.id}. */
+    private ticketId: string | undefined;
     readonly limits: readonly LimitState[];
     readonly headers: Readonly<Record<string, string>>;
     readonly claimedHold: boolean;
@@ -526,8 +527,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
       admission: Admission,
       private readonly dedupKey: string | undefined,
     ) {
-      ticketCounter += 1;
-      this.id = `t${ticketCounter.toString(36)}.${PID36}`;
       this.limits = admission.limits;
       this.headers = admission.limits.length > 0 ? rateLimitHeaders(admission.limits) : {};
       this.claimedHold = admission.claimedHold;
@@ -550,6 +549,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
       this.needsEnd = this.dedupPending || leases.length > 0;
     }
 
+    /** Unique id (made on first use: a ticket that holds nothing is never looked up). */
+    get id(): string {
+      if (this.ticketId === undefined) {
+        ticketCounter += 1;
+        this.ticketId = `t${ticketCounter.toString(36)}.${PID36}`;
+      }
+      return this.ticketId;
+    }
+
     /** Called by the tracker when the SDK created the task's event bus. */
     takeTaskLeases(): LeaseRef[] {
       this.bound = true;
@@ -568,7 +576,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     end(): void {
       if (this.ended) return;
       this.ended = true;
-      tickets.delete(this.id);
+      if (this.ticketId !== undefined) tickets.delete(this.ticketId);
       releaseLeases(this.responseLeases);
       this.responseLeases = NO_LEASES;
       if (!this.bound) {

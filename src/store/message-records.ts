@@ -128,9 +128,19 @@ export class MessageRecords {
    */
   rememberKey(key: string, ttlMs: number, nowMs: number): MessageRecord {
     checkMessageTtlMs(ttlMs);
-    const seen = this.peekKey(key, nowMs);
-    if (seen !== undefined) return seen;
-    this.put(key, undefined, nowMs + ttlMs, nowMs);
+    const slot = this.slots.get(key);
+    if (slot !== undefined && (this.expiresMs[slot] as number) > nowMs) {
+      const taskId = this.taskIds[slot];
+      return taskId === undefined ? SEEN : { fresh: false, taskId };
+    }
+    if (slot !== undefined) {
+      // Expired but not swept yet: a fresh record in its place.
+      this.expiresMs[slot] = nowMs + ttlMs;
+      this.taskIds[slot] = undefined;
+    } else {
+      this.sweep(nowMs);
+      this.append(key, undefined, nowMs + ttlMs, nowMs);
+    }
     return FRESH;
   }
 
@@ -199,6 +209,11 @@ export class MessageRecords {
       this.taskIds[current] = taskId;
       return;
     }
+    this.append(key, taskId, expiresMs, nowMs);
+  }
+
+  /** Adds a record for `key`, which has no slot, at the tail (making room at the cap). */
+  private append(key: string, taskId: string | undefined, expiresMs: number, nowMs: number): void {
     if (this.used === this.keys.length) {
       const forgotten = this.used - this.slots.size;
       // Forgotten slots behind a live head are not swept: rebuild when they are a quarter.
