@@ -4,6 +4,7 @@
  */
 
 import type { AddressInfo } from 'node:net';
+import { UserBuilder } from '@a2a-js/sdk/server/express';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { jsonRpcAdmission } from '../src/server/express.js';
@@ -15,7 +16,10 @@ afterEach(async () => {
   close = undefined;
 });
 
-async function start(trustProxy: string | false): Promise<{ url: string; limiter: Limiter }> {
+async function start(
+  trustProxy: string | false,
+  userBuilder?: UserBuilder,
+): Promise<{ url: string; limiter: Limiter }> {
   const limiter = createLimiter({
     policies: [
       {
@@ -33,7 +37,7 @@ async function start(trustProxy: string | false): Promise<{ url: string; limiter
   });
   const app = express();
   app.set('trust proxy', trustProxy);
-  app.use('/rpc', jsonRpcAdmission(limiter));
+  app.use('/rpc', jsonRpcAdmission(limiter, userBuilder === undefined ? {} : { userBuilder }));
   app.use('/rpc', (_req, res) => {
     res.json({ jsonrpc: '2.0', id: 1, result: {} });
   });
@@ -78,5 +82,12 @@ describe('default identity of unauthenticated callers', () => {
     expect(await send(url, '203.0.113.1')).toBe('admitted');
     expect(await send(url, '203.0.113.2')).toBe('admitted');
     expect(await send(url, '203.0.113.1')).toBe('rejected');
+  });
+
+  it("with the SDK's noAuthentication builder: the same address key", async () => {
+    const { url } = await start('loopback', UserBuilder.noAuthentication);
+    expect(await send(url, '203.0.113.7')).toBe('admitted');
+    expect(await send(url, '203.0.113.7')).toBe('rejected');
+    expect(await send(url, '203.0.113.8')).toBe('admitted');
   });
 });

@@ -28,7 +28,7 @@ import {
   UnauthenticatedUser,
   type User,
 } from '@a2a-js/sdk/server';
-import type { UserBuilder } from '@a2a-js/sdk/server/express';
+import { UserBuilder } from '@a2a-js/sdk/server/express';
 import express, {
   type NextFunction,
   type Request,
@@ -174,7 +174,11 @@ function makeAdmission(limiter: Limiter, options: ExpressAdmissionOptions): Admi
     limiter,
     options,
     identify: options.identify,
-    userBuilder: options.identify === undefined ? options.userBuilder : undefined,
+    // The SDK's `noAuthentication` authenticates nobody: skip the call (and its promise).
+    userBuilder:
+      options.identify === undefined && options.userBuilder !== UserBuilder.noAuthentication
+        ? options.userBuilder
+        : undefined,
     unauthenticatedKey: options.unauthenticatedKey ?? addressKey,
   };
 }

@@ -249,7 +249,7 @@ export class TaskLeaseTracker {
     const inner = bus instanceof TrackedBus ? bus.inner : bus;
     const tracked = new TrackedBus(inner, this, taskId, ticket);
     const leases = ticket.takeTaskLeases();
-    let record = this.records.get(taskId);
+    let record = this.records.size === 0 ? undefined : this.records.get(taskId);
     if (leases.length > 0) {
       if (record === undefined) {
         record = { leases, interrupted: false, interruptedAtMs: 0, bus: tracked };
