@@ -37,9 +37,9 @@ import { createLimiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
-const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 400);
-const LOOP_ROUNDS = Number(process.env.BENCH_LOOP_ROUNDS ?? 9);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 11);
+const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 300);
+const LOOP_ROUNDS = Number(process.env.BENCH_LOOP_ROUNDS ?? 11);
 const LOOP_ROUND_SECONDS = Number(process.env.BENCH_LOOP_ROUND_SECONDS ?? 2);
 const CONNECTIONS = 10;
 

@@ -237,7 +237,8 @@ export function grpcAdmissionInterceptor(
           }
           if (outcome.status === 'admitted') {
             ticket = outcome.ticket;
-            md.set(TICKET_HEADER, ticket.id);
+            // The SDK side looks a ticket up only when it holds something.
+            if (ticket.needsEnd) md.set(TICKET_HEADER, ticket.id);
             next(message);
             return;
           }
