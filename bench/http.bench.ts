@@ -9,8 +9,9 @@
  *     `req.ip`, its README's middleware), and once more all with one constant key. The handler
  *     behind answers with `res.json`, as a JSON-RPC endpoint does. Interleaved rounds, medians.
  * (b) Loopback: a real SDK JSON-RPC SendMessage server (echo executor) without a limiter, with
- *     ours as policies alone (`dedup: false`, no task tracking), and with ours as the README sets
- *     it up (deduplication and task tracking on), driven by autocannon (10 connections, a new
+ *     ours as policies alone (`dedup: false`, no task tracking), with ours as the README sets it
+ *     up (deduplication and task tracking on), and, for scale, with rate-limiter-flexible's README
+ *     middleware, driven by autocannon (10 connections, a new
  *     messageId per request) from a worker thread; interleaved rounds, median requests/second.
  * Prints one line per round and one JSON object as the last line.
  */
@@ -202,7 +203,7 @@ const echo: AgentExecutor = {
   async cancelTask() {},
 };
 
-type LoopbackName = 'baseline' | 'ours' | 'oursFull';
+type LoopbackName = 'baseline' | 'ours' | 'oursFull' | 'rlf';
 
 async function sdkServer(
   name: LoopbackName,
@@ -214,7 +215,7 @@ async function sdkServer(
   const agentCard = card(`http://127.0.0.1:${port}/a2a/jsonrpc`);
   // `ours`: the policies alone. `oursFull`: the README's setup, deduplication and task tracking on.
   const limiter =
-    name === 'baseline'
+    name === 'baseline' || name === 'rlf'
       ? undefined
       : createLimiter({ policies, card: agentCard, ...(name === 'ours' ? { dedup: false } : {}) });
   const manager = new DefaultExecutionEventBusManager();
@@ -229,6 +230,18 @@ async function sdkServer(
       '/a2a/jsonrpc',
       jsonRpcAdmission(limiter, { userBuilder: UserBuilder.noAuthentication, requestHandler }),
     );
+  }
+  if (name === 'rlf') {
+    // For scale: rate-limiter-flexible's README middleware (no headers, no body read).
+    const rlf = new RateLimiterMemory({ points: 1_000_000_000, duration: 60 });
+    app.use('/a2a/jsonrpc', (req, res, next) => {
+      rlf.consume(req.ip ?? '').then(
+        () => next(),
+        () => {
+          res.status(429).send('Too Many Requests');
+        },
+      );
+    });
   }
   app.use(
     '/a2a/jsonrpc',
@@ -308,7 +321,7 @@ async function main(): Promise<void> {
     Number(median(samples[name].map((v, i) => v - (samples.baseline[i] ?? base))).toFixed(3));
 
   // (b)
-  const names: LoopbackName[] = ['baseline', 'ours', 'oursFull'];
+  const names: LoopbackName[] = ['baseline', 'ours', 'oursFull', 'rlf'];
   const servers = Object.fromEntries(
     await Promise.all(names.map(async (n) => [n, await sdkServer(n)] as const)),
   ) as Record<LoopbackName, Awaited<ReturnType<typeof sdkServer>>>;
@@ -316,7 +329,7 @@ async function main(): Promise<void> {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   for (const n of names) await runLoad(load, servers[n].port, 1); // warm up
-  const rps: Record<LoopbackName, number[]> = { baseline: [], ours: [], oursFull: [] };
+  const rps: Record<LoopbackName, number[]> = { baseline: [], ours: [], oursFull: [], rlf: [] };
   for (let round = 0; round < LOOP_ROUNDS; round++) {
     const order = round % 2 === 0 ? names : [...names].reverse();
     for (const n of order) {
@@ -344,8 +357,10 @@ async function main(): Promise<void> {
       rpsBaseline: Math.round(median(rps.baseline)),
       rpsOurs: Math.round(median(rps.ours)),
       rpsOursFull: Math.round(median(rps.oursFull)),
+      rpsRlf: Math.round(median(rps.rlf)),
       ratioOursOverBaseline: ratio('ours'),
       ratioOursFullOverBaseline: ratio('oursFull'),
+      ratioRlfOverBaseline: ratio('rlf'),
       rounds: ROUNDS,
       loopbackRounds: LOOP_ROUNDS,
       connections: CONNECTIONS,
