@@ -189,12 +189,12 @@ export type AdmissionOutcome =
  */
 export const TICKET_HEADER = 'x-a2a-ratelimit-ticket';
 
-/** Dedup entries that are not task ids. */
 /** How soon a copy of a message still in progress is told to come back, ms. */
 const IN_PROGRESS_RETRY_MS = 1000;
 /** TTL of a "nothing ran" record, ms: it only has to replace the pending one. */
 const RETRYABLE_RECORD_TTL_MS = 1;
 
+/** Dedup entries that are not task ids. */
 const MARK = {
   /** Nothing ran (rejected, or ended before the executor started): a copy may run. */
   retryable: '\u0000retryable',
@@ -265,7 +265,9 @@ export interface Limiter {
   /**
    * Wraps the SDK's `ExecutionEventBusManager` (pass it as the 4th `DefaultRequestHandler`
    * argument) so task leases last until the task's terminal state and retried messages map to
-   * their task. Without it, task leases end with the response.
+   * their task. Without it, task leases end with the response. The wrapper hands the SDK a
+   * pass-through bus and watches what is published on it; a custom manager works as long as the
+   * bus it creates is the one events are published on and finished.
    */
   trackTasks<M extends EventBusManagerLike>(inner: M): M;
   /** Leases this process currently holds (open responses and live tasks). */

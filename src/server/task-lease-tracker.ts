@@ -2,9 +2,11 @@
  * @module task-lease-tracker
  * Ties admissions to the SDK's tasks through its `ExecutionEventBusManager`: when
  * `DefaultRequestHandler` asks for a task's event bus (before the executor starts), an admitted
- * request gets the bus wrapped; its task leases are bound to that task and released on its first
- * terminal state (or interrupted state, by default), when the flow finishes, or when the bus is
- * cleaned up, and its first event tells deduplication which task the message created.
+ * request (and any request on a task holding leases) gets the bus wrapped: the tracker sees what
+ * is published through that bus and when its flow finishes. Task leases are bound to the task and
+ * released on its first terminal state (or interrupted state, by default), when the flow
+ * finishes, or when the bus is cleaned up; the first event tells deduplication which task the
+ * message created. A custom bus manager must hand out, and finish, the bus it is given back.
  * Structural types only: no SDK import.
  */
 
@@ -226,7 +228,12 @@ export class TaskLeaseTracker {
         const bus = inner.createOrGetByTaskId(taskId, context);
         const ticketId = ticketIdOf(context, this.header);
         const ticket = ticketId === undefined ? undefined : this.options.ticketOf(ticketId);
-        return ticket === undefined || ticket.bound ? bus : this.bind(taskId, bus, ticket);
+        if (ticket !== undefined && !ticket.bound) return this.bind(taskId, bus, ticket);
+        // A task holding leases is watched whoever drives it (a request with no ticket too).
+        const record = this.records.size === 0 ? undefined : this.records.get(taskId);
+        if (record === undefined) return bus;
+        record.bus = new TrackedBus(bus, this, taskId, undefined);
+        return record.bus;
       },
       getByTaskId: (taskId, context) => {
         const bus = inner.getByTaskId(taskId, context);
@@ -246,8 +253,7 @@ export class TaskLeaseTracker {
   }
 
   private bind(taskId: string, bus: EventBusLike, ticket: TrackedTicket): TrackedBus {
-    const inner = bus instanceof TrackedBus ? bus.inner : bus;
-    const tracked = new TrackedBus(inner, this, taskId, ticket);
+    const tracked = new TrackedBus(bus, this, taskId, ticket);
     const leases = ticket.takeTaskLeases();
     let record = this.records.size === 0 ? undefined : this.records.get(taskId);
     if (leases.length > 0) {

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MessageRecords, messageRecordKey } from './message-records.js';
 
@@ -85,7 +86,123 @@ describe('MessageRecords ring', () => {
     expect(records.peekKey(messageRecordKey('a', 'kept'), 20_000)).toEqual({ fresh: false });
   });
 
+  it('drops no live record while expired ones sit behind a refreshed head', () => {
+    const records = new MessageRecords(3);
+    records.remember('c', 'a', 10, 0);
+    records.remember('c', 'b', 10, 1);
+    records.remember('c', 'c', 10, 2);
+    records.record('c', 'a', 'task-a', 10, 5); // a's record lives on, at the head of the ring
+    records.remember('c', 'd', 10, 12); // b and c have expired: they make room, not a
+    expect(records.evicted).toBe(0);
+    expect(records.peekKey(messageRecordKey('c', 'a'), 12)).toEqual({
+      fresh: false,
+      taskId: 'task-a',
+    });
+  });
+
+  it('forgotten records never push live ones out', () => {
+    const records = new MessageRecords(10_000);
+    for (let i = 0; i < 8_800; i++) records.remember('c', `live${i}`, 1e9, 0);
+    for (let i = 0; i < 100_000; i++) {
+      const key = messageRecordKey('c', `gone${i}`);
+      records.rememberKey(key, 1e9, i + 1);
+      records.forgetKey(key);
+    }
+    expect(records.evicted).toBe(0);
+    expect(records.size).toBe(8_800);
+  });
+
   it('rejects a bad cap', () => {
     expect(() => new MessageRecords(0)).toThrow(RangeError);
+  });
+});
+
+describe('MessageRecords against an unbounded model (fast-check)', () => {
+  type Op =
+    | { kind: 'remember'; key: number; ttlMs: number; advanceMs: number }
+    | { kind: 'record'; key: number; task: number; ttlMs: number; advanceMs: number }
+    | { kind: 'forget'; key: number; advanceMs: number }
+    | { kind: 'peek'; key: number; advanceMs: number };
+  const ttlMs = fc.constantFrom(5, 50, 500, 1_000_000);
+  const advanceMs = fc.integer({ min: 0, max: 20 });
+  const ops = (keys: number): fc.Arbitrary<Op> => {
+    const key = fc.integer({ min: 0, max: keys });
+    return fc.oneof(
+      fc.record({ kind: fc.constant('remember' as const), key, ttlMs, advanceMs }),
+      fc.record({
+        kind: fc.constant('record' as const),
+        key,
+        task: fc.integer({ min: 0, max: 3 }),
+        ttlMs,
+        advanceMs,
+      }),
+      fc.record({ kind: fc.constant('forget' as const), key, advanceMs }),
+      fc.record({ kind: fc.constant('peek' as const), key, advanceMs }),
+    );
+  };
+
+  function check(cap: number, ops: readonly Op[]): void {
+    const records = new MessageRecords(cap);
+    const model = new Map<string, { expiresMs: number; taskId: string | undefined }>();
+    let nowMs = 0;
+    let misses = 0;
+    const live = (k: string) => {
+      const m = model.get(k);
+      return m !== undefined && m.expiresMs > nowMs ? m : undefined;
+    };
+    for (const o of ops) {
+      nowMs += o.advanceMs;
+      const k = messageRecordKey('c', `m${o.key}`);
+      const expected = live(k);
+      if (o.kind === 'forget') {
+        records.forgetKey(k);
+        model.delete(k);
+        continue;
+      }
+      if (o.kind === 'record') {
+        const taskId = `t${o.task}`;
+        records.recordKey(k, taskId, o.ttlMs, nowMs);
+        model.set(k, { expiresMs: nowMs + o.ttlMs, taskId });
+        continue;
+      }
+      const seen =
+        o.kind === 'peek'
+          ? records.peekKey(k, nowMs)
+          : (() => {
+              const r = records.rememberKey(k, o.ttlMs, nowMs);
+              return r.fresh ? undefined : r;
+            })();
+      if (seen !== undefined) {
+        // Never a record the model does not have, nor another task.
+        expect(expected).toBeDefined();
+        expect(seen.taskId).toBe(expected?.taskId);
+      } else if (expected !== undefined) {
+        misses++; // only an eviction can lose a live record
+        if (o.kind === 'remember') model.set(k, { expiresMs: nowMs + o.ttlMs, taskId: undefined });
+        else model.delete(k);
+      } else if (o.kind === 'remember') {
+        model.set(k, { expiresMs: nowMs + o.ttlMs, taskId: undefined });
+      }
+      expect(misses).toBeLessThanOrEqual(records.evicted);
+      expect(records.size).toBeLessThanOrEqual(cap);
+    }
+  }
+
+  it('never reports a record it does not have, and misses one only after counting an eviction', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 48 }), fc.array(ops(120), { maxLength: 600 }), check),
+      { numRuns: 300 },
+    );
+  });
+
+  it('the same while the ring grows past its first 1,024 slots and rebuilds', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1025, max: 1400 }),
+        fc.array(ops(3000), { minLength: 2500, maxLength: 4000 }),
+        check,
+      ),
+      { numRuns: 15 },
+    );
   });
 });

@@ -58,9 +58,11 @@ export function messageRecordKey(caller: string, messageId: string): string {
 /**
  * A bounded map of message records, keyed by `caller \0 messageId`. Records sit in a ring in
  * insertion order (a `Map` from key to slot, the expiry in a `Float64Array`): no object per
- * record, and since records of one limiter share a TTL, the oldest record is also the first to
- * expire, so the sweep only ever looks at the head of the ring. At the cap the oldest record
- * goes, expired or not (a live one is counted in {@link MessageRecords.evicted}).
+ * record. Records of one limiter share a TTL, so the oldest are mostly the first to expire: the
+ * per-call sweep only looks at the head of the ring, and a rebuild (amortised O(1)) drops the
+ * forgotten and expired records it left behind a live head. A live record is dropped only when
+ * `maxEntries` live records are kept; the oldest goes first and is counted in
+ * {@link MessageRecords.evicted}.
  *
  * @example
  * ```ts
@@ -73,6 +75,12 @@ export class MessageRecords {
   /** Key → ring slot. */
   private readonly slots = new Map<string, number>();
   private readonly maxEntries: number;
+  /**
+   * Ring size limit: a third more slots than records, so that a full ring at the cap is at least
+   * a quarter forgotten or expired and a rebuild makes room for many records at once.
+   */
+  private readonly maxSlots: number;
+  private appendsSinceRebuild = 0;
   /** Ring: key of each slot (undefined once forgotten), its task id and expiry (ms). */
   private keys: (string | undefined)[];
   private taskIds: (string | undefined)[];
@@ -90,7 +98,8 @@ export class MessageRecords {
       );
     }
     this.maxEntries = maxEntries;
-    const slots = Math.min(maxEntries, INITIAL_SLOTS);
+    this.maxSlots = Math.max(maxEntries + 1, Math.ceil((maxEntries * 4) / 3));
+    const slots = Math.min(this.maxSlots, INITIAL_SLOTS);
     this.keys = new Array<string | undefined>(slots).fill(undefined);
     this.taskIds = new Array<string | undefined>(slots).fill(undefined);
     this.expiresMs = new Float64Array(slots);
@@ -101,7 +110,7 @@ export class MessageRecords {
     return this.slots.size;
   }
 
-  /** Live records dropped to stay under the cap since creation. */
+  /** Live (unexpired) records dropped to stay under the cap since creation. */
   get evicted(): number {
     return this.evictions;
   }
@@ -215,13 +224,20 @@ export class MessageRecords {
   /** Adds a record for `key`, which has no slot, at the tail (making room at the cap). */
   private append(key: string, taskId: string | undefined, expiresMs: number, nowMs: number): void {
     if (this.used === this.keys.length) {
-      const forgotten = this.used - this.slots.size;
-      // Forgotten slots behind a live head are not swept: rebuild when they are a quarter.
-      if (forgotten * 4 >= this.used) this.rebuild(this.keys.length);
-      else if (this.keys.length < this.maxEntries)
-        this.rebuild(Math.min(this.maxEntries, this.keys.length * 2));
-      else this.dropOldest(nowMs);
+      // Full ring. Forgotten and expired records behind a live head are not swept: rebuild
+      // without them (doubling the ring while it is under its size), then make room.
+      const length = this.keys.length;
+      this.rebuild(length < this.maxSlots ? Math.min(this.maxSlots, length * 2) : length, nowMs);
+      this.evictToCap(nowMs);
+    } else if (this.slots.size >= this.maxEntries) {
+      // At the cap, counting records that may have expired behind the head: find those at most
+      // once per quarter of the cap of new records (amortised O(1)), then evict the oldest.
+      if (this.appendsSinceRebuild * 4 >= this.maxEntries) {
+        this.rebuild(this.keys.length, nowMs);
+      }
+      this.evictToCap(nowMs);
     }
+    this.appendsSinceRebuild++;
     const slot = (this.head + this.used) % this.keys.length;
     this.keys[slot] = key;
     this.taskIds[slot] = taskId;
@@ -243,8 +259,11 @@ export class MessageRecords {
     this.used--;
   }
 
-  /** Copies the ring into `size` slots, oldest first from slot 0, leaving out forgotten slots. */
-  private rebuild(size: number): void {
+  /**
+   * Copies the ring into `size` slots, oldest first from slot 0, leaving out forgotten and expired
+   * records.
+   */
+  private rebuild(size: number, nowMs: number): void {
     const length = this.keys.length;
     const keys = new Array<string | undefined>(size).fill(undefined);
     const taskIds = new Array<string | undefined>(size).fill(undefined);
@@ -254,6 +273,10 @@ export class MessageRecords {
       const from = (this.head + i) % length;
       const key = this.keys[from];
       if (key === undefined) continue;
+      if ((this.expiresMs[from] as number) <= nowMs) {
+        this.slots.delete(key);
+        continue;
+      }
       keys[used] = key;
       taskIds[used] = this.taskIds[from];
       expiresMs[used] = this.expiresMs[from] as number;
@@ -265,6 +288,12 @@ export class MessageRecords {
     this.expiresMs = expiresMs;
     this.head = 0;
     this.used = used;
+    this.appendsSinceRebuild = 0;
+  }
+
+  /** Drops the oldest records until there is room for one more under the cap. */
+  private evictToCap(nowMs: number): void {
+    while (this.slots.size >= this.maxEntries && this.used > 0) this.dropOldest(nowMs);
   }
 
   /** Drops forgotten and expired records from the head, a few per call. */
