@@ -4,11 +4,20 @@
  */
 
 import type { AddressInfo } from 'node:net';
-import { UserBuilder } from '@a2a-js/sdk/server/express';
+import {
+  AgentEvent,
+  type AgentExecutor,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  UnauthenticatedUser,
+} from '@a2a-js/sdk/server';
+import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { jsonRpcAdmission } from '../src/server/express.js';
+import { jsonRpcAdmission, shareUserBuilder } from '../src/server/express.js';
 import { createLimiter, type Limiter } from '../src/server/limiter.js';
+import { exampleAgentCard } from '../src/testing/example-agent-card.js';
+import { textMessage } from '../src/testing/text-message.js';
 
 let close: (() => Promise<void>) | undefined;
 afterEach(async () => {
@@ -89,5 +98,85 @@ describe('default identity of unauthenticated callers', () => {
     expect(await send(url, '203.0.113.7')).toBe('admitted');
     expect(await send(url, '203.0.113.7')).toBe('rejected');
     expect(await send(url, '203.0.113.8')).toBe('admitted');
+  });
+});
+
+describe('shareUserBuilder', () => {
+  async function countBuilds(share: boolean): Promise<number> {
+    let builds = 0;
+    const authenticate: UserBuilder = async () => {
+      builds++;
+      return new UnauthenticatedUser();
+    };
+    const userBuilder = share ? shareUserBuilder(authenticate) : authenticate;
+    const limiter = createLimiter({
+      policies: [
+        {
+          name: 'per-caller',
+          kind: 'rate',
+          scope: 'caller',
+          methods: ['SendMessage'],
+          limit: 100,
+          windowSeconds: 60,
+        },
+      ],
+      domain: 'agents.example.com',
+      dedup: false,
+    });
+    const echo: AgentExecutor = {
+      async execute(ctx, bus) {
+        bus.publish(
+          AgentEvent.message(
+            textMessage({ messageId: `r-${ctx.userMessage.messageId}`, text: 'ok', role: 'agent' }),
+          ),
+        );
+        bus.finished();
+      },
+      async cancelTask() {},
+    };
+    const app = express();
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
+    const card = exampleAgentCard({
+      name: 'ids',
+      interfaces: [{ url, protocolBinding: 'JSONRPC' }],
+    });
+    const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), echo);
+    app.use(
+      '/rpc',
+      jsonRpcAdmission(limiter, { userBuilder }),
+      jsonRpcHandler({ requestHandler, userBuilder }),
+    );
+    close = async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await limiter.close();
+    };
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: { message: { messageId: 'm-1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+      }),
+    });
+    const body = (await res.json()) as { result?: unknown };
+    expect(body.result).toBeDefined();
+    expect(res.headers.get('ratelimit')).toContain('per-caller');
+    return builds;
+  }
+
+  it("runs the agent's builder once per request for the limiter and the SDK (twice without it)", async () => {
+    expect(await countBuilds(true)).toBe(1);
+    await close?.();
+    close = undefined;
+    expect(await countBuilds(false)).toBe(2);
+  });
+
+  it("gives back the SDK's noAuthentication as it is", () => {
+    expect(shareUserBuilder(UserBuilder.noAuthentication)).toBe(UserBuilder.noAuthentication);
   });
 });

@@ -435,6 +435,35 @@ async function restDuplicate(
 }
 
 /**
+ * The agent's `UserBuilder`, run once per request for both the admission middleware and the SDK's
+ * router: pass the result to both. (Given the same plain builder, each would run it: an
+ * authenticator that checks a token would check it twice per request.) The SDK's
+ * `noAuthentication` is returned as it is.
+ *
+ * @example
+ * ```ts
+ * const userBuilder = shareUserBuilder(async (req) => usersFromToken(req.headers.authorization));
+ * app.use('/a2a/jsonrpc', jsonRpcAdmission(limiter, { userBuilder, requestHandler }), jsonRpcHandler({ requestHandler, userBuilder }));
+ * ```
+ */
+export function shareUserBuilder(builder: UserBuilder): UserBuilder {
+  if (builder === UserBuilder.noAuthentication) return builder;
+  const users = new WeakMap<Request, Promise<User>>();
+  return (req) => {
+    let user = users.get(req);
+    if (user === undefined) {
+      try {
+        user = Promise.resolve(builder(req));
+      } catch (error) {
+        user = Promise.reject(error);
+      }
+      users.set(req, user);
+    }
+    return user;
+  };
+}
+
+/**
  * Admission middleware for the JSON-RPC binding. Mount it on the same path as, and before, the
  * SDK's `jsonRpcHandler`. Every A2A 1.0 method (and the v0.3 names, for the SDK's legacy mode) is
  * decided; malformed JSON gets the SDK's own `-32700` answer; a rejection is written as
