@@ -25,25 +25,30 @@ afterEach(async () => {
   close = undefined;
 });
 
-async function start(
-  trustProxy: string | false,
-  userBuilder?: UserBuilder,
-): Promise<{ url: string; limiter: Limiter }> {
-  const limiter = createLimiter({
+/** A limiter with one per-caller SendMessage rate limit, deduplication off. */
+function perCallerLimiter(limit: number): Limiter {
+  return createLimiter({
     policies: [
       {
         name: 'per-caller',
         kind: 'rate',
         scope: 'caller',
         methods: ['SendMessage'],
-        limit: 1,
+        limit,
         windowSeconds: 3600,
-        burst: 1,
+        burst: limit,
       },
     ],
     domain: 'agents.example.com',
     dedup: false,
   });
+}
+
+async function start(
+  trustProxy: string | false,
+  userBuilder?: UserBuilder,
+): Promise<{ url: string; limiter: Limiter }> {
+  const limiter = perCallerLimiter(1);
   const app = express();
   app.set('trust proxy', trustProxy);
   app.use('/rpc', jsonRpcAdmission(limiter, userBuilder === undefined ? {} : { userBuilder }));
@@ -109,20 +114,7 @@ describe('shareUserBuilder', () => {
       return new UnauthenticatedUser();
     };
     const userBuilder = share ? shareUserBuilder(authenticate) : authenticate;
-    const limiter = createLimiter({
-      policies: [
-        {
-          name: 'per-caller',
-          kind: 'rate',
-          scope: 'caller',
-          methods: ['SendMessage'],
-          limit: 100,
-          windowSeconds: 60,
-        },
-      ],
-      domain: 'agents.example.com',
-      dedup: false,
-    });
+    const limiter = perCallerLimiter(100);
     const echo: AgentExecutor = {
       async execute(ctx, bus) {
         bus.publish(
