@@ -2,17 +2,21 @@
  * @module http.bench
  * `tsx bench/http.bench.ts`: what admission costs an Express A2A agent.
  * (a) In-process: JSON-RPC requests driven through an Express app without sockets (fake
- *     IncomingMessage / ServerResponse) for no limiter, ours (`jsonRpcAdmission`, a limit never
- *     reached), express-rate-limit and a rate-limiter-flexible middleware; extra µs per request
- *     over the baseline. Each limiter keys callers by client address as its documentation shows
- *     (ours: the default identity; express-rate-limit: its default key; rate-limiter-flexible:
- *     `req.ip`, its README's middleware), and once more all with one constant key. The handler
- *     behind answers with `res.json`, as a JSON-RPC endpoint does. Interleaved rounds, medians.
+ *     IncomingMessage / ServerResponse) for no limiter, ours (a limit never reached),
+ *     express-rate-limit and a rate-limiter-flexible middleware, each in front of a router that
+ *     stands in for the SDK's (it parses the body and answers with `res.json`); extra µs per
+ *     request over the baseline. Ours is mounted as the README does (one middleware that hands
+ *     admitted requests to the router: `sdkHandler`) and, as `oursSeparate`, as a layer of its
+ *     own before the router, as the peers are. Each limiter keys callers by client address as
+ *     its documentation shows (ours: the default identity; express-rate-limit: its default key;
+ *     rate-limiter-flexible: `req.ip`, its README's middleware), and once more all with one
+ *     constant key. Interleaved rounds, medians.
  * (b) Loopback: a real SDK JSON-RPC SendMessage server (echo executor) without a limiter, with
- *     ours as policies alone (`dedup: false`, no task tracking), with ours as the README sets it
- *     up (deduplication and task tracking on), and, for scale, with rate-limiter-flexible's README
- *     middleware, driven by autocannon (10 connections, a new
- *     messageId per request) from a worker thread; interleaved rounds, median requests/second.
+ *     ours as policies alone (`dedup: false`, no task tracking) mounted as the README does
+ *     (`rateLimitedJsonRpcHandler`) and as two layers (`oursSeparate`), with ours as the README
+ *     sets it up (deduplication and task tracking on: `oursFull`), and, for scale, with
+ *     rate-limiter-flexible's README middleware, driven by autocannon (10 connections, a new
+ *     messageId per request) from a child process; interleaved rounds, median requests/second.
  * Prints one line per round and one JSON object as the last line.
  */
 
@@ -33,7 +37,7 @@ import express, { type RequestHandler } from 'express';
 import { rateLimit } from 'express-rate-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { Policy } from '../src/core/policy.js';
-import { jsonRpcAdmission } from '../src/server/express.js';
+import { jsonRpcAdmission, rateLimitedJsonRpcHandler } from '../src/server/express.js';
 import { createLimiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';
@@ -73,13 +77,25 @@ const BODY = (i: number) =>
     params: { message: { messageId: `m-${i}`, role: 'ROLE_USER', parts: [{ text: 'hello' }] } },
   });
 
-function appWith(middleware: RequestHandler[]): express.Express {
+/**
+ * Stands in for the SDK's `jsonRpcHandler`: like it, a router that parses the body and answers
+ * `POST /` with `res.json`.
+ */
+function sdkLikeRouter(): express.Router {
+  const router = express.Router();
+  router.use(express.json());
+  router.post('/', (req, res) => {
+    res.json({ jsonrpc: '2.0', id: (req.body as { id?: unknown }).id ?? null, result: {} });
+  });
+  return router;
+}
+
+/** The app: `handlers` mounted on the JSON-RPC path (a limiter, then the SDK-like router). */
+function appWith(handlers: RequestHandler[]): express.Express {
   const app = express();
   app.set('etag', false);
   app.set('x-powered-by', false);
-  app.use('/a2a/jsonrpc', ...middleware, express.json(), (req, res) => {
-    res.json({ jsonrpc: '2.0', id: (req.body as { id?: unknown }).id ?? null, result: {} });
-  });
+  app.use('/a2a/jsonrpc', ...handlers);
   return app;
 }
 
@@ -132,6 +148,7 @@ async function microsPerRequest(app: express.Express, start: number): Promise<nu
 const IN_PROCESS = [
   'baseline',
   'ours',
+  'oursSeparate',
   'erl',
   'rlf',
   'oursConstantKey',
@@ -168,14 +185,20 @@ function inProcessApps(): Record<InProcessName, express.Express> {
       legacyHeaders: false,
       ...(keyGenerator === undefined ? {} : { keyGenerator }),
     });
+  // Ours as the README mounts it: one middleware in front of the SDK's router (`sdkHandler`, what
+  // `rateLimitedJsonRpcHandler` sets up); `oursSeparate`: the admission middleware mounted as a
+  // layer of its own before the router, as the peers are.
+  const ours = (options: { identify?: () => string }) =>
+    jsonRpcAdmission(limiter, { ...options, sdkHandler: sdkLikeRouter() });
   return {
-    baseline: appWith([]),
-    ours: appWith([jsonRpcAdmission(limiter)]),
-    erl: appWith([erl()]),
-    rlf: appWith([rlfMiddleware((req) => req.ip ?? '')]),
-    oursConstantKey: appWith([jsonRpcAdmission(limiter, { identify: () => 'k' })]),
-    erlConstantKey: appWith([erl(() => 'k')]),
-    rlfConstantKey: appWith([rlfMiddleware(() => 'k')]),
+    baseline: appWith([sdkLikeRouter()]),
+    ours: appWith([ours({})]),
+    oursSeparate: appWith([jsonRpcAdmission(limiter), sdkLikeRouter()]),
+    erl: appWith([erl(), sdkLikeRouter()]),
+    rlf: appWith([rlfMiddleware((req) => req.ip ?? ''), sdkLikeRouter()]),
+    oursConstantKey: appWith([ours({ identify: () => 'k' })]),
+    erlConstantKey: appWith([erl(() => 'k'), sdkLikeRouter()]),
+    rlfConstantKey: appWith([rlfMiddleware(() => 'k'), sdkLikeRouter()]),
   };
 }
 
@@ -203,7 +226,8 @@ const echo: AgentExecutor = {
   async cancelTask() {},
 };
 
-type LoopbackName = 'baseline' | 'ours' | 'oursFull' | 'rlf';
+type LoopbackName = 'baseline' | 'ours' | 'oursSeparate' | 'oursFull' | 'rlf';
+const LOOPBACK: LoopbackName[] = ['baseline', 'ours', 'oursSeparate', 'oursFull', 'rlf'];
 
 async function sdkServer(
   name: LoopbackName,
@@ -213,11 +237,17 @@ async function sdkServer(
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   const port = (server.address() as AddressInfo).port;
   const agentCard = card(`http://127.0.0.1:${port}/a2a/jsonrpc`);
-  // `ours`: the policies alone. `oursFull`: the README's setup, deduplication and task tracking on.
+  // `ours`: the policies alone (`dedup: false`, no task tracking), mounted as the README does;
+  // `oursSeparate`: the same, with the admission middleware and the SDK's router as two layers;
+  // `oursFull`: the README's setup, deduplication and task tracking on.
   const limiter =
     name === 'baseline' || name === 'rlf'
       ? undefined
-      : createLimiter({ policies, card: agentCard, ...(name === 'ours' ? { dedup: false } : {}) });
+      : createLimiter({
+          policies,
+          card: agentCard,
+          ...(name === 'oursFull' ? {} : { dedup: false }),
+        });
   const manager = new DefaultExecutionEventBusManager();
   const requestHandler = new DefaultRequestHandler(
     agentCard,
@@ -225,28 +255,30 @@ async function sdkServer(
     echo,
     name === 'oursFull' && limiter !== undefined ? limiter.trackTasks(manager) : manager,
   );
-  if (limiter !== undefined) {
+  const userBuilder = UserBuilder.noAuthentication;
+  if (limiter === undefined) {
+    if (name === 'rlf') {
+      // For scale: rate-limiter-flexible's README middleware (no headers, no body read).
+      const rlf = new RateLimiterMemory({ points: 1_000_000_000, duration: 60 });
+      app.use('/a2a/jsonrpc', (req, res, next) => {
+        rlf.consume(req.ip ?? '').then(
+          () => next(),
+          () => {
+            res.status(429).send('Too Many Requests');
+          },
+        );
+      });
+    }
+    app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder }));
+  } else if (name === 'oursSeparate') {
     app.use(
       '/a2a/jsonrpc',
-      jsonRpcAdmission(limiter, { userBuilder: UserBuilder.noAuthentication, requestHandler }),
+      jsonRpcAdmission(limiter, { userBuilder, requestHandler }),
+      jsonRpcHandler({ requestHandler, userBuilder }),
     );
+  } else {
+    app.use('/a2a/jsonrpc', rateLimitedJsonRpcHandler(limiter, { requestHandler, userBuilder }));
   }
-  if (name === 'rlf') {
-    // For scale: rate-limiter-flexible's README middleware (no headers, no body read).
-    const rlf = new RateLimiterMemory({ points: 1_000_000_000, duration: 60 });
-    app.use('/a2a/jsonrpc', (req, res, next) => {
-      rlf.consume(req.ip ?? '').then(
-        () => next(),
-        () => {
-          res.status(429).send('Too Many Requests');
-        },
-      );
-    });
-  }
-  app.use(
-    '/a2a/jsonrpc',
-    jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }),
-  );
   return {
     port,
     close: async () => {
@@ -321,7 +353,7 @@ async function main(): Promise<void> {
     Number(median(samples[name].map((v, i) => v - (samples.baseline[i] ?? base))).toFixed(3));
 
   // (b)
-  const names: LoopbackName[] = ['baseline', 'ours', 'oursFull', 'rlf'];
+  const names = LOOPBACK;
   const servers = Object.fromEntries(
     await Promise.all(names.map(async (n) => [n, await sdkServer(n)] as const)),
   ) as Record<LoopbackName, Awaited<ReturnType<typeof sdkServer>>>;
@@ -329,7 +361,10 @@ async function main(): Promise<void> {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   for (const n of names) await runLoad(load, servers[n].port, 1); // warm up
-  const rps: Record<LoopbackName, number[]> = { baseline: [], ours: [], oursFull: [], rlf: [] };
+  const rps = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<
+    LoopbackName,
+    number[]
+  >;
   for (let round = 0; round < LOOP_ROUNDS; round++) {
     const order = round % 2 === 0 ? names : [...names].reverse();
     for (const n of order) {
@@ -349,6 +384,7 @@ async function main(): Promise<void> {
     JSON.stringify({
       microsPerRequestBaseline: Number(base.toFixed(3)),
       extraMicrosPerRequestOurs: extra('ours'),
+      extraMicrosPerRequestOursSeparate: extra('oursSeparate'),
       extraMicrosPerRequestRlf: extra('rlf'),
       extraMicrosPerRequestErl: extra('erl'),
       extraMicrosPerRequestOursConstantKey: extra('oursConstantKey'),
@@ -356,9 +392,11 @@ async function main(): Promise<void> {
       extraMicrosPerRequestErlConstantKey: extra('erlConstantKey'),
       rpsBaseline: Math.round(median(rps.baseline)),
       rpsOurs: Math.round(median(rps.ours)),
+      rpsOursSeparate: Math.round(median(rps.oursSeparate)),
       rpsOursFull: Math.round(median(rps.oursFull)),
       rpsRlf: Math.round(median(rps.rlf)),
       ratioOursOverBaseline: ratio('ours'),
+      ratioOursSeparateOverBaseline: ratio('oursSeparate'),
       ratioOursFullOverBaseline: ratio('oursFull'),
       ratioRlfOverBaseline: ratio('rlf'),
       rounds: ROUNDS,

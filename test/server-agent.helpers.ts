@@ -1,8 +1,9 @@
 /**
  * A real `@a2a-js/sdk` agent behind our admission on all three bindings, for the server tests:
  * `DefaultRequestHandler` + `InMemoryTaskStore` + the SDK's `jsonRpcHandler` / `restHandler` /
- * `grpcService`, with `jsonRpcAdmission` / `restAdmission` mounted first and
- * `grpcAdmissionInterceptor` on the grpc-js server, on 127.0.0.1 (port 0). The executor's
+ * `grpcService`, with admission in front (`rateLimitedJsonRpcHandler` / `rateLimitedRestHandler`,
+ * or `jsonRpcAdmission` / `restAdmission` mounted first) and `grpcAdmissionInterceptor` on the
+ * grpc-js server, on 127.0.0.1 (port 0). The executor's
  * behaviour is chosen by the message text, and every execution is counted.
  */
 
@@ -31,7 +32,12 @@ import express from 'express';
 import type { Policy } from '../src/core/policy.js';
 import { callWithinLimits, LimitedCallFailedError } from '../src/executor/index.js';
 import { withRateLimitExtension } from '../src/server/card-extension.js';
-import { jsonRpcAdmission, restAdmission } from '../src/server/express.js';
+import {
+  jsonRpcAdmission,
+  rateLimitedJsonRpcHandler,
+  rateLimitedRestHandler,
+  restAdmission,
+} from '../src/server/express.js';
 import { grpcAdmissionInterceptor } from '../src/server/grpc.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../src/server/limiter.js';
 import { createRateLimitMetrics, type RateLimitMetrics } from '../src/server/metrics.js';
@@ -72,11 +78,20 @@ function status(state: number, text?: string) {
   };
 }
 
+/** Both ways of mounting admission: one middleware (the README's), or a layer before the SDK's router. */
+export const MOUNTS = ['combined', 'separate'] as const;
+
 export interface AgentOptions {
   readonly policies: readonly Policy[];
   readonly limiter?: Partial<LimiterOptions>;
   readonly mirrorHttpStatus?: boolean;
   readonly metrics?: boolean;
+  /**
+   * How admission is mounted: `combined` (default, as the README does: `rateLimitedJsonRpcHandler`
+   * / `rateLimitedRestHandler`, one middleware each) or `separate` (`jsonRpcAdmission` /
+   * `restAdmission` as layers of their own before the SDK's routers).
+   */
+  readonly mount?: (typeof MOUNTS)[number];
 }
 
 export interface TestAgent {
@@ -278,21 +293,21 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
   );
   Object.assign(requestHandler as unknown as { agentCard: AgentCard }, { agentCard: publicCard() });
 
-  const expressOptions = {
-    userBuilder: expressUsers as unknown as typeof ExpressUserBuilder.noAuthentication,
-    requestHandler,
-    ...(options.mirrorHttpStatus === undefined
-      ? {}
-      : { mirrorHttpStatus: options.mirrorHttpStatus }),
-  };
+  const userBuilder = expressUsers as unknown as typeof ExpressUserBuilder.noAuthentication;
+  const mirror =
+    options.mirrorHttpStatus === undefined ? {} : { mirrorHttpStatus: options.mirrorHttpStatus };
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
-  app.use('/a2a/jsonrpc', jsonRpcAdmission(limiter, expressOptions));
-  app.use(
-    '/a2a/jsonrpc',
-    jsonRpcHandler({ requestHandler, userBuilder: expressOptions.userBuilder }),
-  );
-  app.use('/a2a/rest', restAdmission(limiter, expressOptions));
-  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: expressOptions.userBuilder }));
+  if (options.mount === 'separate') {
+    const expressOptions = { userBuilder, requestHandler, ...mirror };
+    app.use('/a2a/jsonrpc', jsonRpcAdmission(limiter, expressOptions));
+    app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder }));
+    app.use('/a2a/rest', restAdmission(limiter, expressOptions));
+    app.use('/a2a/rest', restHandler({ requestHandler, userBuilder }));
+  } else {
+    const combined = { requestHandler, userBuilder, admission: mirror };
+    app.use('/a2a/jsonrpc', rateLimitedJsonRpcHandler(limiter, combined));
+    app.use('/a2a/rest', rateLimitedRestHandler(limiter, combined));
+  }
   if (metrics !== undefined) {
     app.get('/metrics', async (_req, res) => {
       res.type(metrics.registry.contentType).send(await metrics.registry.metrics());

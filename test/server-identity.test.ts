@@ -14,7 +14,11 @@ import {
 import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { jsonRpcAdmission, shareUserBuilder } from '../src/server/express.js';
+import {
+  jsonRpcAdmission,
+  rateLimitedJsonRpcHandler,
+  shareUserBuilder,
+} from '../src/server/express.js';
 import { createLimiter, type Limiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';
@@ -106,69 +110,126 @@ describe('default identity of unauthenticated callers', () => {
   });
 });
 
+/**
+ * An SDK agent (echo executor) behind admission on `/rpc`, mounted as `mount` says: `combined`
+ * (`rateLimitedJsonRpcHandler`), or `jsonRpcAdmission` then `jsonRpcHandler` with the
+ * `userBuilder` given to both as it is (`plain`) or wrapped in `shareUserBuilder` (`shared`).
+ */
+async function startSdkAgent(
+  mount: 'combined' | 'plain' | 'shared',
+  userBuilder: UserBuilder,
+  limit: number,
+): Promise<string> {
+  const limiter = perCallerLimiter(limit);
+  const echo: AgentExecutor = {
+    async execute(ctx, bus) {
+      bus.publish(
+        AgentEvent.message(
+          textMessage({ messageId: `r-${ctx.userMessage.messageId}`, text: 'ok', role: 'agent' }),
+        ),
+      );
+      bus.finished();
+    },
+    async cancelTask() {},
+  };
+  const app = express();
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
+  const card = exampleAgentCard({
+    name: 'ids',
+    interfaces: [{ url, protocolBinding: 'JSONRPC' }],
+  });
+  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), echo);
+  if (mount === 'combined') {
+    app.use('/rpc', rateLimitedJsonRpcHandler(limiter, { requestHandler, userBuilder }));
+  } else {
+    const users = mount === 'shared' ? shareUserBuilder(userBuilder) : userBuilder;
+    app.use(
+      '/rpc',
+      jsonRpcAdmission(limiter, { userBuilder: users }),
+      jsonRpcHandler({ requestHandler, userBuilder: users }),
+    );
+  }
+  close = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await limiter.close();
+  };
+  return url;
+}
+
+/** A JSON-RPC call to `url`; `version` undefined sends no `A2A-Version` header (v0.3 style). */
+async function call(
+  url: string,
+  method: string,
+  messageId: string,
+  version: string | undefined = '1.0',
+): Promise<{
+  body: { result?: unknown; error?: { code?: number; message?: string } };
+  headers: Headers;
+}> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(version === undefined ? {} : { 'a2a-version': version }),
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method,
+      params: { message: { messageId, role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+    }),
+  });
+  return { body: (await res.json()) as never, headers: res.headers };
+}
+
 describe('shareUserBuilder', () => {
-  async function countBuilds(share: boolean): Promise<number> {
+  async function countBuilds(mount: 'combined' | 'plain' | 'shared'): Promise<number> {
     let builds = 0;
     const authenticate: UserBuilder = async () => {
       builds++;
       return new UnauthenticatedUser();
     };
-    const userBuilder = share ? shareUserBuilder(authenticate) : authenticate;
-    const limiter = perCallerLimiter(100);
-    const echo: AgentExecutor = {
-      async execute(ctx, bus) {
-        bus.publish(
-          AgentEvent.message(
-            textMessage({ messageId: `r-${ctx.userMessage.messageId}`, text: 'ok', role: 'agent' }),
-          ),
-        );
-        bus.finished();
-      },
-      async cancelTask() {},
-    };
-    const app = express();
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise<void>((resolve) => server.once('listening', () => resolve()));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`;
-    const card = exampleAgentCard({
-      name: 'ids',
-      interfaces: [{ url, protocolBinding: 'JSONRPC' }],
-    });
-    const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), echo);
-    app.use(
-      '/rpc',
-      jsonRpcAdmission(limiter, { userBuilder }),
-      jsonRpcHandler({ requestHandler, userBuilder }),
-    );
-    close = async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await limiter.close();
-    };
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendMessage',
-        params: { message: { messageId: 'm-1', role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
-      }),
-    });
-    const body = (await res.json()) as { result?: unknown };
+    const url = await startSdkAgent(mount, authenticate, 100);
+    const { body, headers } = await call(url, 'SendMessage', 'm-1');
     expect(body.result).toBeDefined();
-    expect(res.headers.get('ratelimit')).toContain('per-caller');
+    expect(headers.get('ratelimit')).toContain('per-caller');
+    await close?.();
+    close = undefined;
     return builds;
   }
 
   it("runs the agent's builder once per request for the limiter and the SDK (twice without it)", async () => {
-    expect(await countBuilds(true)).toBe(1);
-    await close?.();
-    close = undefined;
-    expect(await countBuilds(false)).toBe(2);
+    expect(await countBuilds('shared')).toBe(1);
+    expect(await countBuilds('plain')).toBe(2);
+    expect(await countBuilds('combined')).toBe(1);
   });
 
   it("gives back the SDK's noAuthentication as it is", () => {
     expect(shareUserBuilder(UserBuilder.noAuthentication)).toBe(UserBuilder.noAuthentication);
+  });
+});
+
+describe('rateLimitedJsonRpcHandler', () => {
+  it('decides, answers through the SDK, and rejects with the SDK never reached', async () => {
+    const url = await startSdkAgent('combined', UserBuilder.noAuthentication, 1);
+    const first = await call(url, 'SendMessage', 'm-1');
+    expect(first.body.result).toBeDefined();
+    expect(first.headers.get('ratelimit')).toBe('"per-caller";r=0;t=3600');
+    const second = await call(url, 'SendMessage', 'm-2');
+    expect(second.body.error?.code).toBe(-32603);
+    expect(second.headers.get('retry-after')).toBe('3600');
+  });
+
+  it("follows the SDK's legacy mode: with it off, v0.3 names are the SDK's to refuse and are not charged", async () => {
+    const url = await startSdkAgent('combined', UserBuilder.noAuthentication, 1);
+    for (const id of ['v03-1', 'v03-2']) {
+      const legacy = await call(url, 'message/send', id, undefined);
+      expect(legacy.body.error?.code).toBe(-32601); // the SDK's "method not found"
+      expect(legacy.headers.get('ratelimit')).toBeNull();
+    }
+    expect((await call(url, 'SendMessage', 'm-1')).body.result).toBeDefined();
   });
 });

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
 import { RATE_LIMIT_EXTENSION_URI } from '../src/server/card-extension.js';
 import type { MemoryStore } from '../src/store/memory-store.js';
-import { as, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
+import { as, MOUNTS, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
 let agent: TestAgent | undefined;
 afterEach(async () => {
@@ -172,105 +172,110 @@ describe('task leases', () => {
   }, 60_000);
 });
 
-describe('deduplication', () => {
-  it('the same SendMessage sent twice after a lost response runs once and is not charged again', async () => {
-    agent = await startAgent({
-      policies: [
-        {
-          name: 'per-caller',
-          kind: 'rate',
-          scope: 'caller',
-          methods: ['SendMessage', 'SendStreamingMessage'],
-          limit: 1,
-          windowSeconds: 60,
-          burst: 1,
-        },
-      ],
-    });
-    for (const binding of ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const) {
-      const caller = `d-${binding}`;
-      // The first copy's response is lost: the client aborts while the task is still running.
-      const ac = new AbortController();
-      const lost = jsonRpc(
-        agent.jsonRpcUrl,
-        'SendMessage',
-        { message: raw(`dup-${binding}`, 'hold') },
-        caller,
-        ac.signal,
-      );
-      await vi.waitFor(() => expect(agent?.executions.get(`dup-${binding}`)).toBe(1));
-      ac.abort();
-      await lost.catch(() => undefined);
-      agent.releaseHeld();
-      const client = await agent.client(binding);
-      const task = (await client.sendMessage(
-        { message: userMessage(`dup-${binding}`, 'hold'), tenant: '' } as never,
-        as(caller),
-      )) as { id: string; status?: { state?: number } };
-      expect(task.id).toMatch(/[0-9a-f-]{36}/);
-      expect(task.status?.state).toBe(3);
-      expect(agent.executions.get(`dup-${binding}`)).toBe(1);
-      // A streamed copy of the finished task gets its final snapshot as the one event.
-      const events: unknown[] = [];
-      for await (const e of client.sendMessageStream(
-        { message: userMessage(`dup-${binding}`, 'hold'), tenant: '' } as never,
-        as(caller),
-      ))
-        events.push(e);
-      expect(events).toHaveLength(1);
-      expect((events[0] as { payload: { value: { id: string } } }).payload.value.id).toBe(task.id);
-      expect(agent.executions.get(`dup-${binding}`)).toBe(1);
-      // Still within the limit's one token: a new message is refused, so the copies were not charged… and a new one after that is.
-      await expect(
-        client.sendMessage(
-          { message: userMessage(`new-${binding}`), tenant: '' } as never,
+describe.each(MOUNTS)('%s mount', (mount) => {
+  describe('deduplication', () => {
+    it('the same SendMessage sent twice after a lost response runs once and is not charged again', async () => {
+      agent = await startAgent({
+        mount,
+        policies: [
+          {
+            name: 'per-caller',
+            kind: 'rate',
+            scope: 'caller',
+            methods: ['SendMessage', 'SendStreamingMessage'],
+            limit: 1,
+            windowSeconds: 60,
+            burst: 1,
+          },
+        ],
+      });
+      for (const binding of ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const) {
+        const caller = `d-${binding}`;
+        // The first copy's response is lost: the client aborts while the task is still running.
+        const ac = new AbortController();
+        const lost = jsonRpc(
+          agent.jsonRpcUrl,
+          'SendMessage',
+          { message: raw(`dup-${binding}`, 'hold') },
+          caller,
+          ac.signal,
+        );
+        await vi.waitFor(() => expect(agent?.executions.get(`dup-${binding}`)).toBe(1));
+        ac.abort();
+        await lost.catch(() => undefined);
+        agent.releaseHeld();
+        const client = await agent.client(binding);
+        const task = (await client.sendMessage(
+          { message: userMessage(`dup-${binding}`, 'hold'), tenant: '' } as never,
           as(caller),
-        ),
-      ).rejects.toBeDefined();
-    }
-  });
+        )) as { id: string; status?: { state?: number } };
+        expect(task.id).toMatch(/[0-9a-f-]{36}/);
+        expect(task.status?.state).toBe(3);
+        expect(agent.executions.get(`dup-${binding}`)).toBe(1);
+        // A streamed copy of the finished task gets its final snapshot as the one event.
+        const events: unknown[] = [];
+        for await (const e of client.sendMessageStream(
+          { message: userMessage(`dup-${binding}`, 'hold'), tenant: '' } as never,
+          as(caller),
+        ))
+          events.push(e);
+        expect(events).toHaveLength(1);
+        expect((events[0] as { payload: { value: { id: string } } }).payload.value.id).toBe(
+          task.id,
+        );
+        expect(agent.executions.get(`dup-${binding}`)).toBe(1);
+        // Still within the limit's one token: a new message is refused, so the copies were not charged… and a new one after that is.
+        await expect(
+          client.sendMessage(
+            { message: userMessage(`new-${binding}`), tenant: '' } as never,
+            as(caller),
+          ),
+        ).rejects.toBeDefined();
+      }
+    });
 
-  it('a message the SDK refused before running anything (unknown task) is not remembered as processed', async () => {
-    agent = await startAgent({ policies: [] });
-    const followUp = { ...raw('orphan-1'), taskId: 'no-such-task' };
-    for (let copy = 0; copy < 2; copy++) {
-      const res = await jsonRpc(agent.jsonRpcUrl, 'SendMessage', { message: followUp }, 'o');
-      const body = (await res.json()) as { error?: { code: number; message: string } };
-      // Both copies reach the SDK and get its own answer (task not found), not a dedup answer.
-      expect(body.error?.code).toBe(-32001);
-    }
-    expect(agent.executions.get('orphan-1')).toBeUndefined();
-    // A message that did run stays deduplicated.
-    const ok = await jsonRpc(agent.jsonRpcUrl, 'SendMessage', { message: raw('ran-1') }, 'o');
-    const first = (await ok.json()) as { result?: { task?: { id: string } } };
-    const again = await jsonRpc(agent.jsonRpcUrl, 'SendMessage', { message: raw('ran-1') }, 'o');
-    const second = (await again.json()) as { result?: { task?: { id: string } } };
-    expect(second.result?.task?.id).toBe(first.result?.task?.id);
-    expect(agent.executions.get('ran-1')).toBe(1);
-  });
+    it('a message the SDK refused before running anything (unknown task) is not remembered as processed', async () => {
+      agent = await startAgent({ mount, policies: [] });
+      const followUp = { ...raw('orphan-1'), taskId: 'no-such-task' };
+      for (let copy = 0; copy < 2; copy++) {
+        const res = await jsonRpc(agent.jsonRpcUrl, 'SendMessage', { message: followUp }, 'o');
+        const body = (await res.json()) as { error?: { code: number; message: string } };
+        // Both copies reach the SDK and get its own answer (task not found), not a dedup answer.
+        expect(body.error?.code).toBe(-32001);
+      }
+      expect(agent.executions.get('orphan-1')).toBeUndefined();
+      // A message that did run stays deduplicated.
+      const ok = await jsonRpc(agent.jsonRpcUrl, 'SendMessage', { message: raw('ran-1') }, 'o');
+      const first = (await ok.json()) as { result?: { task?: { id: string } } };
+      const again = await jsonRpc(agent.jsonRpcUrl, 'SendMessage', { message: raw('ran-1') }, 'o');
+      const second = (await again.json()) as { result?: { task?: { id: string } } };
+      expect(second.result?.task?.id).toBe(first.result?.task?.id);
+      expect(agent.executions.get('ran-1')).toBe(1);
+    });
 
-  it('a copy of a still-running streamed message resubscribes instead of starting again', async () => {
-    agent = await startAgent({ policies: [] });
-    const client = await agent.client('HTTP+JSON');
-    let taskId = '';
-    for await (const e of client.sendMessageStream(
-      { message: userMessage('s-dup', 'hold'), tenant: '' } as never,
-      as('s'),
-    )) {
-      taskId = (e as { payload: { value: { id: string } } }).payload.value.id;
-      break;
-    }
-    const again = client
-      .sendMessageStream({ message: userMessage('s-dup', 'hold'), tenant: '' } as never, as('s'))
-      [Symbol.asyncIterator]();
-    const first = await again.next();
-    expect((first.value as { payload: { value: { id: string } } }).payload.value.id).toBe(taskId);
-    agent.releaseHeld();
-    const rest: { payload: { $case: string; value: { status?: { state?: number } } } }[] = [];
-    for (let next = await again.next(); !next.done; next = await again.next())
-      rest.push(next.value as never);
-    expect(rest.at(-1)?.payload.value.status?.state).toBe(3);
-    expect(agent.executions.get('s-dup')).toBe(1);
+    it('a copy of a still-running streamed message resubscribes instead of starting again', async () => {
+      agent = await startAgent({ mount, policies: [] });
+      const client = await agent.client('HTTP+JSON');
+      let taskId = '';
+      for await (const e of client.sendMessageStream(
+        { message: userMessage('s-dup', 'hold'), tenant: '' } as never,
+        as('s'),
+      )) {
+        taskId = (e as { payload: { value: { id: string } } }).payload.value.id;
+        break;
+      }
+      const again = client
+        .sendMessageStream({ message: userMessage('s-dup', 'hold'), tenant: '' } as never, as('s'))
+        [Symbol.asyncIterator]();
+      const first = await again.next();
+      expect((first.value as { payload: { value: { id: string } } }).payload.value.id).toBe(taskId);
+      agent.releaseHeld();
+      const rest: { payload: { $case: string; value: { status?: { state?: number } } } }[] = [];
+      for (let next = await again.next(); !next.done; next = await again.next())
+        rest.push(next.value as never);
+      expect(rest.at(-1)?.payload.value.status?.state).toBe(3);
+      expect(agent.executions.get('s-dup')).toBe(1);
+    });
   });
 });
 

@@ -2,8 +2,8 @@
  * @module research-agent
  * The example research agent behind `demo` and `serve`: a real `@a2a-js/sdk` agent (request
  * handler, in-memory task store, the SDK's JSON-RPC and REST routers and gRPC service) with this
- * library's admission in front of every binding (`jsonRpcAdmission`, `restAdmission`,
- * `grpcAdmissionInterceptor`), the policies published as a card extension, Prometheus metrics,
+ * library's admission in front of every binding (`rateLimitedJsonRpcHandler`,
+ * `rateLimitedRestHandler`, `grpcAdmissionInterceptor`), the policies published as a card extension, Prometheus metrics,
  * and a hook that reports every request the agent decided — so callers of the demo can count
  * what the agent saw on the server side. Demo authentication: the bearer token is the caller's
  * name; no token means an anonymous caller keyed by its address.
@@ -20,7 +20,7 @@ import {
   InMemoryTaskStore,
   type User,
 } from '@a2a-js/sdk/server';
-import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import express from 'express';
@@ -28,7 +28,7 @@ import type { A2AMethod } from '../core/a2a-methods.js';
 import type { Clock } from '../core/clock.js';
 import type { HoldOptions, Policy } from '../core/policy.js';
 import { withRateLimitExtension } from '../server/card-extension.js';
-import { jsonRpcAdmission, restAdmission } from '../server/express.js';
+import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../server/express.js';
 import { grpcAdmissionInterceptor } from '../server/grpc.js';
 
 import {
@@ -399,13 +399,9 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
   const app = express();
   app.disable('x-powered-by');
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: async () => card }));
-  app.use(
-    '/a2a/jsonrpc',
-    jsonRpcAdmission(limiter, { userBuilder: expressUsers, requestHandler, ...mirror }),
-  );
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: expressUsers }));
-  app.use('/a2a/rest', restAdmission(limiter, { userBuilder: expressUsers, requestHandler }));
-  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: expressUsers }));
+  const sdk = { requestHandler, userBuilder: expressUsers };
+  app.use('/a2a/jsonrpc', rateLimitedJsonRpcHandler(limiter, { ...sdk, admission: mirror }));
+  app.use('/a2a/rest', rateLimitedRestHandler(limiter, sdk));
   if (metrics !== undefined) {
     app.get('/metrics', async (_req, res) => {
       res.type(metrics.registry.contentType).send(await metrics.registry.metrics());

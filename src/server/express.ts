@@ -25,10 +25,11 @@ import {
   type A2ARequestHandler,
   defaultServerCallContextBuilder,
   type ServerCallContext,
+  type ServerCallContextBuilder,
   UnauthenticatedUser,
   type User,
 } from '@a2a-js/sdk/server';
-import { UserBuilder } from '@a2a-js/sdk/server/express';
+import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import express, {
   type NextFunction,
   type Request,
@@ -86,15 +87,38 @@ export interface ExpressAdmissionOptions {
   readonly legacy?: boolean;
   /** Body size limit, as `express.json` takes it; default `'100kb'` (the SDK's). */
   readonly bodyLimit?: string | number;
+  /**
+   * The SDK's router for this binding (`jsonRpcHandler(…)` / `restHandler(…)`). When given, the
+   * middleware forwards what it admits (and what it does not decide) to it directly instead of
+   * calling `next()`, so mount the middleware alone: one Express layer fewer per request, and the
+   * two cannot end up on different paths. Errors still go to `next(error)`.
+   * {@link rateLimitedJsonRpcHandler} and {@link rateLimitedRestHandler} set it up for you.
+   */
+  readonly sdkHandler?: RequestHandler;
+  /**
+   * The `contextBuilder` you gave the SDK's router, if any: a duplicate message's task is then
+   * fetched with the same call context the SDK would build.
+   */
+  readonly contextBuilder?: ServerCallContextBuilder;
 }
 
-interface ParsedRequest {
-  readonly method: A2AMethod;
-  readonly tenant: string | undefined;
-  readonly messageId: string | undefined;
-  readonly legacy: boolean;
-  /** JSON-RPC id. */
-  readonly id: string | number | null;
+/**
+ * One request's admission state: what the limiter is asked (an `AdmissionRequest`; `caller` is
+ * filled in once the identity is known) and what the answers need (JSON-RPC id, legacy form). One
+ * object per request.
+ */
+class ParsedRequest implements AdmissionRequest {
+  caller = '';
+  skill: string | undefined = undefined;
+  constructor(
+    readonly binding: Binding,
+    readonly method: A2AMethod,
+    readonly tenant: string | undefined,
+    readonly messageId: string | undefined,
+    readonly legacy: boolean,
+    /** JSON-RPC id. */
+    readonly id: string | number | null,
+  ) {}
 }
 
 function stringOrUndefined(value: unknown): string | undefined {
@@ -111,8 +135,8 @@ function jsonRpcId(body: unknown): string | number | null {
   return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
-function mediaType(req: Request): string | undefined {
-  const raw = req.headers['content-type'];
+function mediaType(headers: Request['headers']): string | undefined {
+  const raw = headers['content-type'];
   if (raw === undefined || raw === 'application/json') return raw;
   return (raw.split(';', 1)[0] ?? '').trim().toLowerCase();
 }
@@ -123,17 +147,27 @@ function isA2AVersionLegacy(req: Request): boolean {
 }
 
 /**
- * The default unauthenticated key: `addr:<req.ip>`. With Express's default `trust proxy` (off),
- * `req.ip` is the socket's address, read directly (Express would parse `X-Forwarded-For` first
- * only to drop it).
+ * The default unauthenticated key: `addr:<req.ip>`. Without an `X-Forwarded-For` header, `req.ip`
+ * is the socket's address whatever `trust proxy` says, so it is read directly (`req.ip` parses
+ * the header and runs the trust function; on Express's request objects every property read is
+ * slow, and this runs on every request).
  */
 function addressKey(req: Request): string {
-  const trustProxy = (req.app as { settings?: Record<string, unknown> } | undefined)?.settings?.[
-    'trust proxy'
-  ];
-  const address = trustProxy === false ? req.socket.remoteAddress : req.ip;
-  return `addr:${address ?? req.socket.remoteAddress ?? 'unknown'}`;
+  const address =
+    (req.headers['x-forwarded-for'] === undefined ? undefined : req.ip) ?? req.socket.remoteAddress;
+  if (address === lastAddress) return lastAddressKey;
+  const key = `addr:${address ?? 'unknown'}`;
+  lastAddress = address;
+  lastAddressKey = key;
+  return key;
 }
+
+/**
+ * The last address key made, for its address: consecutive requests of one client (a keep-alive
+ * connection) share one key string, whose hash the store's lookup then finds already computed.
+ */
+let lastAddress: string | undefined;
+let lastAddressKey = 'addr:unknown';
 
 function writeHttp(
   res: Response,
@@ -156,7 +190,11 @@ interface Admission {
   readonly userBuilder: UserBuilder | undefined;
   /** Key of callers the `userBuilder` does not authenticate (or of all, without one). */
   readonly unauthenticatedKey: (req: Request) => string;
+  /** Hands a request on: to `options.sdkHandler` when given, else to `next()`. */
+  readonly pass: RequestHandler;
 }
+
+const callNext: RequestHandler = (_req, _res, next) => next();
 
 function makeAdmission(limiter: Limiter, options: ExpressAdmissionOptions): Admission {
   if (limiter.dedupMethods.size > 0 && options.requestHandler === undefined) {
@@ -174,6 +212,7 @@ function makeAdmission(limiter: Limiter, options: ExpressAdmissionOptions): Admi
         ? options.userBuilder
         : undefined,
     unauthenticatedKey: options.unauthenticatedKey ?? addressKey,
+    pass: options.sdkHandler ?? callNext,
   };
 }
 
@@ -187,7 +226,8 @@ async function callContext(
     ? await admission.options.userBuilder(req)
     : new UnauthenticatedUser();
   const requestedVersion = req.header('a2a-version') || undefined;
-  return defaultServerCallContextBuilder({
+  const build = admission.options.contextBuilder ?? defaultServerCallContextBuilder;
+  return build({
     extensions: undefined,
     user,
     headers: req.headers,
@@ -211,14 +251,13 @@ function decide(
   res: Response,
   next: NextFunction,
   parsed: ParsedRequest,
-  binding: Binding,
 ): void {
   try {
     const builder = admission.userBuilder;
     if (builder !== undefined) {
       const user = builder(req) as User | PromiseLike<User>;
       if (!isPromiseLike(user)) {
-        withCaller(admission, req, res, next, parsed, binding, callerOf(admission, req, user));
+        withCaller(admission, req, res, next, parsed, callerOf(admission, req, user));
         return;
       }
       user.then((resolved) => {
@@ -229,14 +268,14 @@ function decide(
           next(error);
           return;
         }
-        withCaller(admission, req, res, next, parsed, binding, caller);
+        withCaller(admission, req, res, next, parsed, caller);
       }, next);
       return;
     }
     const identify = admission.identify;
     const caller = identify === undefined ? admission.unauthenticatedKey(req) : identify(req);
-    if (typeof caller === 'string') withCaller(admission, req, res, next, parsed, binding, caller);
-    else caller.then((c) => withCaller(admission, req, res, next, parsed, binding, c), next);
+    if (typeof caller === 'string') withCaller(admission, req, res, next, parsed, caller);
+    else caller.then((c) => withCaller(admission, req, res, next, parsed, c), next);
   } catch (error) {
     next(error);
   }
@@ -253,22 +292,15 @@ function withCaller(
   res: Response,
   next: NextFunction,
   parsed: ParsedRequest,
-  binding: Binding,
   caller: string,
 ): void {
+  parsed.caller = caller;
   const skill = admission.options.skill;
-  const request: AdmissionRequest = {
-    caller,
-    method: parsed.method,
-    binding,
-    tenant: parsed.tenant,
-    messageId: parsed.messageId,
-    skill: skill === undefined ? undefined : skill(req, req.body),
-  };
-  const outcome = admission.limiter.admit(request);
+  if (skill !== undefined) parsed.skill = skill(req, req.body);
+  const outcome = admission.limiter.admit(parsed);
   if (outcome instanceof Promise) {
-    outcome.then((o) => apply(admission, req, res, next, parsed, binding, o), next);
-  } else apply(admission, req, res, next, parsed, binding, outcome);
+    outcome.then((o) => apply(admission, req, res, next, parsed, o), next);
+  } else apply(admission, req, res, next, parsed, outcome);
 }
 
 function apply(
@@ -277,7 +309,6 @@ function apply(
   res: Response,
   next: NextFunction,
   parsed: ParsedRequest,
-  binding: Binding,
   outcome: AdmissionOutcome,
 ): void {
   if (outcome.status === 'admitted') {
@@ -289,17 +320,17 @@ function apply(
       // A closure, not a property on `res`: adding one to Express's response objects costs µs.
       res.on('close', () => ticket.end());
     }
-    next();
+    admission.pass(req, res, next);
     return;
   }
   if (outcome.status === 'duplicate') {
-    const answer = binding === 'jsonrpc' ? jsonRpcDuplicate : restDuplicate;
+    const answer = parsed.binding === 'jsonrpc' ? jsonRpcDuplicate : restDuplicate;
     answer(admission, req, res, next, parsed, outcome.taskId).catch(next);
     return;
   }
   const { limiter, options } = admission;
   const encoded =
-    binding === 'jsonrpc'
+    parsed.binding === 'jsonrpc'
       ? limiter.encodeJsonRpc(
           outcome.rejection,
           parsed.id,
@@ -381,7 +412,7 @@ async function jsonRpcDuplicate(
         ...(parsed.tenant === undefined ? {} : { tenant: parsed.tenant }),
       },
     };
-    next();
+    admission.pass(req, res, next);
   }
 }
 
@@ -430,7 +461,7 @@ async function restDuplicate(
   } else {
     const prefix = parsed.tenant === undefined ? '' : `/${encodeURIComponent(parsed.tenant)}`;
     req.url = `${prefix}/tasks/${encodeURIComponent(taskId)}:subscribe`;
-    next();
+    admission.pass(req, res, next);
   }
 }
 
@@ -481,13 +512,21 @@ export function jsonRpcAdmission(
   options: ExpressAdmissionOptions = {},
 ): RequestHandler {
   const admission = makeAdmission(limiter, options);
+  const pass = admission.pass;
   const parse = express.json({ limit: options.bodyLimit ?? '100kb' });
   const legacyNames = options.legacy !== false;
   return (req, res, next) => {
-    if (req.headers[TICKET_HEADER] !== undefined) delete req.headers[TICKET_HEADER];
-    if (req.method !== 'POST' || (req.url !== '/' && req.path !== '/')) return next();
-    const type = mediaType(req);
-    if (type !== undefined && type !== 'application/json') return next();
+    const headers = req.headers;
+    if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
+    if (req.method !== 'POST' || (req.url !== '/' && req.path !== '/')) {
+      pass(req, res, next);
+      return;
+    }
+    const type = mediaType(headers);
+    if (type !== undefined && type !== 'application/json') {
+      pass(req, res, next);
+      return;
+    }
     parse(req, res, (error?: unknown) => {
       if (error !== undefined && error !== null) {
         const syntax = error instanceof SyntaxError;
@@ -506,23 +545,30 @@ export function jsonRpcAdmission(
         return;
       }
       const body = req.body as { method?: unknown; params?: unknown } | undefined;
-      if (body === null || typeof body !== 'object' || Array.isArray(body)) return next();
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+        pass(req, res, next);
+        return;
+      }
       const name = body.method;
       const method = legacyNames
         ? toA2AMethod(name)
         : typeof name === 'string' && !name.includes('/')
           ? toA2AMethod(name)
           : undefined;
-      if (method === undefined) return next();
+      if (method === undefined) {
+        pass(req, res, next);
+        return;
+      }
       const params = body.params as { tenant?: unknown } | undefined;
-      const parsed: ParsedRequest = {
+      const parsed = new ParsedRequest(
+        'jsonrpc',
         method,
-        tenant: stringOrUndefined(params?.tenant),
-        messageId: messageIdOf(params),
-        legacy: typeof name === 'string' && name.includes('/'),
-        id: jsonRpcId(body),
-      };
-      decide(admission, req, res, next, parsed, 'jsonrpc');
+        stringOrUndefined(params?.tenant),
+        messageIdOf(params),
+        typeof name === 'string' && name.includes('/'),
+        jsonRpcId(body),
+      );
+      decide(admission, req, res, next, parsed);
     });
   };
 }
@@ -546,6 +592,7 @@ export function restAdmission(
   options: ExpressAdmissionOptions = {},
 ): RequestHandler {
   const admission = makeAdmission(limiter, options);
+  const pass = admission.pass;
   const legacy = options.legacy !== false;
   const parse = express.json({
     limit: options.bodyLimit ?? '100kb',
@@ -558,15 +605,22 @@ export function restAdmission(
     strict: false,
   });
   return (req, res, next) => {
-    if (req.headers[TICKET_HEADER] !== undefined) delete req.headers[TICKET_HEADER];
+    const headers = req.headers;
+    if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
     const useLegacy = legacy && isA2AVersionLegacy(req);
     const route = matchRestRoute(req.method, req.path, { legacy: useLegacy });
-    if (route === undefined) return next();
-    const type = mediaType(req);
+    if (route === undefined) {
+      pass(req, res, next);
+      return;
+    }
+    const type = mediaType(headers);
     const accepted = route.legacy
       ? type === undefined || type === 'application/json'
       : type === undefined || type === 'application/json' || type === 'application/a2a+json';
-    if (!accepted) return next();
+    if (!accepted) {
+      pass(req, res, next);
+      return;
+    }
     (route.legacy ? parseLegacy : parse)(req, res, (error?: unknown) => {
       if (error !== undefined && error !== null) {
         const status =
@@ -587,17 +641,99 @@ export function restAdmission(
         return;
       }
       const body = req.body as { tenant?: unknown } | undefined;
-      const parsed: ParsedRequest = {
-        method: route.method,
-        tenant: route.tenant ?? stringOrUndefined(body?.tenant),
-        messageId:
-          route.method === 'SendMessage' || route.method === 'SendStreamingMessage'
-            ? messageIdOf(body)
-            : undefined,
-        legacy: route.legacy,
-        id: null,
-      };
-      decide(admission, req, res, next, parsed, 'rest');
+      const parsed = new ParsedRequest(
+        'rest',
+        route.method,
+        route.tenant ?? stringOrUndefined(body?.tenant),
+        route.method === 'SendMessage' || route.method === 'SendStreamingMessage'
+          ? messageIdOf(body)
+          : undefined,
+        route.legacy,
+        null,
+      );
+      decide(admission, req, res, next, parsed);
     });
   };
+}
+
+/**
+ * Options of {@link rateLimitedJsonRpcHandler} and {@link rateLimitedRestHandler}: the SDK
+ * router's own options, and the admission middleware's (`admission`).
+ *
+ * @example
+ * ```ts
+ * const options: RateLimitedHandlerOptions = { requestHandler, userBuilder: UserBuilder.noAuthentication, admission: { mirrorHttpStatus: true } };
+ * ```
+ */
+export interface RateLimitedHandlerOptions {
+  /** The SDK request handler (answers the admitted requests, and duplicates with their task). */
+  readonly requestHandler: A2ARequestHandler;
+  /** The agent's `UserBuilder`; it runs once per request for both the limiter and the SDK. */
+  readonly userBuilder: UserBuilder;
+  /** The SDK's v0.3 compatibility mode; v0.3 requests are decided only when it is on. */
+  readonly legacyCompat?: { readonly enabled: boolean };
+  /** The SDK's call-context builder. */
+  readonly contextBuilder?: ServerCallContextBuilder;
+  /** The remaining admission options (identity, skill, `mirrorHttpStatus`, `bodyLimit`, …). */
+  readonly admission?: Omit<
+    ExpressAdmissionOptions,
+    'userBuilder' | 'requestHandler' | 'sdkHandler' | 'contextBuilder'
+  >;
+}
+
+/** The SDK router options and admission options both wrappers derive from `options`. */
+function rateLimitedParts(options: RateLimitedHandlerOptions): {
+  sdk: Parameters<typeof jsonRpcHandler>[0];
+  admission: ExpressAdmissionOptions;
+} {
+  const userBuilder = shareUserBuilder(options.userBuilder);
+  const { requestHandler, legacyCompat, contextBuilder } = options;
+  const shared = {
+    requestHandler,
+    userBuilder,
+    ...(contextBuilder === undefined ? {} : { contextBuilder }),
+  };
+  return {
+    sdk: {
+      ...shared,
+      ...(legacyCompat === undefined ? {} : { legacyCompat: { ...legacyCompat } }),
+    },
+    admission: { legacy: legacyCompat?.enabled === true, ...options.admission, ...shared },
+  };
+}
+
+/**
+ * The SDK's `jsonRpcHandler` with admission in front, as one middleware: mount it where you would
+ * mount the SDK's router. The same as {@link jsonRpcAdmission} followed by `jsonRpcHandler`, with
+ * the `UserBuilder` shared ({@link shareUserBuilder}) and one Express layer fewer per request.
+ *
+ * @example
+ * ```ts
+ * app.use('/a2a/jsonrpc', rateLimitedJsonRpcHandler(limiter, { requestHandler, userBuilder: UserBuilder.noAuthentication }));
+ * ```
+ */
+export function rateLimitedJsonRpcHandler(
+  limiter: Limiter,
+  options: RateLimitedHandlerOptions,
+): RequestHandler {
+  const parts = rateLimitedParts(options);
+  return jsonRpcAdmission(limiter, { ...parts.admission, sdkHandler: jsonRpcHandler(parts.sdk) });
+}
+
+/**
+ * The SDK's `restHandler` with admission in front, as one middleware: mount it where you would
+ * mount the SDK's router. The same as {@link restAdmission} followed by `restHandler`, with the
+ * `UserBuilder` shared ({@link shareUserBuilder}) and one Express layer fewer per request.
+ *
+ * @example
+ * ```ts
+ * app.use('/a2a/rest', rateLimitedRestHandler(limiter, { requestHandler, userBuilder: UserBuilder.noAuthentication }));
+ * ```
+ */
+export function rateLimitedRestHandler(
+  limiter: Limiter,
+  options: RateLimitedHandlerOptions,
+): RequestHandler {
+  const parts = rateLimitedParts(options);
+  return restAdmission(limiter, { ...parts.admission, sdkHandler: restHandler(parts.sdk) });
 }
