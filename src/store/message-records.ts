@@ -89,6 +89,13 @@ export class MessageRecords {
   private head = 0;
   private used = 0;
   private evictions = 0;
+  /**
+   * The key of the last {@link MessageRecords.peekKey} and the slot it found (-1: none), so that
+   * `rememberKey` of the same key right after (check, decide, record) looks it up once. Cleared by
+   * every write that moves or frees a slot.
+   */
+  private peekedKey: string | undefined;
+  private peekedSlot = -1;
 
   /** @param maxEntries Records kept at most; past it the oldest goes first. */
   constructor(maxEntries: number) {
@@ -137,7 +144,12 @@ export class MessageRecords {
    */
   rememberKey(key: string, ttlMs: number, nowMs: number): MessageRecord {
     checkMessageTtlMs(ttlMs);
-    const slot = this.slots.get(key);
+    const slot =
+      key === this.peekedKey
+        ? this.peekedSlot < 0
+          ? undefined
+          : this.peekedSlot
+        : this.slots.get(key);
     if (slot !== undefined && (this.expiresMs[slot] as number) > nowMs) {
       const taskId = this.taskIds[slot];
       return taskId === undefined ? SEEN : { fresh: false, taskId };
@@ -163,6 +175,8 @@ export class MessageRecords {
    */
   peekKey(key: string, nowMs: number): Exclude<MessageRecord, { fresh: true }> | undefined {
     const slot = this.slots.get(key);
+    this.peekedKey = key;
+    this.peekedSlot = slot ?? -1;
     if (slot === undefined || (this.expiresMs[slot] as number) <= nowMs) return undefined;
     const taskId = this.taskIds[slot];
     return taskId === undefined ? (SEEN as { fresh: false }) : { fresh: false, taskId };
@@ -204,6 +218,7 @@ export class MessageRecords {
   forgetKey(key: string): void {
     const slot = this.slots.get(key);
     if (slot === undefined) return;
+    this.peekedKey = undefined;
     this.slots.delete(key);
     this.keys[slot] = undefined;
     this.taskIds[slot] = undefined;
@@ -233,11 +248,14 @@ export class MessageRecords {
       // At the cap, counting records that may have expired behind the head: find those at most
       // once per quarter of the cap of new records (amortised O(1)), then evict the oldest.
       if (this.appendsSinceRebuild * 4 >= this.maxEntries) {
-        this.rebuild(this.keys.length, nowMs);
+        // A rebuild re-indexes every record: only when a scan finds an expired one to drop.
+        if (this.hasExpired(nowMs)) this.rebuild(this.keys.length, nowMs);
+        else this.appendsSinceRebuild = 0;
       }
       this.evictToCap(nowMs);
     }
     this.appendsSinceRebuild++;
+    this.peekedKey = undefined;
     const slot = (this.head + this.used) % this.keys.length;
     this.keys[slot] = key;
     this.taskIds[slot] = taskId;
@@ -248,6 +266,7 @@ export class MessageRecords {
 
   /** Frees the head slot; a live record there is counted as evicted. */
   private dropOldest(nowMs: number): void {
+    this.peekedKey = undefined;
     const key = this.keys[this.head];
     if (key !== undefined) {
       if ((this.expiresMs[this.head] as number) > nowMs) this.evictions++;
@@ -264,6 +283,7 @@ export class MessageRecords {
    * records.
    */
   private rebuild(size: number, nowMs: number): void {
+    this.peekedKey = undefined;
     const length = this.keys.length;
     const keys = new Array<string | undefined>(size).fill(undefined);
     const taskIds = new Array<string | undefined>(size).fill(undefined);
@@ -289,6 +309,16 @@ export class MessageRecords {
     this.head = 0;
     this.used = used;
     this.appendsSinceRebuild = 0;
+  }
+
+  /** Whether a live-keyed record in the ring has expired (a read-only scan, no hashing). */
+  private hasExpired(nowMs: number): boolean {
+    const length = this.keys.length;
+    for (let i = 0; i < this.used; i++) {
+      const slot = (this.head + i) % length;
+      if (this.keys[slot] !== undefined && (this.expiresMs[slot] as number) <= nowMs) return true;
+    }
+    return false;
   }
 
   /** Drops the oldest records until there is room for one more under the cap. */
