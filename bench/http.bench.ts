@@ -10,12 +10,14 @@
  *     own before the router, as the peers are. Each limiter keys callers by client address as
  *     its documentation shows (ours: the default identity; express-rate-limit: its default key;
  *     rate-limiter-flexible: `req.ip`, its README's middleware), and once more all with one
- *     constant key. Interleaved rounds, medians.
+ *     constant key. rate-limiter-flexible's README middleware sets no headers; `rlfWithHeaders`
+ *     adds the three its README offers, so that it tells clients their quota as ours (two IETF
+ *     `RateLimit` fields) and express-rate-limit (draft-8 fields) do. Interleaved rounds, medians.
  * (b) Loopback: a real SDK JSON-RPC SendMessage server (echo executor) without a limiter, with
  *     ours as policies alone (`dedup: false`, no task tracking) mounted as the README does
  *     (`rateLimitedJsonRpcHandler`) and as two layers (`oursSeparate`), with ours as the README
  *     sets it up (deduplication and task tracking on: `oursFull`), and, for scale, with
- *     rate-limiter-flexible's README middleware, driven by autocannon (10 connections, a new
+ *     rate-limiter-flexible's README middleware without and with its headers, driven by autocannon (10 connections, a new
  *     messageId per request) from a child process; interleaved rounds, median requests/second.
  * Prints one line per round and one JSON object as the last line.
  */
@@ -65,6 +67,36 @@ const policies: Policy[] = [
     burst: 1_000_000,
   },
 ];
+
+/** rate-limiter-flexible's limit for the bench: never reached. */
+const RLF_POINTS = 1_000_000_000;
+
+/**
+ * rate-limiter-flexible's README middleware keyed by `key`; `withHeaders` adds what its README
+ * offers for telling clients their quota ("You may want to set HTTP headers for the response"):
+ * `X-RateLimit-Limit`, `-Remaining` and `-Reset` (epoch seconds) on the admitted response.
+ */
+function rlfMiddleware(
+  key: (req: express.Request) => string,
+  withHeaders: boolean,
+): RequestHandler {
+  const rlf = new RateLimiterMemory({ points: RLF_POINTS, duration: 60 });
+  return (req, res, next) => {
+    rlf.consume(key(req)).then(
+      (r) => {
+        if (withHeaders) {
+          res.setHeader('X-RateLimit-Limit', RLF_POINTS);
+          res.setHeader('X-RateLimit-Remaining', r.remainingPoints);
+          res.setHeader('X-RateLimit-Reset', Math.ceil((Date.now() + r.msBeforeNext) / 1000));
+        }
+        next();
+      },
+      () => {
+        res.status(429).send('Too Many Requests');
+      },
+    );
+  };
+}
 
 // ---------------------------------------------------------------------------------------------
 // (a) In-process cost.
@@ -151,6 +183,7 @@ const IN_PROCESS = [
   'oursSeparate',
   'erl',
   'rlf',
+  'rlfWithHeaders',
   'oursConstantKey',
   'erlConstantKey',
   'rlfConstantKey',
@@ -165,18 +198,6 @@ function inProcessApps(): Record<InProcessName, express.Express> {
     eventLoopDelay: false,
     dedup: false,
   });
-  const rlf = new RateLimiterMemory({ points: 1_000_000_000, duration: 60 });
-  // rate-limiter-flexible's README middleware, keyed as given.
-  const rlfMiddleware =
-    (key: (req: express.Request) => string): RequestHandler =>
-    (req, res, next) => {
-      rlf.consume(key(req)).then(
-        () => next(),
-        () => {
-          res.status(429).send('Too Many Requests');
-        },
-      );
-    };
   const erl = (keyGenerator?: () => string) =>
     rateLimit({
       windowMs: 60_000,
@@ -195,10 +216,11 @@ function inProcessApps(): Record<InProcessName, express.Express> {
     ours: appWith([ours({})]),
     oursSeparate: appWith([jsonRpcAdmission(limiter), sdkLikeRouter()]),
     erl: appWith([erl(), sdkLikeRouter()]),
-    rlf: appWith([rlfMiddleware((req) => req.ip ?? ''), sdkLikeRouter()]),
+    rlf: appWith([rlfMiddleware((req) => req.ip ?? '', false), sdkLikeRouter()]),
+    rlfWithHeaders: appWith([rlfMiddleware((req) => req.ip ?? '', true), sdkLikeRouter()]),
     oursConstantKey: appWith([ours({ identify: () => 'k' })]),
     erlConstantKey: appWith([erl(() => 'k'), sdkLikeRouter()]),
-    rlfConstantKey: appWith([rlfMiddleware(() => 'k'), sdkLikeRouter()]),
+    rlfConstantKey: appWith([rlfMiddleware(() => 'k', false), sdkLikeRouter()]),
   };
 }
 
@@ -226,8 +248,8 @@ const echo: AgentExecutor = {
   async cancelTask() {},
 };
 
-type LoopbackName = 'baseline' | 'ours' | 'oursSeparate' | 'oursFull' | 'rlf';
-const LOOPBACK: LoopbackName[] = ['baseline', 'ours', 'oursSeparate', 'oursFull', 'rlf'];
+const LOOPBACK = ['baseline', 'ours', 'oursSeparate', 'oursFull', 'rlf', 'rlfWithHeaders'] as const;
+type LoopbackName = (typeof LOOPBACK)[number];
 
 async function sdkServer(
   name: LoopbackName,
@@ -241,7 +263,7 @@ async function sdkServer(
   // `oursSeparate`: the same, with the admission middleware and the SDK's router as two layers;
   // `oursFull`: the README's setup, deduplication and task tracking on.
   const limiter =
-    name === 'baseline' || name === 'rlf'
+    name === 'baseline' || name === 'rlf' || name === 'rlfWithHeaders'
       ? undefined
       : createLimiter({
           policies,
@@ -257,17 +279,13 @@ async function sdkServer(
   );
   const userBuilder = UserBuilder.noAuthentication;
   if (limiter === undefined) {
-    if (name === 'rlf') {
-      // For scale: rate-limiter-flexible's README middleware (no headers, no body read).
-      const rlf = new RateLimiterMemory({ points: 1_000_000_000, duration: 60 });
-      app.use('/a2a/jsonrpc', (req, res, next) => {
-        rlf.consume(req.ip ?? '').then(
-          () => next(),
-          () => {
-            res.status(429).send('Too Many Requests');
-          },
-        );
-      });
+    if (name !== 'baseline') {
+      // For scale: rate-limiter-flexible's README middleware (it reads no body), without and with
+      // its README's headers.
+      app.use(
+        '/a2a/jsonrpc',
+        rlfMiddleware((req) => req.ip ?? '', name === 'rlfWithHeaders'),
+      );
     }
     app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder }));
   } else if (name === 'oursSeparate') {
@@ -386,6 +404,7 @@ async function main(): Promise<void> {
       extraMicrosPerRequestOurs: extra('ours'),
       extraMicrosPerRequestOursSeparate: extra('oursSeparate'),
       extraMicrosPerRequestRlf: extra('rlf'),
+      extraMicrosPerRequestRlfWithHeaders: extra('rlfWithHeaders'),
       extraMicrosPerRequestErl: extra('erl'),
       extraMicrosPerRequestOursConstantKey: extra('oursConstantKey'),
       extraMicrosPerRequestRlfConstantKey: extra('rlfConstantKey'),
@@ -395,10 +414,12 @@ async function main(): Promise<void> {
       rpsOursSeparate: Math.round(median(rps.oursSeparate)),
       rpsOursFull: Math.round(median(rps.oursFull)),
       rpsRlf: Math.round(median(rps.rlf)),
+      rpsRlfWithHeaders: Math.round(median(rps.rlfWithHeaders)),
       ratioOursOverBaseline: ratio('ours'),
       ratioOursSeparateOverBaseline: ratio('oursSeparate'),
       ratioOursFullOverBaseline: ratio('oursFull'),
       ratioRlfOverBaseline: ratio('rlf'),
+      ratioRlfWithHeadersOverBaseline: ratio('rlfWithHeaders'),
       rounds: ROUNDS,
       loopbackRounds: LOOP_ROUNDS,
       connections: CONNECTIONS,
