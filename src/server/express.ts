@@ -1,11 +1,13 @@
 /**
  * @module server/express
- * Express admission middleware, mounted in front of the SDK's `jsonRpcHandler` and `restHandler`
- * on the same paths. It parses the body once (the SDK's own `express.json()` then skips it),
- * answers a malformed body exactly as the SDK would, identifies the caller with the agent's own
- * `UserBuilder`, asks the limiter, and either writes the rejection (before any task exists) or
- * sets the `RateLimit` headers and passes the request on. The only file importing express and
- * the SDK's Express bits.
+ * Express admission in front of the SDK's `jsonRpcHandler` and `restHandler`: as one middleware
+ * that builds the SDK's router and hands it what it admits (`rateLimitedJsonRpcHandler`,
+ * `rateLimitedRestHandler`), or as a middleware mounted before the SDK's router on the same path
+ * (`jsonRpcAdmission`, `restAdmission`). It parses the body once (the SDK's own `express.json()`
+ * then skips it), answers a malformed body exactly as the SDK would, identifies the caller with
+ * the agent's own `UserBuilder`, asks the limiter, and either writes the rejection (before any
+ * task exists) or sets the `RateLimit` headers and passes the request on. The only file importing
+ * express and the SDK's Express bits.
  */
 
 import {
