@@ -16,6 +16,7 @@ import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   jsonRpcAdmission,
+  type RateLimitedHandlerOptions,
   rateLimitedJsonRpcHandler,
   shareUserBuilder,
 } from '../src/server/express.js';
@@ -119,10 +120,13 @@ async function startSdkAgent(
   mount: 'combined' | 'plain' | 'shared',
   userBuilder: UserBuilder,
   limit: number,
-): Promise<string> {
+  admission: RateLimitedHandlerOptions['admission'] = {},
+): Promise<{ url: string; executions: () => number }> {
   const limiter = perCallerLimiter(limit);
+  let executions = 0;
   const echo: AgentExecutor = {
     async execute(ctx, bus) {
+      executions++;
       bus.publish(
         AgentEvent.message(
           textMessage({ messageId: `r-${ctx.userMessage.messageId}`, text: 'ok', role: 'agent' }),
@@ -142,7 +146,7 @@ async function startSdkAgent(
   });
   const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), echo);
   if (mount === 'combined') {
-    app.use('/rpc', rateLimitedJsonRpcHandler(limiter, { requestHandler, userBuilder }));
+    app.use('/rpc', rateLimitedJsonRpcHandler(limiter, { requestHandler, userBuilder, admission }));
   } else {
     const users = mount === 'shared' ? shareUserBuilder(userBuilder) : userBuilder;
     app.use(
@@ -156,7 +160,7 @@ async function startSdkAgent(
     await new Promise<void>((resolve) => server.close(() => resolve()));
     await limiter.close();
   };
-  return url;
+  return { url, executions: () => executions };
 }
 
 /** A JSON-RPC call to `url`; `version` undefined sends no `A2A-Version` header (v0.3 style). */
@@ -192,7 +196,7 @@ describe('shareUserBuilder', () => {
       builds++;
       return new UnauthenticatedUser();
     };
-    const url = await startSdkAgent(mount, authenticate, 100);
+    const { url } = await startSdkAgent(mount, authenticate, 100);
     const { body, headers } = await call(url, 'SendMessage', 'm-1');
     expect(body.result).toBeDefined();
     expect(headers.get('ratelimit')).toContain('per-caller');
@@ -214,17 +218,37 @@ describe('shareUserBuilder', () => {
 
 describe('rateLimitedJsonRpcHandler', () => {
   it('decides, answers through the SDK, and rejects with the SDK never reached', async () => {
-    const url = await startSdkAgent('combined', UserBuilder.noAuthentication, 1);
+    const { url, executions } = await startSdkAgent('combined', UserBuilder.noAuthentication, 1);
     const first = await call(url, 'SendMessage', 'm-1');
     expect(first.body.result).toBeDefined();
     expect(first.headers.get('ratelimit')).toBe('"per-caller";r=0;t=3600');
     const second = await call(url, 'SendMessage', 'm-2');
     expect(second.body.error?.code).toBe(-32603);
     expect(second.headers.get('retry-after')).toBe('3600');
+    expect(executions()).toBe(1);
+  });
+
+  it('an error after an asynchronous identity reaches Express, not the process', async () => {
+    const skillFails = () => {
+      throw new Error('skill lookup failed');
+    };
+    const { url, executions } = await startSdkAgent(
+      'combined',
+      async () => new UnauthenticatedUser(), // a Promise: the rest runs in its callback
+      10,
+      { skill: skillFails },
+    );
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {} }),
+    });
+    expect(res.status).toBe(500); // Express's error handler answered
+    expect(executions()).toBe(0);
   });
 
   it("follows the SDK's legacy mode: with it off, v0.3 names are the SDK's to refuse and are not charged", async () => {
-    const url = await startSdkAgent('combined', UserBuilder.noAuthentication, 1);
+    const { url } = await startSdkAgent('combined', UserBuilder.noAuthentication, 1);
     for (const id of ['v03-1', 'v03-2']) {
       const legacy = await call(url, 'message/send', id, undefined);
       expect(legacy.body.error?.code).toBe(-32601); // the SDK's "method not found"

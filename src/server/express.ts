@@ -71,9 +71,10 @@ export interface ExpressAdmissionOptions {
   /** Replaces the default identity entirely (then `userBuilder` is not called). */
   readonly identify?: ExpressIdentify;
   /**
-   * Key of callers the `userBuilder` does not authenticate. Default `addr:<req.ip>` (the client
-   * address as Express sees it; set Express's `trust proxy` behind a proxy). Never a header the
-   * caller could set, unless you choose one here.
+   * Key of callers the `userBuilder` does not authenticate. Default `addr:<address>`: the socket's
+   * address, or `req.ip` when the request carries `X-Forwarded-For` (Express's `trust proxy` rules;
+   * set it behind a proxy). An app that learns the client address another way passes
+   * ``(req) => `addr:${req.ip}` ``. Never a header the caller could set, unless you choose one here.
    */
   readonly unauthenticatedKey?: (req: Request) => string;
   /** The skill a request targets, for skill-scoped policies. */
@@ -149,10 +150,10 @@ function isA2AVersionLegacy(req: Request): boolean {
 }
 
 /**
- * The default unauthenticated key: `addr:<req.ip>`. Without an `X-Forwarded-For` header, `req.ip`
- * is the socket's address whatever `trust proxy` says, so it is read directly (`req.ip` parses
- * the header and runs the trust function; on Express's request objects every property read is
- * slow, and this runs on every request).
+ * The default unauthenticated key: `addr:<address>`. Without an `X-Forwarded-For` header,
+ * Express's `req.ip` is the socket's address whatever `trust proxy` says, so the socket is read
+ * directly (`req.ip` parses the header and runs the trust function; on Express's request objects
+ * every property read is slow, and this runs on every request).
  */
 function addressKey(req: Request): string {
   const address =
@@ -243,8 +244,8 @@ function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
 }
 
 /**
- * Runs identity → decision → outcome. Errors of the identity function or the store go to
- * Express's `next(err)`. Plain functions with the request's state as arguments: nothing is
+ * Runs identity → decision → outcome. Errors of the identity function, the store or anything after
+ * them (a `skill` function, an asynchronous step) go to Express's `next(err)`. Plain functions with the request's state as arguments: nothing is
  * allocated per request but the promise callbacks of an identity or store that is asynchronous.
  */
 function decide(
@@ -263,21 +264,26 @@ function decide(
         return;
       }
       user.then((resolved) => {
-        let caller: string;
         try {
-          caller = callerOf(admission, req, resolved);
+          withCaller(admission, req, res, next, parsed, callerOf(admission, req, resolved));
         } catch (error) {
           next(error);
-          return;
         }
-        withCaller(admission, req, res, next, parsed, caller);
       }, next);
       return;
     }
     const identify = admission.identify;
     const caller = identify === undefined ? admission.unauthenticatedKey(req) : identify(req);
     if (typeof caller === 'string') withCaller(admission, req, res, next, parsed, caller);
-    else caller.then((c) => withCaller(admission, req, res, next, parsed, c), next);
+    else {
+      caller.then((c) => {
+        try {
+          withCaller(admission, req, res, next, parsed, c);
+        } catch (error) {
+          next(error);
+        }
+      }, next);
+    }
   } catch (error) {
     next(error);
   }
@@ -301,7 +307,13 @@ function withCaller(
   if (skill !== undefined) parsed.skill = skill(req, req.body);
   const outcome = admission.limiter.admit(parsed);
   if (outcome instanceof Promise) {
-    outcome.then((o) => apply(admission, req, res, next, parsed, o), next);
+    outcome.then((o) => {
+      try {
+        apply(admission, req, res, next, parsed, o);
+      } catch (error) {
+        next(error);
+      }
+    }, next);
   } else apply(admission, req, res, next, parsed, outcome);
 }
 
@@ -498,7 +510,8 @@ export function shareUserBuilder(builder: UserBuilder): UserBuilder {
 
 /**
  * Admission middleware for the JSON-RPC binding. Mount it on the same path as, and before, the
- * SDK's `jsonRpcHandler`. Every A2A 1.0 method (and the v0.3 names, for the SDK's legacy mode) is
+ * SDK's `jsonRpcHandler` (or alone, with the SDK's router as `sdkHandler`; see
+ * {@link rateLimitedJsonRpcHandler}). Every A2A 1.0 method (and the v0.3 names, for the SDK's legacy mode) is
  * decided; malformed JSON gets the SDK's own `-32700` answer; a rejection is written as
  * `{"jsonrpc":"2.0","id",…,"error":{"code":-32603,"data":[ErrorInfo, RetryInfo, QuotaFailure?]}}`
  * with `Retry-After` and `RateLimit` headers (HTTP 200, or 429 / 503 with `mirrorHttpStatus`).
@@ -577,7 +590,8 @@ export function jsonRpcAdmission(
 
 /**
  * Admission middleware for the HTTP+JSON (REST) binding. Mount it on the same path as, and
- * before, the SDK's `restHandler`. Every A2A 1.0 route (with the optional `/{tenant}` prefix;
+ * before, the SDK's `restHandler` (or alone, with the SDK's router as `sdkHandler`; see
+ * {@link rateLimitedRestHandler}). Every A2A 1.0 route (with the optional `/{tenant}` prefix;
  * SubscribeToTask by GET and POST; v0.3 `/v1/...` routes for the SDK's legacy mode) is decided;
  * malformed JSON gets the SDK's own 400 google.rpc.Status body; a rejection is HTTP 429 / 503 with
  * `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED",…,"details":[…]}}`, `Retry-After` and
@@ -676,7 +690,11 @@ export interface RateLimitedHandlerOptions {
   readonly legacyCompat?: { readonly enabled: boolean };
   /** The SDK's call-context builder. */
   readonly contextBuilder?: ServerCallContextBuilder;
-  /** The remaining admission options (identity, skill, `mirrorHttpStatus`, `bodyLimit`, …). */
+  /**
+   * The remaining admission options (identity, skill, `mirrorHttpStatus`, `bodyLimit`, …).
+   * `legacy` defaults to `legacyCompat.enabled` here (v0.3 names are decided only when the SDK
+   * serves them).
+   */
   readonly admission?: Omit<
     ExpressAdmissionOptions,
     'userBuilder' | 'requestHandler' | 'sdkHandler' | 'contextBuilder'

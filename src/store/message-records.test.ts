@@ -100,6 +100,24 @@ describe('MessageRecords ring', () => {
     });
   });
 
+  it('a peek followed by a write that frees the peeked slot does not make a recorded message fresh again', () => {
+    // Peek k (expired, at the head); recording another key sweeps k's slot away without
+    // appending; remembering k must then see that the peeked slot is gone.
+    const records = new MessageRecords(10);
+    const [k, k2, k3] = ['k', 'k2', 'k3'].map((m) => messageRecordKey('c', m)) as [
+      string,
+      string,
+      string,
+    ];
+    records.rememberKey(k, 5, 0);
+    records.rememberKey(k2, 1000, 0);
+    expect(records.peekKey(k, 10)).toBeUndefined(); // expired
+    records.recordKey(k2, 't', 1000, 10);
+    expect(records.rememberKey(k, 1000, 10)).toEqual({ fresh: true });
+    records.rememberKey(k3, 1000, 11);
+    expect(records.rememberKey(k, 1000, 12)).toEqual({ fresh: false });
+  });
+
   it('forgotten records never push live ones out', () => {
     const records = new MessageRecords(10_000);
     for (let i = 0; i < 8_800; i++) records.remember('c', `live${i}`, 1e9, 0);
