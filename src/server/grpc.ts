@@ -266,20 +266,36 @@ export function grpcAdmissionInterceptor(
             skill: options.skill?.(message, md),
           });
           if (outcome instanceof Promise) {
-            outcome.then(apply, (error: unknown) =>
-              fail(grpc.status.INTERNAL, `rate limiter failed: ${String(error)}`),
+            outcome.then(
+              (o) => guarded(() => apply(o)),
+              (error: unknown) =>
+                fail(grpc.status.INTERNAL, `rate limiter failed: ${String(error)}`),
             );
           } else apply(outcome);
         };
+        /** Runs a step; what it throws (a `skill` function, the limiter) fails the call. */
+        const guarded = (step: () => void): void => {
+          try {
+            step();
+          } catch (error) {
+            fail(grpc.status.INTERNAL, `rate limiter failed: ${String(error)}`);
+          }
+        };
+        let identified: string | Promise<string>;
         try {
-          const caller = identify(md, call);
-          if (typeof caller === 'string') withCaller(caller);
-          else
-            caller.then(withCaller, (error: unknown) =>
-              fail(grpc.status.UNAUTHENTICATED, `identity failed: ${String(error)}`),
-            );
+          identified = identify(md, call);
         } catch (error) {
           fail(grpc.status.UNAUTHENTICATED, `identity failed: ${String(error)}`);
+          return;
+        }
+        const caller = identified;
+        if (typeof caller === 'string') guarded(() => withCaller(caller));
+        else {
+          caller.then(
+            (c) => guarded(() => withCaller(c)),
+            (error: unknown) =>
+              fail(grpc.status.UNAUTHENTICATED, `identity failed: ${String(error)}`),
+          );
         }
       },
       onCancel() {

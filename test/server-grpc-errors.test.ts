@@ -1,0 +1,98 @@
+/**
+ * The gRPC interceptor when something after the caller's identity throws (here a `skill`
+ * function, after an asynchronous `identify`): the call fails with INTERNAL naming the error, the
+ * executor never runs, and nothing is left as an unhandled rejection.
+ */
+
+import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import {
+  AgentEvent,
+  type AgentExecutor,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+} from '@a2a-js/sdk/server';
+import { A2AService, grpcService, UserBuilder } from '@a2a-js/sdk/server/grpc';
+import * as grpc from '@grpc/grpc-js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { grpcAdmissionInterceptor } from '../src/server/grpc.js';
+import { createLimiter } from '../src/server/limiter.js';
+import { exampleAgentCard } from '../src/testing/example-agent-card.js';
+import { textMessage } from '../src/testing/text-message.js';
+
+let close: (() => Promise<void>) | undefined;
+afterEach(async () => {
+  await close?.();
+  close = undefined;
+});
+
+describe('gRPC interceptor errors', () => {
+  it('an error after an asynchronous identity fails the call with INTERNAL; nothing ran', async () => {
+    const limiter = createLimiter({
+      policies: [
+        { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 10, windowSeconds: 60 },
+      ],
+      domain: 'agents.example.com',
+      dedup: false,
+      eventLoopDelay: false,
+    });
+    let executions = 0;
+    const echo: AgentExecutor = {
+      async execute(ctx, bus) {
+        executions++;
+        bus.publish(
+          AgentEvent.message(
+            textMessage({ messageId: `r-${ctx.userMessage.messageId}`, text: 'ok', role: 'agent' }),
+          ),
+        );
+        bus.finished();
+      },
+      async cancelTask() {},
+    };
+    const server = new grpc.Server({
+      interceptors: [
+        grpcAdmissionInterceptor(limiter, {
+          identify: async () => 'caller-1',
+          skill: () => {
+            throw new Error('skill lookup failed');
+          },
+        }),
+      ],
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, p) =>
+        error ? reject(error) : resolve(p),
+      ),
+    );
+    const card = exampleAgentCard({
+      name: 'grpc-errors',
+      interfaces: [{ url: `127.0.0.1:${port}`, protocolBinding: 'GRPC' }],
+    });
+    const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), echo);
+    server.addService(
+      A2AService,
+      grpcService({ requestHandler, userBuilder: UserBuilder.noAuthentication }),
+    );
+    close = async () => {
+      server.forceShutdown();
+      await limiter.close();
+    };
+    const client = await new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new GrpcTransportFactory({})],
+        preferredTransports: ['GRPC'],
+      }),
+    ).createFromAgentCard(card);
+    const sent = client.sendMessage({
+      tenant: '',
+      message: textMessage({ messageId: 'm-1', text: 'hi' }),
+    } as never);
+    const error = await sent.then(
+      () => undefined,
+      (e: unknown) => e as { status?: unknown; message?: string },
+    );
+    expect(error?.status).toBe(grpc.status.INTERNAL);
+    expect(error?.message).toMatch(/skill lookup failed/);
+    expect(executions).toBe(0);
+  });
+});
