@@ -263,30 +263,33 @@ function decide(
         withCaller(admission, req, res, next, parsed, callerOf(admission, req, user));
         return;
       }
-      user.then((resolved) => {
-        try {
-          withCaller(admission, req, res, next, parsed, callerOf(admission, req, resolved));
-        } catch (error) {
-          next(error);
-        }
-      }, next);
+      thenOrNext(user, next, (resolved) =>
+        withCaller(admission, req, res, next, parsed, callerOf(admission, req, resolved)),
+      );
       return;
     }
     const identify = admission.identify;
     const caller = identify === undefined ? admission.unauthenticatedKey(req) : identify(req);
     if (typeof caller === 'string') withCaller(admission, req, res, next, parsed, caller);
-    else {
-      caller.then((c) => {
-        try {
-          withCaller(admission, req, res, next, parsed, c);
-        } catch (error) {
-          next(error);
-        }
-      }, next);
-    }
+    else thenOrNext(caller, next, (c) => withCaller(admission, req, res, next, parsed, c));
   } catch (error) {
     next(error);
   }
+}
+
+/** Runs `step` with the promise's value; a rejection, or what `step` throws, goes to `next(err)`. */
+function thenOrNext<T>(
+  promise: PromiseLike<T>,
+  next: NextFunction,
+  step: (value: T) => void,
+): void {
+  promise.then((value) => {
+    try {
+      step(value);
+    } catch (error) {
+      next(error);
+    }
+  }, next);
 }
 
 /** Default identity: `User.userName` of an authenticated user, else the unauthenticated key. */
@@ -307,13 +310,7 @@ function withCaller(
   if (skill !== undefined) parsed.skill = skill(req, req.body);
   const outcome = admission.limiter.admit(parsed);
   if (outcome instanceof Promise) {
-    outcome.then((o) => {
-      try {
-        apply(admission, req, res, next, parsed, o);
-      } catch (error) {
-        next(error);
-      }
-    }, next);
+    thenOrNext(outcome, next, (o) => apply(admission, req, res, next, parsed, o));
   } else apply(admission, req, res, next, parsed, outcome);
 }
 
