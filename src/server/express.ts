@@ -39,6 +39,7 @@ import express, {
   type Response,
 } from 'express';
 import { type A2AMethod, toA2AMethod } from '../core/a2a-methods.js';
+import { jsonBodyReader } from './json-body.js';
 import type { AdmissionOutcome, AdmissionRequest, Binding, Limiter } from './limiter.js';
 import { TICKET_HEADER } from './limiter.js';
 import { matchRestRoute } from './rest-route.js';
@@ -88,7 +89,11 @@ export interface ExpressAdmissionOptions {
   readonly mirrorHttpStatus?: boolean;
   /** Recognise v0.3 method names and `/v1/...` REST paths (the SDK's legacy mode). Default true. */
   readonly legacy?: boolean;
-  /** Body size limit, as `express.json` takes it; default `'100kb'` (the SDK's). */
+  /**
+   * Body size limit, as `express.json` takes it; default `'100kb'` (the SDK's). Plain JSON bodies
+   * within it are read directly (faster); given as a string, every body goes through
+   * `express.json()`, so prefer a number of bytes.
+   */
   readonly bodyLimit?: string | number;
   /**
    * The SDK's router for this binding (`jsonRpcHandler(…)` / `restHandler(…)`). When given, the
@@ -181,6 +186,15 @@ function writeHttp(
   res.status(status);
   for (const name in headers) res.setHeader(name, headers[name] as string);
   res.end(body);
+}
+
+/**
+ * The body limit in bytes for reading plain bodies ourselves: `express.json()`'s default (100 kb =
+ * 102,400 bytes) or a number given; a limit given as a string is left to `express.json()` alone.
+ */
+function limitBytesOf(bodyLimit: string | number | undefined): number | undefined {
+  if (bodyLimit === undefined) return 102_400;
+  return typeof bodyLimit === 'number' ? bodyLimit : undefined;
 }
 
 /** State shared by both bindings' middleware. */
@@ -525,7 +539,12 @@ export function jsonRpcAdmission(
 ): RequestHandler {
   const admission = makeAdmission(limiter, options);
   const pass = admission.pass;
-  const parse = express.json({ limit: options.bodyLimit ?? '100kb' });
+  const parse = jsonBodyReader({
+    fallback: express.json({ limit: options.bodyLimit ?? '100kb' }),
+    types: ['application/json'],
+    limitBytes: limitBytesOf(options.bodyLimit),
+    strict: true,
+  });
   const legacyNames = options.legacy !== false;
   return (req, res, next) => {
     const headers = req.headers;
@@ -607,14 +626,25 @@ export function restAdmission(
   const admission = makeAdmission(limiter, options);
   const pass = admission.pass;
   const legacy = options.legacy !== false;
-  const parse = express.json({
-    limit: options.bodyLimit ?? '100kb',
-    type: ['application/json', 'application/a2a+json'],
+  const limitBytes = limitBytesOf(options.bodyLimit);
+  const parse = jsonBodyReader({
+    fallback: express.json({
+      limit: options.bodyLimit ?? '100kb',
+      type: ['application/json', 'application/a2a+json'],
+      strict: false,
+    }),
+    types: ['application/json', 'application/a2a+json'],
+    limitBytes,
     strict: false,
   });
-  const parseLegacy = express.json({
-    limit: options.bodyLimit ?? '100kb',
-    type: 'application/json',
+  const parseLegacy = jsonBodyReader({
+    fallback: express.json({
+      limit: options.bodyLimit ?? '100kb',
+      type: 'application/json',
+      strict: false,
+    }),
+    types: ['application/json'],
+    limitBytes,
     strict: false,
   });
   return (req, res, next) => {

@@ -1,0 +1,146 @@
+import { IncomingMessage } from 'node:http';
+import { Socket } from 'node:net';
+import express, { type Request, type Response } from 'express';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { jsonBodyReader, parseJson } from './json-body.js';
+
+/** A request as Node's HTTP server hands it over: headers known, the body still to be read. */
+function request(body: Uint8Array, headers: Record<string, string> = {}, chunks = 1): Request {
+  const socket = new Socket();
+  Object.defineProperty(socket, 'readable', { value: true });
+  const req = new IncomingMessage(socket);
+  req.once('end', () => {
+    req.complete = true;
+  });
+  req.method = 'POST';
+  req.url = '/';
+  req.headers = {
+    'content-type': 'application/json',
+    'content-length': String(body.length),
+    ...headers,
+  };
+  const size = Math.max(1, Math.ceil(body.length / chunks));
+  for (let at = 0; at < body.length; at += size) {
+    req.push(Buffer.from(body.subarray(at, at + size)));
+  }
+  req.push(null);
+  return req as unknown as Request;
+}
+
+type Read = (req: Request, res: Response, done: (error?: unknown) => void) => void;
+
+/** What a reader made of a request: the body, or whether it refused it as JSON. */
+function run(read: Read, req: Request): Promise<{ body: unknown } | { syntax: boolean }> {
+  return new Promise((resolve) => {
+    read(req, {} as Response, (error?: unknown) => {
+      if (error !== undefined && error !== null) resolve({ syntax: error instanceof SyntaxError });
+      else resolve({ body: req.body });
+    });
+  });
+}
+
+/** `jsonBodyReader` with a fallback that fails the test if it is used. */
+function plainOnly(strict: boolean): Read {
+  return jsonBodyReader({
+    fallback: () => {
+      throw new Error('fell back to express.json()');
+    },
+    types: ['application/json'],
+    limitBytes: 1_000_000,
+    strict,
+  });
+}
+
+const encode = (text: string) => new TextEncoder().encode(text);
+
+describe('jsonBodyReader against express.json() (fast-check)', () => {
+  const bodies = fc.oneof(
+    fc.json().map(encode),
+    fc
+      .tuple(
+        fc.constantFrom('', '\uFEFF', ' \n\t', '\uFEFF  '),
+        fc.json(),
+        fc.constantFrom('', ' ', '\n'),
+      )
+      .map(([before, json, after]) => encode(before + json + after)),
+    fc.string({ unit: 'grapheme' }).map(encode),
+    fc.constantFrom('', '\uFEFF', '   ', '"text"', '1', 'null', '{', '[]', '{"a":1}x').map(encode),
+    fc.uint8Array({ maxLength: 64 }),
+  );
+
+  it('gives the same body, or refuses as JSON the same bodies, strict and not, in any chunking', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        bodies,
+        fc.boolean(),
+        fc.integer({ min: 1, max: 4 }),
+        async (body, strict, chunks) => {
+          const ours = await run(plainOnly(strict), request(body, {}, chunks));
+          const theirs = await run(express.json({ strict }), request(body, {}, chunks));
+          expect(ours).toEqual(theirs);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('jsonBodyReader', () => {
+  it('leaves a request the SDK parser then skips, with the body in place', async () => {
+    const req = request(encode('{"jsonrpc":"2.0","id":1,"method":"GetTask"}'));
+    await run(plainOnly(true), req);
+    const again = await run(express.json(), req);
+    expect(again).toEqual({ body: { jsonrpc: '2.0', id: 1, method: 'GetTask' } });
+  });
+
+  it('falls back to express.json() for everything but the plain case', async () => {
+    const cases: [Record<string, string>, number | undefined][] = [
+      [{ 'content-type': 'application/json; charset=utf-8' }, 1_000],
+      [{ 'content-encoding': 'gzip' }, 1_000],
+      [{ 'transfer-encoding': 'chunked' }, 1_000],
+      [{}, 5], // over the limit: express.json() answers 413
+      [{}, undefined], // a limit given as a string
+    ];
+    for (const [headers, limitBytes] of cases) {
+      let fellBack = 0;
+      const read = jsonBodyReader({
+        fallback: (_req, _res, next) => {
+          fellBack++;
+          next();
+        },
+        types: ['application/json'],
+        limitBytes,
+        strict: true,
+      });
+      await run(read, request(encode('{"a":1}'), headers));
+      expect(fellBack).toBe(1);
+    }
+  });
+
+  it('reads a body already parsed by an app-wide express.json() as it stands', async () => {
+    const req = request(encode('{"a":1}'));
+    await run(express.json(), req);
+    let fellBack = 0;
+    const read = jsonBodyReader({
+      fallback: (r, s, next) => {
+        fellBack++;
+        express.json()(r, s, next);
+      },
+      types: ['application/json'],
+      limitBytes: 1_000,
+      strict: true,
+    });
+    expect(await run(read, req)).toEqual({ body: { a: 1 } });
+    expect(fellBack).toBe(1);
+  });
+});
+
+describe('parseJson', () => {
+  it('drops a byte-order mark, reads an empty body as {}, refuses a bare value when strict', () => {
+    expect(parseJson('\uFEFF{"a":1}', true)).toEqual({ a: 1 });
+    expect(parseJson('', true)).toEqual({});
+    expect(() => parseJson(' "text"', true)).toThrow(SyntaxError);
+    expect(parseJson(' "text"', false)).toBe('text');
+  });
+});
