@@ -96,10 +96,12 @@ function readPlain(req: Request, strict: boolean, done: NextFunction): void {
   const onError = (error: unknown): void => {
     req.off('data', onData);
     req.off('end', onEnd);
+    req.off('error', onError);
     done(error);
   };
   const onEnd = (): void => {
     req.off('data', onData);
+    req.off('end', onEnd);
     req.off('error', onError);
     const bytes = more !== undefined ? Buffer.concat(more) : first;
     let body: unknown;
@@ -113,9 +115,10 @@ function readPlain(req: Request, strict: boolean, done: NextFunction): void {
     if (MARK_PARSED) (req as { _body?: boolean })._body = true;
     done();
   };
+  // `on`, not `once` (which wraps each listener): both handlers remove all three.
   req.on('data', onData);
-  req.once('end', onEnd);
-  req.once('error', onError);
+  req.on('end', onEnd);
+  req.on('error', onError);
 }
 
 /**
