@@ -6,7 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { jsonBodyReader, parseJson } from './json-body.js';
 
 /** A request as Node's HTTP server hands it over: headers known, the body still to be read. */
-function request(body: Uint8Array, headers: Record<string, string> = {}, chunks = 1): Request {
+function request(
+  body: Uint8Array,
+  headers: Record<string, string> = {},
+  splits: readonly number[] = [],
+): Request {
   const socket = new Socket();
   Object.defineProperty(socket, 'readable', { value: true });
   const req = new IncomingMessage(socket);
@@ -20,9 +24,14 @@ function request(body: Uint8Array, headers: Record<string, string> = {}, chunks 
     'content-length': String(body.length),
     ...headers,
   };
-  const size = Math.max(1, Math.ceil(body.length / chunks));
-  for (let at = 0; at < body.length; at += size) {
-    req.push(Buffer.from(body.subarray(at, at + size)));
+  // Chunks cut at the given offsets (any order, out of range ignored).
+  const cuts = [...new Set(splits.filter((at) => at > 0 && at < body.length))].sort(
+    (a, b) => a - b,
+  );
+  let from = 0;
+  for (const at of [...cuts, body.length]) {
+    if (at > from) req.push(Buffer.from(body.subarray(from, at)));
+    from = at;
   }
   req.push(null);
   return req as unknown as Request;
@@ -67,6 +76,17 @@ describe('jsonBodyReader against express.json() (fast-check)', () => {
     fc.string({ unit: 'grapheme' }).map(encode),
     fc.constantFrom('', '\uFEFF', '   ', '"text"', '1', 'null', '{', '[]', '{"a":1}x').map(encode),
     fc.uint8Array({ maxLength: 64 }),
+    // Bytes that may not be UTF-8 inside a JSON string: replacement characters must agree.
+    fc
+      .uint8Array({ maxLength: 24 })
+      .map(
+        (bytes) =>
+          new Uint8Array([
+            ...encode('{"s":"'),
+            ...bytes.filter((b) => b !== 0x22 && b !== 0x5c && b >= 0x20),
+            ...encode('"}'),
+          ]),
+      ),
   );
 
   it('gives the same body, or refuses as JSON the same bodies, strict and not, in any chunking', async () => {
@@ -74,10 +94,10 @@ describe('jsonBodyReader against express.json() (fast-check)', () => {
       fc.asyncProperty(
         bodies,
         fc.boolean(),
-        fc.integer({ min: 1, max: 4 }),
-        async (body, strict, chunks) => {
-          const ours = await run(plainOnly(strict), request(body, {}, chunks));
-          const theirs = await run(express.json({ strict }), request(body, {}, chunks));
+        fc.array(fc.nat(80), { maxLength: 4 }),
+        async (body, strict, splits) => {
+          const ours = await run(plainOnly(strict), request(body, {}, splits));
+          const theirs = await run(express.json({ strict }), request(body, {}, splits));
           expect(ours).toEqual(theirs);
         },
       ),
@@ -87,11 +107,36 @@ describe('jsonBodyReader against express.json() (fast-check)', () => {
 });
 
 describe('jsonBodyReader', () => {
-  it('leaves a request the SDK parser then skips, with the body in place', async () => {
+  it("leaves a request the SDK parser then skips (Express 5's and 4's), with the body in place", async () => {
     const req = request(encode('{"jsonrpc":"2.0","id":1,"method":"GetTask"}'));
     await run(plainOnly(true), req);
     const again = await run(express.json(), req);
     expect(again).toEqual({ body: { jsonrpc: '2.0', id: 1, method: 'GetTask' } });
+    // body-parser 1.x (Express 4) looks only at this mark.
+    expect((req as { _body?: boolean })._body).toBe(true);
+  });
+
+  it('ends with 400 "request aborted" when the request is destroyed mid-body (no hang)', async () => {
+    const socket = new Socket();
+    Object.defineProperty(socket, 'readable', { value: true });
+    const partial = new IncomingMessage(socket) as unknown as Request;
+    partial.method = 'POST';
+    partial.headers = { 'content-type': 'application/json', 'content-length': '20' };
+    partial.push(Buffer.from('{"a":'));
+    const outcome = new Promise<unknown>((resolve) =>
+      plainOnly(true)(partial, {} as Response, (error?: unknown) => resolve(error)),
+    );
+    setTimeout(() => partial.destroy(), 5);
+    expect(await outcome).toMatchObject({ status: 400, message: 'request aborted' });
+    expect(partial.listenerCount('data') + partial.listenerCount('end')).toBe(0);
+  });
+
+  it('refuses more bytes than Content-Length says with 400, as raw-body does', async () => {
+    const req = request(encode('{"a":1}   {}'), { 'content-length': '7' });
+    const error = await new Promise<unknown>((resolve) =>
+      plainOnly(true)(req, {} as Response, (e?: unknown) => resolve(e)),
+    );
+    expect(error).toMatchObject({ status: 400, type: 'request.size.invalid' });
   });
 
   it('falls back to express.json() for everything but the plain case', async () => {
@@ -101,6 +146,7 @@ describe('jsonBodyReader', () => {
       [{ 'transfer-encoding': 'chunked' }, 1_000],
       [{}, 5], // over the limit: express.json() answers 413
       [{}, undefined], // a limit given as a string
+      [{ 'x-test-set-encoding': 'utf8' }, 1_000], // an earlier middleware called setEncoding
     ];
     for (const [headers, limitBytes] of cases) {
       let fellBack = 0;
@@ -113,7 +159,9 @@ describe('jsonBodyReader', () => {
         limitBytes,
         strict: true,
       });
-      await run(read, request(encode('{"a":1}'), headers));
+      const req = request(encode('{"a":1}'), headers);
+      if (headers['x-test-set-encoding'] !== undefined) req.setEncoding('utf8');
+      await run(read, req);
       expect(fellBack).toBe(1);
     }
   });
