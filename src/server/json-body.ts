@@ -11,6 +11,7 @@
  * (`bench/http.bench.ts`).
  */
 
+import { createRequire } from 'node:module';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 /**
@@ -31,6 +32,20 @@ export interface JsonBodyOptions {
   /** As `express.json({ strict })`: only an object or an array at the top (default true there). */
   readonly strict: boolean;
 }
+
+/**
+ * Whether the `express` this package resolves is 4.x, whose body parser (1.x) skips only a request
+ * marked `req._body`; 5.x's skips a request whose stream has ended. The SDK's router uses the same
+ * `express` (a peer dependency); when it cannot be read, requests are marked.
+ */
+const MARK_PARSED = (() => {
+  try {
+    const pkg = createRequire(import.meta.url)('express/package.json') as { version?: unknown };
+    return !(typeof pkg.version === 'string' && Number.parseInt(pkg.version, 10) >= 5);
+  } catch {
+    return true;
+  }
+})();
 
 const DIGITS = /^\d{1,15}$/;
 
@@ -61,9 +76,7 @@ export function jsonBodyReader(
       !DIGITS.test(length) ||
       Number(length) > limitBytes ||
       !req.readable ||
-      req.readableEnded ||
-      req.readableEncoding !== null ||
-      req.readableObjectMode
+      req.readableEnded
     ) {
       fallback(req, res, done);
       return;
@@ -79,38 +92,36 @@ function bodyError(status: number, message: string, type: string): Error {
 
 /**
  * Reads the whole body (`length` bytes, as the header said), then parses it as `express.json()`
- * would. Ends with an error when the request is aborted or destroyed first (400 "request
- * aborted") or carries more than `length` bytes (400, as raw-body answers).
+ * would. Ends as raw-body does otherwise: 400 "request aborted" when the request closes first
+ * (a client gone, a `req.destroy()`), 400 when more than `length` bytes come, 500 when an earlier
+ * middleware set an encoding on the stream. Three listeners; Node emits a request's `error` only
+ * to listeners, and always closes it after.
  */
 function readPlain(req: Request, length: number, strict: boolean, done: NextFunction): void {
   let first: Buffer | undefined;
   let more: Buffer[] | undefined;
   let received = 0;
-  const stop = (): void => {
+  const stop = (error?: Error): void => {
     req.off('data', onData);
     req.off('end', onEnd);
-    req.off('error', onError);
     req.off('close', onClose);
+    if (error !== undefined) done(error);
   };
-  const onData = (chunk: Buffer): void => {
+  const onData = (chunk: unknown): void => {
+    if (!(chunk instanceof Buffer)) {
+      stop(bodyError(500, 'stream encoding should not be set', 'stream.encoding.set'));
+      return;
+    }
     received += chunk.length;
     if (received > length) {
-      stop();
-      done(bodyError(400, 'request size did not match content length', 'request.size.invalid'));
+      stop(bodyError(400, 'request size did not match content length', 'request.size.invalid'));
       return;
     }
     if (first === undefined) first = chunk;
     else if (more === undefined) more = [first, chunk];
     else more.push(chunk);
   };
-  const onError = (error: unknown): void => {
-    stop();
-    done(error);
-  };
-  const onClose = (): void => {
-    stop();
-    done(bodyError(400, 'request aborted', 'request.aborted'));
-  };
+  const onClose = (): void => stop(bodyError(400, 'request aborted', 'request.aborted'));
   const onEnd = (): void => {
     stop();
     const bytes = more !== undefined ? Buffer.concat(more) : first;
@@ -123,15 +134,13 @@ function readPlain(req: Request, length: number, strict: boolean, done: NextFunc
     }
     req.body = body;
     // Express 4's parser (body-parser 1.x) skips a request marked so; Express 5's skips it because
-    // its stream has ended. Marked whatever this module resolves as `express`: the SDK's parser
-    // may come from another copy.
-    (req as { _body?: boolean })._body = true;
+    // its stream has ended, and the mark (a new property on every request) would cost µs.
+    if (MARK_PARSED) (req as { _body?: boolean })._body = true;
     done();
   };
-  // `on`, not `once` (which wraps each listener): every handler removes all four.
+  // `on`, not `once` (which wraps each listener): every handler removes all three.
   req.on('data', onData);
   req.on('end', onEnd);
-  req.on('error', onError);
   req.on('close', onClose);
 }
 
