@@ -23,9 +23,8 @@
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { IncomingMessage, ServerResponse } from 'node:http';
+import { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Socket } from 'node:net';
 import type { AgentCard } from '@a2a-js/sdk';
 import {
   AgentEvent,
@@ -42,6 +41,7 @@ import type { Policy } from '../src/core/policy.js';
 import { jsonRpcAdmission, rateLimitedJsonRpcHandler } from '../src/server/express.js';
 import { createLimiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
+import { fakeIncomingRequest } from '../src/testing/fake-incoming-request.js';
 import { textMessage } from '../src/testing/text-message.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 11);
@@ -133,25 +133,12 @@ function appWith(handlers: RequestHandler[]): express.Express {
 
 /** Drives one request through `app` without a socket; resolves when the response ends. */
 function drive(app: express.Express, i: number): Promise<void> {
-  const body = Buffer.from(BODY(i));
-  // A readable socket and `complete` once the body is read, as Node's HTTP parser sets them:
-  // body-parser uses them to skip a body that was already read.
-  const socket = new Socket();
-  Object.defineProperty(socket, 'readable', { value: true });
-  Object.defineProperty(socket, 'remoteAddress', { value: '127.0.0.1' });
-  const req = new IncomingMessage(socket);
-  req.once('end', () => {
-    req.complete = true;
+  const req = fakeIncomingRequest({
+    body: Buffer.from(BODY(i)),
+    url: '/a2a/jsonrpc',
+    headers: { 'a2a-version': '1.0' },
+    remoteAddress: '127.0.0.1',
   });
-  req.method = 'POST';
-  req.url = '/a2a/jsonrpc';
-  req.headers = {
-    'content-type': 'application/json',
-    'content-length': String(body.length),
-    'a2a-version': '1.0',
-  };
-  req.push(body);
-  req.push(null);
   const res = new ServerResponse(req);
   return new Promise<void>((resolve, reject) => {
     res.end = ((..._args: unknown[]) => {

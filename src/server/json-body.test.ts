@@ -4,6 +4,7 @@ import { Socket } from 'node:net';
 import express, { type Request, type Response } from 'express';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { fakeIncomingRequest } from '../testing/fake-incoming-request.js';
 import { jsonBodyReader, parseJson } from './json-body.js';
 
 /** A request as Node's HTTP server hands it over: headers known, the body still to be read. */
@@ -12,30 +13,7 @@ function request(
   headers: Record<string, string> = {},
   splits: readonly number[] = [],
 ): Request {
-  const socket = new Socket();
-  Object.defineProperty(socket, 'readable', { value: true });
-  const req = new IncomingMessage(socket);
-  req.once('end', () => {
-    req.complete = true;
-  });
-  req.method = 'POST';
-  req.url = '/';
-  req.headers = {
-    'content-type': 'application/json',
-    'content-length': String(body.length),
-    ...headers,
-  };
-  // Chunks cut at the given offsets (any order, out of range ignored).
-  const cuts = [...new Set(splits.filter((at) => at > 0 && at < body.length))].sort(
-    (a, b) => a - b,
-  );
-  let from = 0;
-  for (const at of [...cuts, body.length]) {
-    if (at > from) req.push(Buffer.from(body.subarray(from, at)));
-    from = at;
-  }
-  req.push(null);
-  return req as unknown as Request;
+  return fakeIncomingRequest({ body, headers, splits }) as unknown as Request;
 }
 
 type Read = (req: Request, res: Response, done: (error?: unknown) => void) => void;

@@ -4,6 +4,7 @@
  */
 
 export * from './example-agent-card.js';
+export * from './fake-incoming-request.js';
 export * from './manual-clock.js';
 export * from './store-contract.js';
 export * from './text-message.js';
