@@ -36,7 +36,9 @@ export interface JsonBodyOptions {
 /**
  * Whether the `express` this package resolves is 4.x, whose body parser (1.x) skips only a request
  * marked `req._body`; 5.x's skips a request whose stream has ended. The SDK's router uses the same
- * `express` (a peer dependency); when it cannot be read, requests are marked.
+ * `express` (a peer dependency); when it cannot be read, requests are marked. (With two copies of
+ * Express installed, this 5.x and the SDK's 4.x, the SDK's parser would refuse plain bodies: keep
+ * one Express.) The mark is not added under 5.x because a new property on every request costs µs.
  */
 const MARK_PARSED = (() => {
   try {
