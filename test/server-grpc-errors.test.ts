@@ -6,12 +6,7 @@
 
 import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
-import {
-  AgentEvent,
-  type AgentExecutor,
-  DefaultRequestHandler,
-  InMemoryTaskStore,
-} from '@a2a-js/sdk/server';
+import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { A2AService, grpcService, UserBuilder } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -19,6 +14,7 @@ import { grpcAdmissionInterceptor } from '../src/server/grpc.js';
 import { createLimiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';
+import { countingEchoExecutor } from './echo-executor.helpers.js';
 
 let close: (() => Promise<void>) | undefined;
 afterEach(async () => {
@@ -36,19 +32,7 @@ describe('gRPC interceptor errors', () => {
       dedup: false,
       eventLoopDelay: false,
     });
-    let executions = 0;
-    const echo: AgentExecutor = {
-      async execute(ctx, bus) {
-        executions++;
-        bus.publish(
-          AgentEvent.message(
-            textMessage({ messageId: `r-${ctx.userMessage.messageId}`, text: 'ok', role: 'agent' }),
-          ),
-        );
-        bus.finished();
-      },
-      async cancelTask() {},
-    };
+    const { executor: echo, executions } = countingEchoExecutor();
     const server = new grpc.Server({
       interceptors: [
         grpcAdmissionInterceptor(limiter, {
@@ -93,6 +77,6 @@ describe('gRPC interceptor errors', () => {
     );
     expect(error?.status).toBe(grpc.status.INTERNAL);
     expect(error?.message).toMatch(/skill lookup failed/);
-    expect(executions).toBe(0);
+    expect(executions()).toBe(0);
   });
 });

@@ -4,13 +4,7 @@
  */
 
 import type { AddressInfo } from 'node:net';
-import {
-  AgentEvent,
-  type AgentExecutor,
-  DefaultRequestHandler,
-  InMemoryTaskStore,
-  UnauthenticatedUser,
-} from '@a2a-js/sdk/server';
+import { DefaultRequestHandler, InMemoryTaskStore, UnauthenticatedUser } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -22,7 +16,7 @@ import {
 } from '../src/server/express.js';
 import { createLimiter, type Limiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
-import { textMessage } from '../src/testing/text-message.js';
+import { countingEchoExecutor } from './echo-executor.helpers.js';
 
 let close: (() => Promise<void>) | undefined;
 afterEach(async () => {
@@ -123,19 +117,7 @@ async function startSdkAgent(
   admission: RateLimitedHandlerOptions['admission'] = {},
 ): Promise<{ url: string; executions: () => number }> {
   const limiter = perCallerLimiter(limit);
-  let executions = 0;
-  const echo: AgentExecutor = {
-    async execute(ctx, bus) {
-      executions++;
-      bus.publish(
-        AgentEvent.message(
-          textMessage({ messageId: `r-${ctx.userMessage.messageId}`, text: 'ok', role: 'agent' }),
-        ),
-      );
-      bus.finished();
-    },
-    async cancelTask() {},
-  };
+  const { executor: echo, executions } = countingEchoExecutor();
   const app = express();
   const server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
@@ -160,7 +142,7 @@ async function startSdkAgent(
     await new Promise<void>((resolve) => server.close(() => resolve()));
     await limiter.close();
   };
-  return { url, executions: () => executions };
+  return { url, executions };
 }
 
 /** A JSON-RPC call to `url`; `version` undefined sends no `A2A-Version` header (v0.3 style). */

@@ -188,12 +188,16 @@ function writeHttp(
   res.end(body);
 }
 
+/** The SDK's body limit (`express.json()`'s default), and the same in bytes. */
+const DEFAULT_BODY_LIMIT = '100kb';
+const DEFAULT_BODY_LIMIT_BYTES = 100 * 1024;
+
 /**
  * The body limit in bytes for reading plain bodies ourselves: `express.json()`'s default (100 kb =
  * 102,400 bytes) or a number given; a limit given as a string is left to `express.json()` alone.
  */
 function limitBytesOf(bodyLimit: string | number | undefined): number | undefined {
-  if (bodyLimit === undefined) return 102_400;
+  if (bodyLimit === undefined) return DEFAULT_BODY_LIMIT_BYTES;
   return typeof bodyLimit === 'number' ? bodyLimit : undefined;
 }
 
@@ -540,7 +544,7 @@ export function jsonRpcAdmission(
   const admission = makeAdmission(limiter, options);
   const pass = admission.pass;
   const parse = jsonBodyReader({
-    fallback: express.json({ limit: options.bodyLimit ?? '100kb' }),
+    fallback: express.json({ limit: options.bodyLimit ?? DEFAULT_BODY_LIMIT }),
     types: ['application/json'],
     limitBytes: limitBytesOf(options.bodyLimit),
     strict: true,
@@ -629,7 +633,7 @@ export function restAdmission(
   const limitBytes = limitBytesOf(options.bodyLimit);
   const parse = jsonBodyReader({
     fallback: express.json({
-      limit: options.bodyLimit ?? '100kb',
+      limit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
       type: ['application/json', 'application/a2a+json'],
       strict: false,
     }),
@@ -639,7 +643,7 @@ export function restAdmission(
   });
   const parseLegacy = jsonBodyReader({
     fallback: express.json({
-      limit: options.bodyLimit ?? '100kb',
+      limit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
       type: 'application/json',
       strict: false,
     }),

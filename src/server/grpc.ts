@@ -256,6 +256,16 @@ export function grpcAdmissionInterceptor(
             metadata: toMetadata(encoded.trailers),
           });
         };
+        /** `step`, with what it throws (a `skill` function, the limiter) failing the call. */
+        const guarded =
+          <T>(step: (value: T) => void) =>
+          (value: T): void => {
+            try {
+              step(value);
+            } catch (error) {
+              fail(grpc.status.INTERNAL, `rate limiter failed: ${String(error)}`);
+            }
+          };
         const withCaller = (caller: string): void => {
           const outcome = limiter.admit({
             caller,
@@ -266,35 +276,23 @@ export function grpcAdmissionInterceptor(
             skill: options.skill?.(message, md),
           });
           if (outcome instanceof Promise) {
-            outcome.then(
-              (o) => guarded(() => apply(o)),
-              (error: unknown) =>
-                fail(grpc.status.INTERNAL, `rate limiter failed: ${String(error)}`),
+            outcome.then(guarded(apply), (error: unknown) =>
+              fail(grpc.status.INTERNAL, `rate limiter failed: ${String(error)}`),
             );
           } else apply(outcome);
         };
-        /** Runs a step; what it throws (a `skill` function, the limiter) fails the call. */
-        const guarded = (step: () => void): void => {
-          try {
-            step();
-          } catch (error) {
-            fail(grpc.status.INTERNAL, `rate limiter failed: ${String(error)}`);
-          }
-        };
-        let identified: string | Promise<string>;
+        let caller: string | Promise<string>;
         try {
-          identified = identify(md, call);
+          caller = identify(md, call);
         } catch (error) {
           fail(grpc.status.UNAUTHENTICATED, `identity failed: ${String(error)}`);
           return;
         }
-        const caller = identified;
-        if (typeof caller === 'string') guarded(() => withCaller(caller));
+        const decide = guarded(withCaller);
+        if (typeof caller === 'string') decide(caller);
         else {
-          caller.then(
-            (c) => guarded(() => withCaller(c)),
-            (error: unknown) =>
-              fail(grpc.status.UNAUTHENTICATED, `identity failed: ${String(error)}`),
+          caller.then(decide, (error: unknown) =>
+            fail(grpc.status.UNAUTHENTICATED, `identity failed: ${String(error)}`),
           );
         }
       },
