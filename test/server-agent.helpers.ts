@@ -12,6 +12,7 @@ import { AGENT_CARD_PATH, type AgentCard, type Message, type Task } from '@a2a-j
 import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import {
+  type A2ARequestHandler,
   AgentEvent,
   type AgentExecutor,
   DefaultExecutionEventBusManager,
@@ -26,7 +27,7 @@ import {
   jsonRpcHandler,
   restHandler,
 } from '@a2a-js/sdk/server/express';
-import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
+import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import express from 'express';
 import type { Policy } from '../src/core/policy.js';
@@ -38,8 +39,9 @@ import {
   rateLimitedRestHandler,
   restAdmission,
 } from '../src/server/express.js';
-import { grpcAdmissionInterceptor } from '../src/server/grpc.js';
+import { grpcAdmissionInterceptor, rateLimitedGrpcService } from '../src/server/grpc.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../src/server/limiter.js';
+import { guardContextBuilder, guardRequestHandler } from '../src/server/mediation.js';
 import { createRateLimitMetrics, type RateLimitMetrics } from '../src/server/metrics.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
@@ -105,6 +107,12 @@ export interface TestAgent {
   readonly metrics: RateLimitMetrics | undefined;
   /** Executions per messageId. */
   readonly executions: Map<string, number>;
+  /**
+   * Every operation the SDK request handler ran (below the backstop; `getAgentCard` aside), and
+   * every request the limiter admitted, in order: "the handler ran ⇒ the limiter decided".
+   */
+  readonly handlerCalls: string[];
+  readonly admissions: { readonly caller: string; readonly method: string }[];
   /** Total executions. */
   executionCount(): number;
   /** Completes every task held open by a `hold` message. */
@@ -138,12 +146,19 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
     extendedAgentCard: true,
   });
 
+  const admissions: { caller: string; method: string }[] = [];
   const limiter = createLimiter({
     policies: options.policies,
     clock,
     domain: 'agents.example.com',
     eventLoopDelay: false,
-    ...(metrics === undefined ? {} : { observer: metrics.observer }),
+    observer: {
+      ...metrics?.observer,
+      admitted(request, admission) {
+        admissions.push({ caller: request.caller, method: request.method });
+        metrics?.observer.admitted?.(request, admission);
+      },
+    },
     ...options.limiter,
   });
 
@@ -246,6 +261,7 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
   };
 
   const taskStore = new RecordingTaskStore();
+  const handlerCalls: string[] = [];
   const expressUsers = async (req: express.Request) => userFrom(req.headers.authorization);
   const grpcUsers = async (call: { metadata: grpc.Metadata }) =>
     userFrom(call.metadata.get('authorization')[0]);
@@ -263,13 +279,17 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
         limiter,
       ),
   );
+  const sdkHandler = recordingHandler(requestHandler, handlerCalls);
   // The interceptor is installed through the server's options; rebuild with it.
   const interceptor = grpcAdmissionInterceptor(limiter, {
     userBuilder: grpcUsers as never,
     requestHandler,
   });
   const g = new grpc.Server({ interceptors: [interceptor] });
-  g.addService(A2AService, grpcService({ requestHandler, userBuilder: grpcUsers as never }));
+  g.addService(
+    A2AService,
+    rateLimitedGrpcService({ requestHandler: sdkHandler, userBuilder: grpcUsers as never }),
+  );
   const grpcPort = await new Promise<number>((resolve, reject) =>
     g.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, port) =>
       error ? reject(error) : resolve(port),
@@ -298,13 +318,19 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
     options.mirrorHttpStatus === undefined ? {} : { mirrorHttpStatus: options.mirrorHttpStatus };
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
   if (options.mount === 'separate') {
-    const expressOptions = { userBuilder, requestHandler, ...mirror };
+    const expressOptions = { userBuilder, requestHandler: sdkHandler, ...mirror };
     app.use('/a2a/jsonrpc', jsonRpcAdmission(limiter, expressOptions));
-    app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder }));
+    // The SDK's routers with the backstop the combined handlers build in (docs: Configuration).
+    const guarded = {
+      requestHandler: guardRequestHandler(sdkHandler),
+      contextBuilder: guardContextBuilder(),
+      userBuilder,
+    };
+    app.use('/a2a/jsonrpc', jsonRpcHandler(guarded));
     app.use('/a2a/rest', restAdmission(limiter, expressOptions));
-    app.use('/a2a/rest', restHandler({ requestHandler, userBuilder }));
+    app.use('/a2a/rest', restHandler(guarded));
   } else {
-    const combined = { requestHandler, userBuilder, admission: mirror };
+    const combined = { requestHandler: sdkHandler, userBuilder, admission: mirror };
     app.use('/a2a/jsonrpc', rateLimitedJsonRpcHandler(limiter, combined));
     app.use('/a2a/rest', rateLimitedRestHandler(limiter, combined));
   }
@@ -325,6 +351,8 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
     taskStore,
     metrics,
     executions,
+    handlerCalls,
+    admissions,
     executionCount: () => [...executions.values()].reduce((a, b) => a + b, 0),
     releaseHeld: () => {
       for (const resolve of held.values()) resolve();
@@ -355,6 +383,20 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** `handler`, recording the name of every operation it runs but `getAgentCard` in `calls`. */
+function recordingHandler(handler: A2ARequestHandler, calls: string[]): A2ARequestHandler {
+  return new Proxy(handler, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver) as unknown;
+      if (typeof value !== 'function' || name === 'getAgentCard') return value;
+      return (...args: unknown[]) => {
+        calls.push(String(name));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
 }
 
 /** Request options carrying the caller's identity. */

@@ -210,7 +210,7 @@ describe('rateLimitedJsonRpcHandler', () => {
     expect(executions()).toBe(1);
   });
 
-  it('an error after an asynchronous identity reaches Express, not the process', async () => {
+  it('an error after an asynchronous identity is answered in JSON-RPC, not by the process or an HTML page', async () => {
     const skillFails = () => {
       throw new Error('skill lookup failed');
     };
@@ -225,7 +225,12 @@ describe('rateLimitedJsonRpcHandler', () => {
       headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {} }),
     });
-    expect(res.status).toBe(500); // Express's error handler answered
+    // As the SDK answers an error of its own: HTTP 200, a JSON-RPC internal error, no stack.
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { id: unknown; error?: { code: number; message: string } };
+    expect(body.id).toBe(1);
+    expect(body.error?.code).toBe(-32603);
+    expect(body.error?.message).toBe('skill lookup failed');
     expect(executions()).toBe(0);
   });
 

@@ -21,7 +21,7 @@ import {
   type User,
 } from '@a2a-js/sdk/server';
 import { agentCardHandler } from '@a2a-js/sdk/server/express';
-import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
+import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import express from 'express';
 import type { A2AMethod } from '../core/a2a-methods.js';
@@ -29,7 +29,7 @@ import type { Clock } from '../core/clock.js';
 import type { HoldOptions, Policy } from '../core/policy.js';
 import { withRateLimitExtension } from '../server/card-extension.js';
 import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../server/express.js';
-import { grpcAdmissionInterceptor } from '../server/grpc.js';
+import { grpcAdmissionInterceptor, rateLimitedGrpcService } from '../server/grpc.js';
 
 import {
   type AdmissionRequest,
@@ -411,7 +411,10 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
   const grpcServer = new grpc.Server({
     interceptors: [grpcAdmissionInterceptor(limiter, { userBuilder: grpcUsers, requestHandler })],
   });
-  grpcServer.addService(A2AService, grpcService({ requestHandler, userBuilder: grpcUsers }));
+  grpcServer.addService(
+    A2AService,
+    rateLimitedGrpcService({ requestHandler, userBuilder: grpcUsers }),
+  );
 
   let httpServer: HttpServer | undefined;
   try {

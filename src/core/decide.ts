@@ -154,6 +154,37 @@ export interface DecisionState {
 export interface DecisionInput extends RequestIdentity {
   /** Current event-loop delay, ms (for overload policies with `maxEventLoopDelayMs`). */
   readonly eventLoopDelayMs?: number | undefined;
+  /**
+   * Decide under exactly these policies of the set (indexes into `policies`, in set order)
+   * instead of those of `method`: a resubscription made of a duplicate stream is decided under
+   * SubscribeToTask's policies and the stream limits of SendStreamingMessage. Indexes, not
+   * compiled policies, so a store deciding with its own compilation of the same set (the Redis
+   * store's insurance limiter) picks the same ones.
+   */
+  readonly policyIndexes?: readonly number[] | undefined;
+}
+
+/**
+ * The policies a decision applies: `input.policyIndexes` when given, else those of the method.
+ * Every store selects with this function.
+ *
+ * @example
+ * ```ts
+ * policiesOf(set, { caller: 'a', method: 'GetTask' }).map((p) => p.name);
+ * ```
+ */
+export function policiesOf(
+  policySet: CompiledPolicySet,
+  input: DecisionInput,
+): readonly CompiledPolicy[] {
+  const indexes = input.policyIndexes;
+  if (indexes === undefined) return policySet.forMethod(input.method);
+  const out: CompiledPolicy[] = [];
+  for (const i of indexes) {
+    const p = policySet.policies[i];
+    if (p !== undefined) out.push(p);
+  }
+  return out;
 }
 
 /**
@@ -527,7 +558,7 @@ export function decide(
   state: DecisionState,
 ): Decision {
   const nowUs = Math.floor(nowMs * 1000);
-  const policies = policySet.forMethod(input.method);
+  const policies = policiesOf(policySet, input);
   let count = 0;
   let setter: Step | undefined;
   for (const p of policies) {

@@ -17,6 +17,7 @@ import {
   type DecisionInput,
   holdKeyOf,
   limitStateOf,
+  policiesOf,
   rejectedDecision,
   rejectingLimitState,
 } from '../core/decide.js';
@@ -598,7 +599,7 @@ export class RedisStore implements Store {
   // Decision.
 
   private decideOnRedis(input: DecisionInput, probe: boolean): Promise<Decision> {
-    const policies = this.policySet.forMethod(input.method);
+    const policies = policiesOf(this.policySet, input);
     const steps: RequestStep[] = [];
     let leaseCount = 0;
     let single = true;

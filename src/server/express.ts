@@ -20,6 +20,7 @@ import {
 import {
   A2A_ERROR_CODE,
   RequestMalformedError,
+  restStatusFor,
   toJsonRpcError,
   toRestErrorBody,
 } from '@a2a-js/sdk/errors';
@@ -40,9 +41,19 @@ import express, {
 } from 'express';
 import { type A2AMethod, toA2AMethod } from '../core/a2a-methods.js';
 import { jsonBodyReader } from './json-body.js';
-import type { AdmissionOutcome, AdmissionRequest, Binding, Limiter } from './limiter.js';
+import type {
+  AdmissionOutcome,
+  AdmissionRequest,
+  AdmissionTicket,
+  Binding,
+  Limiter,
+} from './limiter.js';
 import { TICKET_HEADER } from './limiter.js';
-import { matchRestRoute } from './rest-route.js';
+import { guardContextBuilder, guardRequestHandler, markAdmitted } from './mediation.js';
+
+export { guardContextBuilder, guardRequestHandler, mediationStats } from './mediation.js';
+
+import { isRestRoute, matchRestRoute, type RestRouteMiss } from './rest-route.js';
 import { TERMINAL_TASK_STATES } from './task-lease-tracker.js';
 
 /**
@@ -99,7 +110,9 @@ export interface ExpressAdmissionOptions {
    * The SDK's router for this binding (`jsonRpcHandler(…)` / `restHandler(…)`). When given, the
    * middleware forwards what it admits (and what it does not decide) to it directly instead of
    * calling `next()`, so mount the middleware alone: one Express layer fewer per request, and the
-   * two cannot end up on different paths. Errors still go to `next(error)`.
+   * two cannot end up on different paths. The mount is then the binding's alone: a path or verb
+   * the SDK's router has no route for is answered here, in the binding's JSON error format
+   * (Express would answer its HTML 404).
    * {@link rateLimitedJsonRpcHandler} and {@link rateLimitedRestHandler} set it up for you.
    */
   readonly sdkHandler?: RequestHandler;
@@ -149,9 +162,15 @@ function mediaType(headers: Request['headers']): string | undefined {
   return (raw.split(';', 1)[0] ?? '').trim().toLowerCase();
 }
 
+/** The SDK's `isLegacyVersion`: no version, or one in [0.3, 1.0). */
 function isA2AVersionLegacy(req: Request): boolean {
   const version = req.header('a2a-version')?.trim();
-  return version === undefined || version === '' || version.startsWith('0.');
+  if (version === undefined || version === '') return true;
+  const match = /^(\d+)\.(\d+)/.exec(version);
+  if (match === null) return false;
+  const major = Number(match[1]);
+  const minor = Number(match[2]);
+  return major === 0 && minor >= 3;
 }
 
 /**
@@ -186,6 +205,60 @@ function writeHttp(
   res.status(status);
   for (const name in headers) res.setHeader(name, headers[name] as string);
   res.end(body);
+}
+
+/** Answers OPTIONS for a path of the binding: 204 with the verbs its routes take. */
+function writeAllow(res: Response, verbs: readonly string[]): void {
+  res.status(204);
+  if (verbs.length > 0) res.setHeader('allow', [...verbs, 'OPTIONS'].join(', '));
+  res.end();
+}
+
+/** A JSON-RPC mount's answer to a path or verb that is not its endpoint. */
+function writeJsonRpcMiss(
+  res: Response,
+  status: 404 | 405,
+  message: string,
+  allow?: readonly string[],
+): void {
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+  if (allow !== undefined) headers.allow = allow.join(', ');
+  const error = { code: A2A_ERROR_CODE.INVALID_REQUEST, message };
+  writeHttp(res, status, headers, JSON.stringify({ jsonrpc: '2.0', id: null, error }));
+}
+
+/** A REST mount's answer to a request no route takes, as a google.rpc.Status body. */
+function writeRestMiss(req: Request, res: Response, miss: RestRouteMiss): void {
+  if (miss.miss === 'wrong-verb' && req.method === 'OPTIONS') {
+    writeAllow(res, miss.allow);
+    return;
+  }
+  const headers: Record<string, string> = { 'content-type': 'application/a2a+json' };
+  let error: { code: number; status: string; message: string; details: [] };
+  if (miss.miss === 'bad-escape') {
+    error = {
+      code: 400,
+      status: 'INVALID_ARGUMENT',
+      message: 'Malformed percent-encoding in the request path',
+      details: [],
+    };
+  } else if (miss.miss === 'no-route') {
+    error = {
+      code: 404,
+      status: 'NOT_FOUND',
+      message: 'No A2A HTTP+JSON route has this path',
+      details: [],
+    };
+  } else {
+    headers.allow = miss.allow.join(', ');
+    error = {
+      code: 405,
+      status: 'UNIMPLEMENTED',
+      message: `This path takes ${headers.allow}`,
+      details: [],
+    };
+  }
+  writeHttp(res, error.code, headers, JSON.stringify({ error }));
 }
 
 /** The SDK's body limit (`express.json()`'s default), and the same in bytes. */
@@ -262,9 +335,35 @@ function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
 }
 
 /**
- * Runs identity → decision → outcome. Errors of the identity function, the store or anything after
- * them (a `skill` function, an asynchronous step) go to Express's `next(err)`. Plain functions with the request's state as arguments: nothing is
- * allocated per request but the promise callbacks of an identity or store that is asynchronous.
+ * Answers a request whose admission failed (the identity function, the store, a `skill`
+ * function threw) the way the SDK answers an error of its own: JSON in the binding's error
+ * format, never Express's HTML page, and one log line without a stack.
+ */
+function failRequest(res: Response, parsed: ParsedRequest, error: unknown): void {
+  console.error(
+    `a2a-ratelimit: ${parsed.method} (${parsed.binding}) not admitted, the admission failed: ${error instanceof Error ? error.message : String(error)}`,
+  );
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  if (parsed.binding === 'jsonrpc') {
+    const body = { jsonrpc: '2.0', id: parsed.id, error: toJsonRpcError(error) };
+    writeHttp(res, 200, JSON_RPC_CONTENT, JSON.stringify(body));
+    return;
+  }
+  const status = restStatusFor(error);
+  writeHttp(res, status, REST_CONTENT, JSON.stringify(toRestErrorBody(error, status)));
+}
+
+const JSON_RPC_CONTENT = { 'content-type': 'application/json; charset=utf-8' } as const;
+const REST_CONTENT = { 'content-type': 'application/a2a+json' } as const;
+
+/**
+ * Runs identity → decision → outcome. What the identity function, the store or anything after
+ * them (a `skill` function, an asynchronous step) throws is answered by {@link failRequest}.
+ * Plain functions with the request's state as arguments: nothing is allocated per request but
+ * the promise callbacks of an identity or store that is asynchronous.
  */
 function decide(
   admission: Admission,
@@ -281,7 +380,7 @@ function decide(
         withCaller(admission, req, res, next, parsed, callerOf(admission, req, user));
         return;
       }
-      thenOrNext(user, next, (resolved) =>
+      thenOrFail(user, res, parsed, (resolved) =>
         withCaller(admission, req, res, next, parsed, callerOf(admission, req, resolved)),
       );
       return;
@@ -289,25 +388,29 @@ function decide(
     const identify = admission.identify;
     const caller = identify === undefined ? admission.unauthenticatedKey(req) : identify(req);
     if (typeof caller === 'string') withCaller(admission, req, res, next, parsed, caller);
-    else thenOrNext(caller, next, (c) => withCaller(admission, req, res, next, parsed, c));
+    else thenOrFail(caller, res, parsed, (c) => withCaller(admission, req, res, next, parsed, c));
   } catch (error) {
-    next(error);
+    failRequest(res, parsed, error);
   }
 }
 
-/** Runs `step` with the promise's value; a rejection, or what `step` throws, goes to `next(err)`. */
-function thenOrNext<T>(
+/** Runs `step` with the promise's value; a rejection, or what `step` throws, fails the request. */
+function thenOrFail<T>(
   promise: PromiseLike<T>,
-  next: NextFunction,
+  res: Response,
+  parsed: ParsedRequest,
   step: (value: T) => void,
 ): void {
-  promise.then((value) => {
-    try {
-      step(value);
-    } catch (error) {
-      next(error);
-    }
-  }, next);
+  promise.then(
+    (value) => {
+      try {
+        step(value);
+      } catch (error) {
+        failRequest(res, parsed, error);
+      }
+    },
+    (error: unknown) => failRequest(res, parsed, error),
+  );
 }
 
 /** Default identity: `User.userName` of an authenticated user, else the unauthenticated key. */
@@ -328,35 +431,34 @@ function withCaller(
   if (skill !== undefined) parsed.skill = skill(req, req.body);
   const outcome = admission.limiter.admit(parsed);
   if (outcome instanceof Promise) {
-    thenOrNext(outcome, next, (o) => apply(admission, req, res, next, parsed, o));
+    thenOrFail(outcome, res, parsed, (o) => apply(admission, req, res, next, parsed, o));
   } else apply(admission, req, res, next, parsed, outcome);
 }
 
-function apply(
-  admission: Admission,
+/** Sets an admitted ticket's headers, ends it with the response, and marks the request admitted. */
+function admitted(
   req: Request,
   res: Response,
-  next: NextFunction,
-  parsed: ParsedRequest,
-  outcome: AdmissionOutcome,
+  ticket: AdmissionTicket,
+  method: ParsedRequest['method'],
 ): void {
-  if (outcome.status === 'admitted') {
-    const ticket = outcome.ticket;
-    const headers = ticket.headers;
-    for (const name in headers) res.setHeader(name, headers[name] as string);
-    if (ticket.needsEnd) {
-      req.headers[TICKET_HEADER] = ticket.id;
-      // A closure, not a property on `res`: adding one to Express's response objects costs µs.
-      res.on('close', () => ticket.end());
-    }
-    admission.pass(req, res, next);
-    return;
+  const headers = ticket.headers;
+  for (const name in headers) res.setHeader(name, headers[name] as string);
+  if (ticket.needsEnd) {
+    req.headers[TICKET_HEADER] = ticket.id;
+    // A closure, not a property on `res`: adding one to Express's response objects costs µs.
+    res.on('close', () => ticket.end());
   }
-  if (outcome.status === 'duplicate') {
-    const answer = parsed.binding === 'jsonrpc' ? jsonRpcDuplicate : restDuplicate;
-    answer(admission, req, res, next, parsed, outcome.taskId).catch(next);
-    return;
-  }
+  markAdmitted(req.headers, method);
+}
+
+/** Writes a rejection in the request's binding. */
+function writeRejection(
+  admission: Admission,
+  res: Response,
+  parsed: ParsedRequest,
+  outcome: Extract<AdmissionOutcome, { status: 'rejected' }>,
+): void {
   const { limiter, options } = admission;
   const encoded =
     parsed.binding === 'jsonrpc'
@@ -368,6 +470,53 @@ function apply(
         )
       : limiter.encodeRest(outcome.rejection, outcome.limits);
   writeHttp(res, encoded.status, encoded.headers, encoded.body);
+}
+
+/**
+ * Hands a duplicate stream's request, rewritten as the resubscription it becomes, to the SDK once
+ * the resubscription itself is admitted (a stream like any other: see
+ * `Limiter.admitResubscription`).
+ */
+function resubscribe(
+  admission: Admission,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  parsed: ParsedRequest,
+): void {
+  const step = (outcome: AdmissionOutcome): void => {
+    if (outcome.status === 'admitted') {
+      admitted(req, res, outcome.ticket, 'SubscribeToTask');
+      admission.pass(req, res, next);
+    } else if (outcome.status === 'rejected') writeRejection(admission, res, parsed, outcome);
+    else failRequest(res, parsed, new Error('a resubscription cannot be a duplicate'));
+  };
+  const outcome = admission.limiter.admitResubscription(parsed);
+  if (outcome instanceof Promise) thenOrFail(outcome, res, parsed, step);
+  else step(outcome);
+}
+
+function apply(
+  admission: Admission,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  parsed: ParsedRequest,
+  outcome: AdmissionOutcome,
+): void {
+  if (outcome.status === 'admitted') {
+    admitted(req, res, outcome.ticket, parsed.method);
+    admission.pass(req, res, next);
+    return;
+  }
+  if (outcome.status === 'duplicate') {
+    const answer = parsed.binding === 'jsonrpc' ? jsonRpcDuplicate : restDuplicate;
+    answer(admission, req, res, next, parsed, outcome.taskId).catch((error: unknown) =>
+      failRequest(res, parsed, error),
+    );
+    return;
+  }
+  writeRejection(admission, res, parsed, outcome);
 }
 
 /** The task a duplicate message is answered with, fetched as the SDK would for this caller. */
@@ -441,7 +590,7 @@ async function jsonRpcDuplicate(
         ...(parsed.tenant === undefined ? {} : { tenant: parsed.tenant }),
       },
     };
-    admission.pass(req, res, next);
+    resubscribe(admission, req, res, next, parsed);
   }
 }
 
@@ -490,7 +639,7 @@ async function restDuplicate(
   } else {
     const prefix = parsed.tenant === undefined ? '' : `/${encodeURIComponent(parsed.tenant)}`;
     req.url = `${prefix}/tasks/${encodeURIComponent(taskId)}:subscribe`;
-    admission.pass(req, res, next);
+    resubscribe(admission, req, res, next, parsed);
   }
 }
 
@@ -550,11 +699,21 @@ export function jsonRpcAdmission(
     strict: true,
   });
   const legacyNames = options.legacy !== false;
+  const alone = options.sdkHandler !== undefined;
   return (req, res, next) => {
     const headers = req.headers;
     if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
-    if (req.method !== 'POST' || (req.url !== '/' && req.path !== '/')) {
-      pass(req, res, next);
+    // The SDK's `post('/')` matches `/` and `//` (one optional trailing slash), whatever the query.
+    const path = req.path;
+    if (path !== '/' && path !== '//') {
+      if (alone) writeJsonRpcMiss(res, 404, 'No JSON-RPC endpoint at this path');
+      else pass(req, res, next);
+      return;
+    }
+    if (req.method !== 'POST') {
+      if (!alone) pass(req, res, next);
+      else if (req.method === 'OPTIONS') writeAllow(res, ['POST']);
+      else writeJsonRpcMiss(res, 405, 'JSON-RPC requests are POSTed', ['POST']);
       return;
     }
     const type = mediaType(headers);
@@ -629,6 +788,7 @@ export function restAdmission(
 ): RequestHandler {
   const admission = makeAdmission(limiter, options);
   const pass = admission.pass;
+  const alone = options.sdkHandler !== undefined;
   const legacy = options.legacy !== false;
   const limitBytes = limitBytesOf(options.bodyLimit);
   const parse = jsonBodyReader({
@@ -656,16 +816,32 @@ export function restAdmission(
     if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
     const useLegacy = legacy && isA2AVersionLegacy(req);
     const route = matchRestRoute(req.method, req.path, { legacy: useLegacy });
-    if (route === undefined) {
-      pass(req, res, next);
+    if (!isRestRoute(route)) {
+      // A malformed escape is the router's HTML 400: always answered here, in JSON.
+      if (alone || route.miss === 'bad-escape') writeRestMiss(req, res, route);
+      else pass(req, res, next);
       return;
     }
     const type = mediaType(headers);
     const accepted = route.legacy
       ? type === undefined || type === 'application/json'
       : type === undefined || type === 'application/json' || type === 'application/a2a+json';
-    if (!accepted) {
+    if (!accepted && !route.legacy) {
+      // The SDK's content-type guard refuses it (400, JSON) before any route runs.
       pass(req, res, next);
+      return;
+    }
+    if (!accepted) {
+      // The v0.3 router parses only its own type and runs the route with no body: decide so.
+      const parsed = new ParsedRequest(
+        'rest',
+        route.method,
+        route.tenant,
+        undefined,
+        route.legacy,
+        null,
+      );
+      decide(admission, req, res, next, parsed);
       return;
     }
     (route.legacy ? parseLegacy : parse)(req, res, (error?: unknown) => {
@@ -739,17 +915,21 @@ function rateLimitedParts(options: RateLimitedHandlerOptions): {
 } {
   const userBuilder = shareUserBuilder(options.userBuilder);
   const { requestHandler, legacyCompat, contextBuilder } = options;
-  const shared = {
-    requestHandler,
-    userBuilder,
-    ...(contextBuilder === undefined ? {} : { contextBuilder }),
-  };
   return {
+    // The SDK runs an operation only for a request admitted for it (see ./mediation.ts).
     sdk: {
-      ...shared,
+      requestHandler: guardRequestHandler(requestHandler),
+      userBuilder,
+      contextBuilder: guardContextBuilder(contextBuilder),
       ...(legacyCompat === undefined ? {} : { legacyCompat: { ...legacyCompat } }),
     },
-    admission: { legacy: legacyCompat?.enabled === true, ...options.admission, ...shared },
+    admission: {
+      legacy: legacyCompat?.enabled === true,
+      ...options.admission,
+      requestHandler,
+      userBuilder,
+      ...(contextBuilder === undefined ? {} : { contextBuilder }),
+    },
   };
 }
 

@@ -14,11 +14,20 @@ import {
   UnauthenticatedUser,
   type User,
 } from '@a2a-js/sdk/server';
-import type { UserBuilder } from '@a2a-js/sdk/server/grpc';
+import { grpcService, type UserBuilder } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { type A2AMethod, isA2AMethod } from '../core/a2a-methods.js';
 import type { AdmissionOutcome, AdmissionTicket, Limiter } from './limiter.js';
 import { TICKET_HEADER } from './limiter.js';
+import {
+  ADMISSION_HEADER,
+  admissionMark,
+  guardContextBuilder,
+  guardRequestHandler,
+} from './mediation.js';
+
+export { guardContextBuilder, guardRequestHandler, mediationStats } from './mediation.js';
+
 import { TERMINAL_TASK_STATES } from './task-lease-tracker.js';
 
 /**
@@ -100,6 +109,18 @@ function toMetadata(values: Readonly<Record<string, string | Uint8Array>>): grpc
   return md;
 }
 
+/** Calls of other services pass through, less any admission mark a caller sent. */
+const STRIP_ADMISSION: ConstructorParameters<typeof grpc.ServerInterceptingCall>[1] = {
+  start(next) {
+    next({
+      onReceiveMetadata(md, nextMetadata) {
+        md.remove(ADMISSION_HEADER);
+        nextMetadata(md);
+      },
+    });
+  },
+};
+
 /**
  * Creates the admission interceptor. Pass it to `new grpc.Server({ interceptors: [...] })`; calls
  * to other services pass through untouched.
@@ -133,7 +154,7 @@ export function grpcAdmissionInterceptor(
 
   return (descriptor, call) => {
     const method = grpcMethodOf(descriptor.path);
-    if (method === undefined) return new grpc.ServerInterceptingCall(call);
+    if (method === undefined) return new grpc.ServerInterceptingCall(call, STRIP_ADMISSION);
     let metadata: grpc.Metadata | undefined;
     let ticket: AdmissionTicket | undefined;
     let done = false;
@@ -149,8 +170,19 @@ export function grpcAdmissionInterceptor(
       call.sendStatus({ code, details, metadata: new grpc.Metadata() });
     };
 
+    const reject = (outcome: Extract<AdmissionOutcome, { status: 'rejected' }>): void => {
+      const encoded = limiter.encodeGrpc(outcome.rejection, outcome.limits);
+      done = true;
+      call.sendStatus({
+        code: encoded.code,
+        details: encoded.message,
+        metadata: toMetadata(encoded.trailers),
+      });
+    };
+
     const answerDuplicate = async (
       request: { tenant?: unknown },
+      caller: string,
       taskId: string | undefined,
       messageId: string | undefined,
     ): Promise<void> => {
@@ -193,6 +225,23 @@ export function grpcAdmissionInterceptor(
       } else if (TERMINAL_TASK_STATES.has(task.status?.state ?? 0)) {
         await send({ payload: { $case: 'task', value: task } });
       } else {
+        // The resubscription is a stream like any other: decided before it opens.
+        const outcome = await limiter.admitResubscription({
+          caller,
+          method,
+          binding: 'grpc',
+          tenant,
+        });
+        if (outcome.status !== 'admitted') {
+          if (outcome.status === 'rejected') reject(outcome);
+          else fail(grpc.status.INTERNAL, 'a resubscription cannot be a duplicate');
+          return;
+        }
+        ticket = outcome.ticket;
+        if (done) {
+          ticket.end();
+          return;
+        }
         const stream = handler.resubscribe({ id: taskId, tenant: tenant ?? '' }, context);
         const iterator = stream[Symbol.asyncIterator]();
         abort = () => void iterator.return?.(undefined);
@@ -216,6 +265,7 @@ export function grpcAdmissionInterceptor(
     const listener: grpc.ServerListener = {
       onReceiveMetadata(md, next) {
         md.remove(TICKET_HEADER);
+        md.remove(ADMISSION_HEADER);
         metadata = md;
         next(md);
       },
@@ -230,7 +280,7 @@ export function grpcAdmissionInterceptor(
           method === 'SendMessage' || method === 'SendStreamingMessage'
             ? text(request.message?.messageId ?? request.request?.messageId)
             : undefined;
-        const apply = (outcome: AdmissionOutcome): void => {
+        const apply = (caller: string, outcome: AdmissionOutcome): void => {
           if (done) {
             if (outcome.status === 'admitted') outcome.ticket.end();
             return;
@@ -239,22 +289,17 @@ export function grpcAdmissionInterceptor(
             ticket = outcome.ticket;
             // The SDK side looks a ticket up only when it holds something.
             if (ticket.needsEnd) md.set(TICKET_HEADER, ticket.id);
+            md.set(ADMISSION_HEADER, admissionMark(method));
             next(message);
             return;
           }
           if (outcome.status === 'duplicate') {
-            answerDuplicate(request, outcome.taskId, messageId).catch((error: unknown) =>
+            answerDuplicate(request, caller, outcome.taskId, messageId).catch((error: unknown) =>
               fail(grpc.status.INTERNAL, error instanceof Error ? error.message : String(error)),
             );
             return;
           }
-          const encoded = limiter.encodeGrpc(outcome.rejection, outcome.limits);
-          done = true;
-          call.sendStatus({
-            code: encoded.code,
-            details: encoded.message,
-            metadata: toMetadata(encoded.trailers),
-          });
+          reject(outcome);
         };
         /** `step`, with what it throws (a `skill` function, the limiter) failing the call. */
         const guarded =
@@ -276,10 +321,12 @@ export function grpcAdmissionInterceptor(
             skill: options.skill?.(message, md),
           });
           if (outcome instanceof Promise) {
-            outcome.then(guarded(apply), (error: unknown) =>
-              fail(grpc.status.INTERNAL, `rate limiter failed: ${String(error)}`),
+            outcome.then(
+              guarded((o: AdmissionOutcome) => apply(caller, o)),
+              (error: unknown) =>
+                fail(grpc.status.INTERNAL, `rate limiter failed: ${String(error)}`),
             );
-          } else apply(outcome);
+          } else apply(caller, outcome);
         };
         let caller: string | Promise<string>;
         try {
@@ -317,4 +364,25 @@ export function grpcAdmissionInterceptor(
       },
     });
   };
+}
+
+/**
+ * The SDK's `grpcService` for an agent whose server has {@link grpcAdmissionInterceptor}: the same
+ * options, with the request handler and context builder wrapped so that an operation runs only
+ * for a call the interceptor admitted for it (see `guardRequestHandler`). Without the interceptor
+ * in front, every operation fails with INTERNAL.
+ *
+ * @example
+ * ```ts
+ * server.addService(A2AService, rateLimitedGrpcService({ requestHandler, userBuilder }));
+ * ```
+ */
+export function rateLimitedGrpcService(
+  options: Parameters<typeof grpcService>[0],
+): ReturnType<typeof grpcService> {
+  return grpcService({
+    ...options,
+    requestHandler: guardRequestHandler(options.requestHandler),
+    contextBuilder: guardContextBuilder(options.contextBuilder),
+  });
 }

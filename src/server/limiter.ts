@@ -251,6 +251,14 @@ export interface Limiter {
   readonly dedupMethods: ReadonlySet<A2AMethod>;
   /** Decides one request. Synchronous for a `MemoryStore` unless deduplication needs the store. */
   admit(request: AdmissionRequest): AdmissionOutcome | Promise<AdmissionOutcome>;
+  /**
+   * Decides the resubscription a copy of a still-running streamed message becomes (after
+   * {@link admit} answered `duplicate`): a stream like any other, decided under the policies of
+   * SubscribeToTask and the stream limits of SendStreamingMessage (its overload policies, and
+   * concurrency policies whose leases are held until the response ends), never charged a rate
+   * of SendStreamingMessage again. The ticket's leases end with the response.
+   */
+  admitResubscription(request: AdmissionRequest): AdmissionOutcome | Promise<AdmissionOutcome>;
   /** REST wire form of a rejection. */
   encodeRest(rejection: Rejection, limits?: readonly LimitState[]): HttpRejectionResponse;
   /** JSON-RPC wire form of a rejection. */
@@ -432,6 +440,21 @@ export function createLimiter(options: LimiterOptions): Limiter {
     MESSAGE_METHODS.has(request.method)
       ? 'task'
       : 'response';
+  /**
+   * Policies a resubscription made of a duplicate stream is decided under (see
+   * `admitResubscription`): SubscribeToTask's, and SendStreamingMessage's leases that last as long
+   * as the stream.
+   */
+  const resubscriptionPolicyIndexes = policySet.policies
+    .filter(
+      (p) =>
+        p.methods.has('SubscribeToTask') ||
+        (p.methods.has('SendStreamingMessage') &&
+          p.kind !== 'rate' &&
+          (policyHoldUntil[p.index] ?? (p.kind === 'concurrency' ? 'task' : 'response')) ===
+            'response'),
+    )
+    .map((p) => p.index);
   const ttls = policySet.policies.map((p) =>
     p.kind === 'rate' ? Number.POSITIVE_INFINITY : p.leaseTtlMs,
   );
@@ -742,6 +765,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
         .then((seen) =>
           seen.fresh ? decideNow(request, key) : admitSeen(request, messageId, key, seen),
         );
+    },
+    admitResubscription(request) {
+      const resubscription: AdmissionRequest & Pick<DecisionInput, 'policyIndexes'> = {
+        caller: request.caller,
+        method: 'SubscribeToTask',
+        binding: request.binding,
+        tenant: request.tenant,
+        skill: request.skill,
+        policyIndexes: resubscriptionPolicyIndexes,
+      };
+      return decideNow(resubscription, undefined);
     },
     encodeRest: (rejection, limits) =>
       encodeRestRejection(rejection, limits === undefined ? { domain } : { domain, limits }),

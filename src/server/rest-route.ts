@@ -1,8 +1,12 @@
 /**
  * @module rest-route
- * Which A2A operation an HTTP+JSON request is, from its verb and path relative to the REST mount:
- * the A2A 1.0 routes, each with the optional `/{tenant}` prefix, SubscribeToTask by GET and POST,
- * and the v0.3 `/v1/...` routes the SDK serves in legacy mode. Pure.
+ * Which A2A operation an HTTP+JSON request is, from its verb and path relative to the REST mount,
+ * matched the way the SDK's Express router matches it: the same routes in the same order (the
+ * v0.3 `/v1/...` routes first in legacy mode, then each 1.0 route followed by its `/{tenant}`
+ * form), literal segments case-insensitively, one optional trailing slash, a parameter as one
+ * non-empty raw segment decoded with `decodeURIComponent`, HEAD served by a GET route. What the
+ * router would refuse is said too: a malformed escape in a parameter (the router's 400), a path
+ * no route has, a verb the path's routes do not take. Pure.
  */
 
 import type { A2AMethod } from '../core/a2a-methods.js';
@@ -25,93 +29,193 @@ export interface RestRoute {
   readonly legacy: boolean;
 }
 
-type Verb = 'GET' | 'POST' | 'DELETE';
-
-function decode(segment: string): string | undefined {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
-}
-
-/** Matches the tenant-less part: `segments` are the raw path segments. */
-function matchCore(
-  verb: Verb,
-  segments: readonly string[],
-): { method: A2AMethod; taskId?: string } | undefined {
-  const [a, b, c, d, ...rest] = segments;
-  if (rest.length > 0 || a === undefined) return undefined;
-  if (b === undefined) {
-    if (verb === 'POST' && a === 'message:send') return { method: 'SendMessage' };
-    if (verb === 'POST' && a === 'message:stream') return { method: 'SendStreamingMessage' };
-    if (verb === 'GET' && a === 'extendedAgentCard') return { method: 'GetExtendedAgentCard' };
-    if (verb === 'GET' && a === 'tasks') return { method: 'ListTasks' };
-    return undefined;
-  }
-  if (a !== 'tasks' || b === '') return undefined;
-  if (c === undefined) {
-    if (b.endsWith(':cancel') && verb === 'POST') {
-      const taskId = decode(b.slice(0, -':cancel'.length));
-      return taskId ? { method: 'CancelTask', taskId } : undefined;
-    }
-    if (b.endsWith(':subscribe') && (verb === 'POST' || verb === 'GET')) {
-      const taskId = decode(b.slice(0, -':subscribe'.length));
-      return taskId ? { method: 'SubscribeToTask', taskId } : undefined;
-    }
-    const taskId = decode(b);
-    return verb === 'GET' && taskId ? { method: 'GetTask', taskId } : undefined;
-  }
-  if (c !== 'pushNotificationConfigs') return undefined;
-  const taskId = decode(b);
-  if (!taskId) return undefined;
-  if (d === undefined) {
-    if (verb === 'POST') return { method: 'CreateTaskPushNotificationConfig', taskId };
-    if (verb === 'GET') return { method: 'ListTaskPushNotificationConfigs', taskId };
-    return undefined;
-  }
-  if (d === '') return undefined;
-  if (verb === 'GET') return { method: 'GetTaskPushNotificationConfig', taskId };
-  if (verb === 'DELETE') return { method: 'DeleteTaskPushNotificationConfig', taskId };
-  return undefined;
-}
-
 /**
- * Identifies the A2A operation of a REST request. `path` is relative to the REST mount point
- * (Express `req.path`), without the query string. The tenant-less form wins over a tenant prefix
- * (as in the SDK's router). With `legacy`, v0.3 paths (`/v1/message:send`, `/v1/card`, …) match
- * too. Returns `undefined` for anything the SDK would not route (it answers those itself).
+ * Why a REST request matches no route: `bad-escape` (a parameter segment is not valid
+ * percent-encoding; the router answers 400), `no-route` (no route has this path; 404),
+ * `wrong-verb` (routes have the path but not the verb; `allow` lists theirs).
  *
  * @example
  * ```ts
- * matchRestRoute('POST', '/acme/message:send'); // { method: 'SendMessage', tenant: 'acme', legacy: false }
- * matchRestRoute('GET', '/tasks/t-1:subscribe'); // { method: 'SubscribeToTask', taskId: 't-1', legacy: false }
+ * const miss: RestRouteMiss = { miss: 'wrong-verb', allow: ['GET', 'HEAD'] };
+ * ```
+ */
+export type RestRouteMiss =
+  | { readonly miss: 'bad-escape' }
+  | { readonly miss: 'no-route' }
+  | { readonly miss: 'wrong-verb'; readonly allow: readonly string[] };
+
+type Verb = 'GET' | 'POST' | 'DELETE';
+type Param = 'tenant' | 'taskId' | 'configId';
+/** A path segment: a literal (lower case) or a parameter, optionally ending in a literal suffix. */
+type Token = string | { readonly param: Param; readonly suffix?: string };
+
+interface RouteSpec {
+  readonly verb: Verb;
+  readonly tokens: readonly Token[];
+  readonly method: A2AMethod;
+  readonly legacy: boolean;
+}
+
+const TASK: Token = { param: 'taskId' };
+const CONFIG: Token = { param: 'configId' };
+const TENANT: Token = { param: 'tenant' };
+
+/** The SDK's 1.0 routes (`restHandler`), in its registration order. */
+const CORE_ROUTES: readonly (readonly [Verb, readonly Token[], A2AMethod])[] = [
+  ['GET', ['extendedagentcard'], 'GetExtendedAgentCard'],
+  ['POST', ['message:send'], 'SendMessage'],
+  ['POST', ['message:stream'], 'SendStreamingMessage'],
+  ['GET', ['tasks', { param: 'taskId', suffix: ':subscribe' }], 'SubscribeToTask'],
+  ['POST', ['tasks', { param: 'taskId', suffix: ':subscribe' }], 'SubscribeToTask'],
+  ['POST', ['tasks', { param: 'taskId', suffix: ':cancel' }], 'CancelTask'],
+  ['GET', ['tasks', TASK], 'GetTask'],
+  ['GET', ['tasks'], 'ListTasks'],
+  ['POST', ['tasks', TASK, 'pushnotificationconfigs'], 'CreateTaskPushNotificationConfig'],
+  ['GET', ['tasks', TASK, 'pushnotificationconfigs'], 'ListTaskPushNotificationConfigs'],
+  ['GET', ['tasks', TASK, 'pushnotificationconfigs', CONFIG], 'GetTaskPushNotificationConfig'],
+  [
+    'DELETE',
+    ['tasks', TASK, 'pushnotificationconfigs', CONFIG],
+    'DeleteTaskPushNotificationConfig',
+  ],
+];
+
+/** The SDK's v0.3 routes (`legacyRestRouter`), in its registration order; no tenant form. */
+const LEGACY_ROUTES: readonly (readonly [Verb, readonly Token[], A2AMethod])[] = [
+  ['GET', ['v1', 'card'], 'GetExtendedAgentCard'],
+  ['POST', ['v1', 'message:send'], 'SendMessage'],
+  ['POST', ['v1', 'message:stream'], 'SendStreamingMessage'],
+  ['POST', ['v1', 'tasks', { param: 'taskId', suffix: ':cancel' }], 'CancelTask'],
+  ['GET', ['v1', 'tasks', { param: 'taskId', suffix: ':subscribe' }], 'SubscribeToTask'],
+  ['POST', ['v1', 'tasks', { param: 'taskId', suffix: ':subscribe' }], 'SubscribeToTask'],
+  ['GET', ['v1', 'tasks', TASK], 'GetTask'],
+  ['POST', ['v1', 'tasks', TASK, 'pushnotificationconfigs'], 'CreateTaskPushNotificationConfig'],
+  ['GET', ['v1', 'tasks', TASK, 'pushnotificationconfigs'], 'ListTaskPushNotificationConfigs'],
+  [
+    'GET',
+    ['v1', 'tasks', TASK, 'pushnotificationconfigs', CONFIG],
+    'GetTaskPushNotificationConfig',
+  ],
+  [
+    'DELETE',
+    ['v1', 'tasks', TASK, 'pushnotificationconfigs', CONFIG],
+    'DeleteTaskPushNotificationConfig',
+  ],
+];
+
+const spec = (legacy: boolean) =>
+  function toSpec([verb, tokens, method]: readonly [Verb, readonly Token[], A2AMethod]): RouteSpec {
+    return { verb, tokens, method, legacy };
+  };
+
+const PLAIN: readonly RouteSpec[] = CORE_ROUTES.flatMap((route) => [
+  spec(false)(route),
+  spec(false)([route[0], [TENANT, ...route[1]], route[2]]),
+]);
+const WITH_LEGACY: readonly RouteSpec[] = [...LEGACY_ROUTES.map(spec(true)), ...PLAIN];
+
+/** Decoded parameters of a route whose shape matched, or undefined when one is malformed. */
+interface Params {
+  tenant?: string | undefined;
+  taskId?: string | undefined;
+  configId?: string | undefined;
+}
+
+/**
+ * Fills `out` from `segments` when they have the route's shape; `false` when they do not, and
+ * `'bad-escape'` when the shape matches but a parameter does not decode (the router decodes
+ * while it matches, so that is its 400 whatever the verb).
+ */
+function matchShape(
+  tokens: readonly Token[],
+  segments: readonly string[],
+  lower: readonly string[],
+  out: Params,
+): boolean | 'bad-escape' {
+  if (tokens.length !== segments.length) return false;
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i] as Token;
+    const segment = lower[i] as string;
+    if (typeof token === 'string') {
+      if (segment !== token) return false;
+    } else if (token.suffix === undefined) {
+      if (segment === '') return false;
+    } else if (segment.length <= token.suffix.length || !segment.endsWith(token.suffix)) {
+      return false;
+    }
+  }
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i] as Token;
+    if (typeof token === 'string') continue;
+    const segment = segments[i] as string;
+    const value = token.suffix === undefined ? segment : segment.slice(0, -token.suffix.length);
+    try {
+      out[token.param] = decodeURIComponent(value);
+    } catch {
+      return 'bad-escape';
+    }
+  }
+  return true;
+}
+
+/**
+ * Identifies the A2A operation of a REST request as the SDK's router would route it. `path` is
+ * relative to the REST mount point (Express `req.path`: no query string, not decoded). With
+ * `legacy` (a v0.3 request to an SDK with `legacyCompat` on), the `/v1/...` routes are tried
+ * first. Returns the route, or why there is none ({@link RestRouteMiss}).
+ *
+ * @example
+ * ```ts
+ * matchRestRoute('POST', '/acme/Message:Send'); // { method: 'SendMessage', tenant: 'acme', legacy: false }
+ * matchRestRoute('HEAD', '/tasks/t-1/'); // { method: 'GetTask', taskId: 't-1', legacy: false }
+ * matchRestRoute('GET', '/%ff/tasks'); // { miss: 'bad-escape' }
  * ```
  */
 export function matchRestRoute(
   httpMethod: string,
   path: string,
   options: { readonly legacy?: boolean } = {},
-): RestRoute | undefined {
-  const verb = httpMethod.toUpperCase();
-  if (verb !== 'GET' && verb !== 'POST' && verb !== 'DELETE') return undefined;
-  if (!path.startsWith('/')) return undefined;
+): RestRoute | RestRouteMiss {
+  const upper = httpMethod.toUpperCase();
+  const verb = upper === 'HEAD' ? 'GET' : upper;
+  if (!path.startsWith('/')) return { miss: 'no-route' };
   const segments = path.slice(1).split('/');
-  if (segments.at(-1) === '' && segments.length > 1) segments.pop();
-  if (options.legacy === true && segments[0] === 'v1') {
-    const rest = segments.slice(1);
-    if (verb === 'GET' && rest.length === 1 && rest[0] === 'card') {
-      return { method: 'GetExtendedAgentCard', legacy: true };
+  // One trailing slash is optional (the router's non-strict matching); `/` alone is no route.
+  if (segments.length > 1 && segments.at(-1) === '') segments.pop();
+  const lower = segments.map((s) => s.toLowerCase());
+  let allow: Set<string> | undefined;
+  const params: Params = {};
+  for (const route of options.legacy === true ? WITH_LEGACY : PLAIN) {
+    const shape = matchShape(route.tokens, segments, lower, params);
+    if (shape === false) continue;
+    if (shape === 'bad-escape') return { miss: 'bad-escape' };
+    if (route.verb !== verb) {
+      allow ??= new Set();
+      allow.add(route.verb);
+      params.tenant = params.taskId = params.configId = undefined;
+      continue;
     }
-    const core = matchCore(verb, rest);
-    if (core !== undefined) return { ...core, legacy: true };
+    return {
+      method: route.method,
+      legacy: route.legacy,
+      ...(params.tenant === undefined ? {} : { tenant: params.tenant }),
+      ...(params.taskId === undefined ? {} : { taskId: params.taskId }),
+    };
   }
-  const plain = matchCore(verb, segments);
-  if (plain !== undefined) return { ...plain, legacy: false };
-  const [first, ...tail] = segments;
-  if (first === undefined || first === '') return undefined;
-  const tenant = decode(first);
-  if (!tenant) return undefined;
-  const prefixed = matchCore(verb, tail);
-  return prefixed === undefined ? undefined : { ...prefixed, tenant, legacy: false };
+  if (allow === undefined) return { miss: 'no-route' };
+  if (allow.has('GET')) allow.add('HEAD');
+  return { miss: 'wrong-verb', allow: [...allow].sort() };
+}
+
+/**
+ * Whether a matched REST request is an A2A route ({@link RestRoute}) or a miss.
+ *
+ * @example
+ * ```ts
+ * const found = matchRestRoute('GET', '/tasks');
+ * if (isRestRoute(found)) found.method; // 'ListTasks'
+ * ```
+ */
+export function isRestRoute(found: RestRoute | RestRouteMiss): found is RestRoute {
+  return 'method' in found;
 }
