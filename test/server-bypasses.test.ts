@@ -9,7 +9,7 @@
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
-import { MOUNTS, startAgent, type TestAgent } from './server-agent.helpers.js';
+import { as, MOUNTS, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
 let agent: TestAgent | undefined;
 afterEach(async () => {
@@ -194,6 +194,48 @@ describe.each(MOUNTS)('bypasses found by attack, closed (%s mount)', (mount) => 
       expect(a.handlerCalls.filter((c) => c === 'resubscribe')).toHaveLength(1);
       expect(a.limiter.leasesHeld()).toBe(2);
       ac.abort();
+      for (const c of open) c.abort();
+    });
+
+    it('gRPC: re-sends of a running streamed message past the stream limit are refused', async () => {
+      agent = await startAgent({
+        mount,
+        policies: [
+          {
+            name: 'open-streams',
+            kind: 'concurrency',
+            scope: 'caller',
+            methods: [...methods],
+            max: 2,
+          },
+        ],
+        limiter: { leases: { holdUntil: { 'open-streams': 'response' } } },
+      });
+      const a = agent;
+      const client = await a.client('GRPC');
+      const open: AbortController[] = [];
+      for (const id of ['g-1', 'g-2']) {
+        const ac = new AbortController();
+        const it = client
+          .sendMessageStream(
+            { message: userMessage(id, 'hold'), tenant: '' } as never,
+            as('g', ac.signal),
+          )
+          [Symbol.asyncIterator]();
+        await it.next();
+        open.push(ac);
+      }
+      expect(a.limiter.leasesHeld()).toBe(2);
+      for (let i = 0; i < 5; i++) {
+        const it = client
+          .sendMessageStream({ message: userMessage('g-1', 'hold'), tenant: '' } as never, as('g'))
+          [Symbol.asyncIterator]();
+        const error = await it.next().catch((e: unknown) => e);
+        expect((error as { cause?: { code?: number } }).cause?.code, `re-send ${i}`).toBe(8);
+      }
+      expect(a.handlerCalls.filter((c) => c === 'resubscribe')).toHaveLength(0);
+      expect(a.limiter.leasesHeld()).toBe(2);
+      expect(a.executions.get('g-1')).toBe(1);
       for (const c of open) c.abort();
     });
   });

@@ -40,6 +40,7 @@ import express, {
   type Response,
 } from 'express';
 import { type A2AMethod, toA2AMethod } from '../core/a2a-methods.js';
+import { writeAllow, writeJsonRpcMiss, writeRestMiss } from './express-misses.js';
 import { jsonBodyReader } from './json-body.js';
 import type {
   AdmissionOutcome,
@@ -53,7 +54,7 @@ import { guardContextBuilder, guardRequestHandler, markAdmitted } from './mediat
 
 export { guardContextBuilder, guardRequestHandler, mediationStats } from './mediation.js';
 
-import { isRestRoute, matchRestRoute, type RestRouteMiss } from './rest-route.js';
+import { isRestRoute, matchRestRoute } from './rest-route.js';
 import { TERMINAL_TASK_STATES } from './task-lease-tracker.js';
 
 /**
@@ -205,60 +206,6 @@ function writeHttp(
   res.status(status);
   for (const name in headers) res.setHeader(name, headers[name] as string);
   res.end(body);
-}
-
-/** Answers OPTIONS for a path of the binding: 204 with the verbs its routes take. */
-function writeAllow(res: Response, verbs: readonly string[]): void {
-  res.status(204);
-  if (verbs.length > 0) res.setHeader('allow', [...verbs, 'OPTIONS'].join(', '));
-  res.end();
-}
-
-/** A JSON-RPC mount's answer to a path or verb that is not its endpoint. */
-function writeJsonRpcMiss(
-  res: Response,
-  status: 404 | 405,
-  message: string,
-  allow?: readonly string[],
-): void {
-  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
-  if (allow !== undefined) headers.allow = allow.join(', ');
-  const error = { code: A2A_ERROR_CODE.INVALID_REQUEST, message };
-  writeHttp(res, status, headers, JSON.stringify({ jsonrpc: '2.0', id: null, error }));
-}
-
-/** A REST mount's answer to a request no route takes, as a google.rpc.Status body. */
-function writeRestMiss(req: Request, res: Response, miss: RestRouteMiss): void {
-  if (miss.miss === 'wrong-verb' && req.method === 'OPTIONS') {
-    writeAllow(res, miss.allow);
-    return;
-  }
-  const headers: Record<string, string> = { 'content-type': 'application/a2a+json' };
-  let error: { code: number; status: string; message: string; details: [] };
-  if (miss.miss === 'bad-escape') {
-    error = {
-      code: 400,
-      status: 'INVALID_ARGUMENT',
-      message: 'Malformed percent-encoding in the request path',
-      details: [],
-    };
-  } else if (miss.miss === 'no-route') {
-    error = {
-      code: 404,
-      status: 'NOT_FOUND',
-      message: 'No A2A HTTP+JSON route has this path',
-      details: [],
-    };
-  } else {
-    headers.allow = miss.allow.join(', ');
-    error = {
-      code: 405,
-      status: 'UNIMPLEMENTED',
-      message: `This path takes ${headers.allow}`,
-      details: [],
-    };
-  }
-  writeHttp(res, error.code, headers, JSON.stringify({ error }));
 }
 
 /** The SDK's body limit (`express.json()`'s default), and the same in bytes. */
