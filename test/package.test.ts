@@ -114,6 +114,20 @@ describe('the packed package', () => {
     expect(Number(out.trim())).toBeGreaterThan(0);
   });
 
+  it.each(subpaths)('requires %s from CommonJS (require of ESM, Node >= 20.19)', (specifier) => {
+    const out = run(
+      'node',
+      [
+        '--no-warnings',
+        '--input-type=commonjs',
+        '-e',
+        `const m = require(${JSON.stringify(specifier)}); console.log(Object.keys(m).length);`,
+      ],
+      project,
+    );
+    expect(Number(out.trim())).toBeGreaterThan(0);
+  });
+
   it('type-checks an import of every subpath against the shipped declarations', () => {
     const lines = subpaths.map((s, i) => `import * as m${i} from ${JSON.stringify(s)};`);
     lines.push(`export const all = [${subpaths.map((_, i) => `m${i}`).join(', ')}];`);
