@@ -163,6 +163,26 @@ function mediaType(headers: Request['headers']): string | undefined {
   return (raw.split(';', 1)[0] ?? '').trim().toLowerCase();
 }
 
+/** REST operations whose tenant (without a `/{tenant}` prefix) the SDK reads from the body. */
+const BODY_TENANT: ReadonlySet<A2AMethod> = new Set<A2AMethod>([
+  'SendMessage',
+  'SendStreamingMessage',
+  'CreateTaskPushNotificationConfig',
+]);
+
+/**
+ * The tenant of a REST request without a `/{tenant}` prefix, where the SDK's router reads it: the
+ * body for messages and push-config creation, the `tenant` query parameter for the rest (so a
+ * tenant-scoped policy charges the tenant the SDK will serve).
+ */
+function restTenant(req: Request, method: A2AMethod, body: unknown): string | undefined {
+  if (BODY_TENANT.has(method)) return stringOrUndefined((body as { tenant?: unknown })?.tenant);
+  if (req.url.indexOf('?') === -1) return undefined;
+  const tenant = req.query.tenant;
+  // A repeated parameter reaches the SDK as an array, which it coerces to `a,b`.
+  return stringOrUndefined(Array.isArray(tenant) ? tenant.join(',') : tenant);
+}
+
 /** The SDK's `isLegacyVersion`: no version, or one in [0.3, 1.0). */
 function isA2AVersionLegacy(req: Request): boolean {
   const version = req.header('a2a-version')?.trim();
@@ -783,7 +803,7 @@ export function restAdmission(
       const parsed = new ParsedRequest(
         'rest',
         route.method,
-        route.tenant,
+        route.tenant ?? restTenant(req, route.method, undefined),
         undefined,
         route.legacy,
         null,
@@ -814,7 +834,7 @@ export function restAdmission(
       const parsed = new ParsedRequest(
         'rest',
         route.method,
-        route.tenant ?? stringOrUndefined(body?.tenant),
+        route.tenant ?? restTenant(req, route.method, body),
         route.method === 'SendMessage' || route.method === 'SendStreamingMessage'
           ? messageIdOf(body)
           : undefined,
