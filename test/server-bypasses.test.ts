@@ -7,7 +7,7 @@
  */
 
 import { gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
 import { as, MOUNTS, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
@@ -405,5 +405,33 @@ describe('every answer under the mounts is JSON in the binding format (combined 
     const head = await fetch(url, { method: 'HEAD' });
     expect(head.status).toBe(405);
     expect(head.headers.get('allow')).toBe('POST');
+  });
+
+  it('JSON-RPC: a version the card does not support is refused without a stack in the logs', async () => {
+    agent = await startAgent({ policies: [] });
+    const logged = vi.spyOn(console, 'error');
+    try {
+      for (const [version, method] of [
+        [undefined, 'SendMessage'],
+        ['0.3', 'Foo'],
+        ['9.9', 'GetTask'],
+      ] as const) {
+        const res = await fetch(agent.jsonRpcUrl, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            ...(version ? { 'a2a-version': version } : {}),
+          },
+          body: rpcBody(method, { id: 'x' }),
+        });
+        const body = (await res.json()) as { id: number; error: { message: string } };
+        expect(body.id).toBe(1);
+        expect(body.error.message).toMatch(/not supported/);
+      }
+      expect(logged).not.toHaveBeenCalled();
+      expect(agent.handlerCalls).toEqual([]);
+    } finally {
+      logged.mockRestore();
+    }
   });
 });

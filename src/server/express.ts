@@ -31,6 +31,7 @@ import {
   type ServerCallContextBuilder,
   UnauthenticatedUser,
   type User,
+  validateVersion,
 } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import express, {
@@ -161,6 +162,33 @@ function mediaType(headers: Request['headers']): string | undefined {
   const raw = headers['content-type'];
   if (raw === undefined || raw === 'application/json') return raw;
   return (raw.split(';', 1)[0] ?? '').trim().toLowerCase();
+}
+
+/**
+ * The A2A versions the agent's card supports on JSON-RPC, learned as requests name them. A
+ * request naming one the card does not support is answered here with the SDK's own
+ * VersionNotSupported error instead of reaching the SDK's router, which would refuse it too but
+ * log the error with its stack for every such request (a log any caller could flood). The card
+ * is read once per version seen; without a request handler every version is passed on.
+ */
+function versionCheck(handler: A2ARequestHandler | undefined): {
+  readonly known: Set<string>;
+  check(version: string): Promise<Error | undefined>;
+} {
+  const known = new Set<string>();
+  return {
+    known,
+    async check(version) {
+      if (handler === undefined) return undefined;
+      try {
+        validateVersion(version, await handler.getAgentCard(), 'JSONRPC');
+      } catch (error) {
+        return error instanceof Error ? error : new Error(String(error));
+      }
+      known.add(version);
+      return undefined;
+    },
+  };
 }
 
 /** REST operations whose tenant (without a `/{tenant}` prefix) the SDK reads from the body. */
@@ -667,6 +695,35 @@ export function jsonRpcAdmission(
   });
   const legacyNames = options.legacy !== false;
   const alone = options.sdkHandler !== undefined;
+  const versions = versionCheck(options.requestHandler);
+  /** A parsed JSON-RPC body: decided when it names an operation, else the SDK's to refuse. */
+  const classify = (req: Request, res: Response, next: NextFunction): void => {
+    const body = req.body as { method?: unknown; params?: unknown } | undefined;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      pass(req, res, next);
+      return;
+    }
+    const name = body.method;
+    const method = legacyNames
+      ? toA2AMethod(name)
+      : typeof name === 'string' && !name.includes('/')
+        ? toA2AMethod(name)
+        : undefined;
+    if (method === undefined) {
+      pass(req, res, next);
+      return;
+    }
+    const params = body.params as { tenant?: unknown } | undefined;
+    const parsed = new ParsedRequest(
+      'jsonrpc',
+      method,
+      stringOrUndefined(params?.tenant),
+      messageIdOf(params),
+      typeof name === 'string' && name.includes('/'),
+      jsonRpcId(body),
+    );
+    decide(admission, req, res, next, parsed);
+  };
   return (req, res, next) => {
     const headers = req.headers;
     if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
@@ -705,31 +762,26 @@ export function jsonRpcAdmission(
         );
         return;
       }
-      const body = req.body as { method?: unknown; params?: unknown } | undefined;
-      if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-        pass(req, res, next);
+      const version = headers['a2a-version'];
+      const requested = (Array.isArray(version) ? version[0] : version) || '0.3';
+      if (versions.known.has(requested)) {
+        classify(req, res, next);
         return;
       }
-      const name = body.method;
-      const method = legacyNames
-        ? toA2AMethod(name)
-        : typeof name === 'string' && !name.includes('/')
-          ? toA2AMethod(name)
-          : undefined;
-      if (method === undefined) {
-        pass(req, res, next);
-        return;
-      }
-      const params = body.params as { tenant?: unknown } | undefined;
-      const parsed = new ParsedRequest(
-        'jsonrpc',
-        method,
-        stringOrUndefined(params?.tenant),
-        messageIdOf(params),
-        typeof name === 'string' && name.includes('/'),
-        jsonRpcId(body),
+      versions.check(requested).then(
+        (refusal) => {
+          if (refusal === undefined) classify(req, res, next);
+          else {
+            const answer = {
+              jsonrpc: '2.0',
+              id: jsonRpcId(req.body),
+              error: toJsonRpcError(refusal),
+            };
+            writeHttp(res, 200, JSON_RPC_CONTENT, JSON.stringify(answer));
+          }
+        },
+        (failure: unknown) => next(failure),
       );
-      decide(admission, req, res, next, parsed);
     });
   };
 }
