@@ -241,8 +241,8 @@ describe.each(MOUNTS)('bypasses found by attack, closed (%s mount)', (mount) => 
   });
 });
 
-describe.each(MOUNTS)('tenant as the SDK reads it (%s mount)', (mount) => {
-  it('a tenant-scoped policy charges the tenant of ?tenant= on GET routes, and the path tenant over the body', async () => {
+describe.each(MOUNTS)('tenant as the SDK scopes it (%s mount)', (mount) => {
+  it('REST: the path tenant is charged; a body or query tenant (which the SDK ignores) is not', async () => {
     agent = await startAgent({
       mount,
       policies: [
@@ -257,22 +257,60 @@ describe.each(MOUNTS)('tenant as the SDK reads it (%s mount)', (mount) => {
       ],
     });
     const a = agent;
-    const get = (query: string) =>
-      fetch(`${a.restUrl}/tasks${query}`, { headers: { ...V1, authorization: 'Bearer t' } });
-    expect((await get('?tenant=acme')).status).toBe(200);
-    expect((await get('?tenant=acme')).status).toBe(429);
-    expect((await get('?tenant=other')).status).toBe(200);
-    // The path tenant wins over the body's, for the SDK and the limiter alike.
-    const send = (path: string, bodyTenant: string) =>
+    const tenants: (string | undefined)[] = [];
+    const save = a.taskStore.save.bind(a.taskStore);
+    a.taskStore.save = async (task, context) => {
+      tenants.push((context as { tenant?: string } | undefined)?.tenant);
+      return save(task, context);
+    };
+    const send = (path: string, extra: Record<string, unknown>) =>
       fetch(`${a.restUrl}${path}`, {
         method: 'POST',
         headers: { ...json, authorization: 'Bearer t' },
-        body: JSON.stringify({ ...JSON.parse(sendBody(`t-${Math.random()}`)), tenant: bodyTenant }),
+        body: JSON.stringify({ ...JSON.parse(sendBody(`t-${Math.random()}`)), ...extra }),
       });
-    expect((await send('/beta/message:send', 'gamma')).status).toBe(200);
-    expect((await send('/beta/message:send', 'delta')).status).toBe(429);
-    expect((await send('/message:send', 'gamma')).status).toBe(200);
+    expect((await send('/beta/message:send', { tenant: 'gamma' })).status).toBe(200);
+    expect((await send('/beta/message:send', { tenant: 'delta' })).status).toBe(429);
+    // Unprefixed: the default tenant, whatever the body or the query say.
+    expect((await send('/message:send', {})).status).toBe(200);
+    expect((await send('/message:send', { tenant: 'epsilon' })).status).toBe(429);
+    expect((await send('/message:send?tenant=zeta', {})).status).toBe(429);
+    expect(new Set(tenants)).toEqual(new Set(['beta', undefined]));
   });
+
+  it('REST: a retry of a message sent with a body tenant gets its task (looked up where it lives)', async () => {
+    agent = await startAgent({ mount, policies: [] });
+    const a = agent;
+    const body = JSON.stringify({ ...JSON.parse(sendBody('retried')), tenant: 'acme' });
+    const init = { method: 'POST', headers: { ...json, authorization: 'Bearer r' }, body };
+    const first = (await (await fetch(`${a.restUrl}/message:send`, init)).json()) as {
+      task: { id: string };
+    };
+    const retry = await fetch(`${a.restUrl}/message:send`, init);
+    expect(retry.status).toBe(200);
+    expect(((await retry.json()) as { task?: { id: string } }).task?.id).toBe(first.task.id);
+  });
+
+  it.each([
+    ['a number', 7],
+    ['an array', ['acme']],
+    ['true', true],
+  ])(
+    'JSON-RPC: params.tenant as %s is refused as invalid params; nothing runs',
+    async (_l, tenant) => {
+      agent = await startAgent({ mount, policies: [] });
+      const res = await fetch(agent.jsonRpcUrl, {
+        method: 'POST',
+        headers: { ...json, authorization: 'Bearer j' },
+        body: rpcBody('SendMessage', {
+          tenant,
+          message: { messageId: 'm-rpc', role: 'ROLE_USER', parts: [{ text: 'task' }] },
+        }),
+      });
+      expect(((await res.json()) as { error?: { code: number } }).error?.code).toBe(-32602);
+      expect(agent.handlerCalls).toEqual([]);
+    },
+  );
 });
 
 describe('every answer under the mounts is JSON in the binding format (combined mount)', () => {

@@ -88,6 +88,7 @@ const concurrencyPolicy = z.strictObject({
   max: positiveInteger,
   leaseTtlSeconds: positiveNumber.optional(),
   initialHoldEstimateMs: positiveNumber.optional(),
+  holdUntil: z.enum(['task', 'response']).optional(),
   rejectAs: rejectAs.optional(),
 });
 const overloadPolicy = z.strictObject({

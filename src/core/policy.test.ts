@@ -145,6 +145,18 @@ describe('compilePolicies', () => {
     expect(e.message).toContain(field);
   });
 
+  it('takes a concurrency holdUntil of task or response, and refuses anything else', () => {
+    const [streams, tasks] = compilePolicies([
+      { name: 's', kind: 'concurrency', max: 2, holdUntil: 'response' },
+      { name: 't', kind: 'concurrency', max: 2 },
+    ]).policies;
+    expect(streams?.kind === 'concurrency' && streams.holdUntil).toBe('response');
+    expect(tasks?.kind === 'concurrency' && tasks.holdUntil).toBeUndefined();
+    expect(() =>
+      compilePolicies([{ name: 'x', kind: 'concurrency', max: 2, holdUntil: 'forever' as never }]),
+    ).toThrow('Policy "x": holdUntil must be "task" or "response", got "forever"');
+  });
+
   it('validates hold options', () => {
     expect(() => compilePolicies([], { maxNoShows: -1 })).toThrow(/maxNoShows/);
     expect(() => compilePolicies([], { graceFraction: 2 })).toThrow(/graceFraction/);

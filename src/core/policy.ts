@@ -134,6 +134,13 @@ export interface ConcurrencyPolicy extends PolicyBase {
   readonly leaseTtlSeconds?: number;
   /** Hold-time estimate used until real hold times are observed; default 1,000 ms. */
   readonly initialHoldEstimateMs?: number;
+  /**
+   * How long a lease of a SendMessage / SendStreamingMessage is held: until its task ends
+   * (`task`, the default: a limit on tasks) or until the response ends (`response`: a limit on
+   * open streams). Other methods' leases always end with the response. The limiter's
+   * `leases.holdUntil` overrides it.
+   */
+  readonly holdUntil?: 'task' | 'response';
   /** Default `quota`. */
   readonly rejectAs?: RejectionKind;
 }
@@ -273,6 +280,11 @@ export interface CompiledConcurrencyPolicy extends CompiledBase {
   readonly leaseTtlMs: number;
   /** Hold estimate before observations, ms. */
   readonly initialHoldEstimateMs: number;
+  /**
+   * How long leases of message methods are held, when the policy says (see
+   * {@link ConcurrencyPolicy.holdUntil}); undefined: until the task ends.
+   */
+  readonly holdUntil: 'task' | 'response' | undefined;
 }
 
 /**
@@ -478,6 +490,11 @@ function compileScope(label: string, scope: unknown, fallback: BuiltinScope): Sc
   );
 }
 
+function compileHoldUntil(label: string, value: unknown): 'task' | 'response' | undefined {
+  if (value === undefined || value === 'task' || value === 'response') return value;
+  throw new PolicyError(label, 'holdUntil', `must be "task" or "response", got ${describe(value)}`);
+}
+
 function compileMethods(label: string, methods: unknown): ReadonlySet<A2AMethod> {
   if (methods === undefined) return new Set(ALL_A2A_METHODS);
   if (!Array.isArray(methods) || methods.length === 0) {
@@ -592,6 +609,7 @@ function compileOne(raw: unknown, index: number, names: Set<string>): CompiledPo
           p.initialHoldEstimateMs,
           1000,
         ),
+        holdUntil: compileHoldUntil(name, p.holdUntil),
       };
     }
     case 'overload': {

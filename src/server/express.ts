@@ -51,7 +51,12 @@ import type {
   Limiter,
 } from './limiter.js';
 import { TICKET_HEADER } from './limiter.js';
-import { guardContextBuilder, guardRequestHandler, markAdmitted } from './mediation.js';
+import {
+  ADMISSION_HEADER,
+  guardContextBuilder,
+  guardRequestHandler,
+  markAdmitted,
+} from './mediation.js';
 
 export { guardContextBuilder, guardRequestHandler, mediationStats } from './mediation.js';
 
@@ -189,26 +194,6 @@ function versionCheck(handler: A2ARequestHandler | undefined): {
       return undefined;
     },
   };
-}
-
-/** REST operations whose tenant (without a `/{tenant}` prefix) the SDK reads from the body. */
-const BODY_TENANT: ReadonlySet<A2AMethod> = new Set<A2AMethod>([
-  'SendMessage',
-  'SendStreamingMessage',
-  'CreateTaskPushNotificationConfig',
-]);
-
-/**
- * The tenant of a REST request without a `/{tenant}` prefix, where the SDK's router reads it: the
- * body for messages and push-config creation, the `tenant` query parameter for the rest (so a
- * tenant-scoped policy charges the tenant the SDK will serve).
- */
-function restTenant(req: Request, method: A2AMethod, body: unknown): string | undefined {
-  if (BODY_TENANT.has(method)) return stringOrUndefined((body as { tenant?: unknown })?.tenant);
-  if (req.url.indexOf('?') === -1) return undefined;
-  const tenant = req.query.tenant;
-  // A repeated parameter reaches the SDK as an array, which it coerces to `a,b`.
-  return stringOrUndefined(Array.isArray(tenant) ? tenant.join(',') : tenant);
 }
 
 /** The SDK's `isLegacyVersion`: no version, or one in [0.3, 1.0). */
@@ -430,13 +415,21 @@ function withCaller(
   } else apply(admission, req, res, next, parsed, outcome);
 }
 
-/** Sets an admitted ticket's headers, ends it with the response, and marks the request admitted. */
+/**
+ * Sets an admitted ticket's headers, ends it with the response, and marks the request admitted.
+ * False when the client is already gone (it hung up while an asynchronous identity or store
+ * decided): the ticket is ended at once — its 'close' has come and gone — and nothing runs.
+ */
 function admitted(
   req: Request,
   res: Response,
   ticket: AdmissionTicket,
   method: ParsedRequest['method'],
-): void {
+): boolean {
+  if (res.destroyed || req.socket.destroyed) {
+    ticket.end();
+    return false;
+  }
   const headers = ticket.headers;
   for (const name in headers) res.setHeader(name, headers[name] as string);
   if (ticket.needsEnd) {
@@ -445,6 +438,7 @@ function admitted(
     res.on('close', () => ticket.end());
   }
   markAdmitted(req.headers, method);
+  return true;
 }
 
 /** Writes a rejection in the request's binding. */
@@ -481,8 +475,7 @@ function resubscribe(
 ): void {
   const step = (outcome: AdmissionOutcome): void => {
     if (outcome.status === 'admitted') {
-      admitted(req, res, outcome.ticket, 'SubscribeToTask');
-      admission.pass(req, res, next);
+      if (admitted(req, res, outcome.ticket, 'SubscribeToTask')) admission.pass(req, res, next);
     } else if (outcome.status === 'rejected') writeRejection(admission, res, parsed, outcome);
     else failRequest(res, parsed, new Error('a resubscription cannot be a duplicate'));
   };
@@ -500,8 +493,7 @@ function apply(
   outcome: AdmissionOutcome,
 ): void {
   if (outcome.status === 'admitted') {
-    admitted(req, res, outcome.ticket, parsed.method);
-    admission.pass(req, res, next);
+    if (admitted(req, res, outcome.ticket, parsed.method)) admission.pass(req, res, next);
     return;
   }
   if (outcome.status === 'duplicate') {
@@ -714,10 +706,25 @@ export function jsonRpcAdmission(
       return;
     }
     const params = body.params as { tenant?: unknown } | undefined;
+    const tenant = params?.tenant;
+    if (tenant && typeof tenant !== 'string') {
+      // The SDK would set any truthy value as the context's tenant: refuse what is not a name.
+      const error = {
+        code: A2A_ERROR_CODE.INVALID_PARAMS,
+        message: 'params.tenant must be a string',
+      };
+      writeHttp(
+        res,
+        200,
+        JSON_RPC_CONTENT,
+        JSON.stringify({ jsonrpc: '2.0', id: jsonRpcId(body), error }),
+      );
+      return;
+    }
     const parsed = new ParsedRequest(
       'jsonrpc',
       method,
-      stringOrUndefined(params?.tenant),
+      stringOrUndefined(tenant),
       messageIdOf(params),
       typeof name === 'string' && name.includes('/'),
       jsonRpcId(body),
@@ -727,6 +734,7 @@ export function jsonRpcAdmission(
   return (req, res, next) => {
     const headers = req.headers;
     if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
+    if (headers[ADMISSION_HEADER] !== undefined) delete headers[ADMISSION_HEADER];
     // The SDK's `post('/')` matches `/` and `//` (one optional trailing slash), whatever the query.
     const path = req.path;
     if (path !== '/' && path !== '//') {
@@ -833,6 +841,7 @@ export function restAdmission(
   return (req, res, next) => {
     const headers = req.headers;
     if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
+    if (headers[ADMISSION_HEADER] !== undefined) delete headers[ADMISSION_HEADER];
     const useLegacy = legacy && isA2AVersionLegacy(req);
     const route = matchRestRoute(req.method, req.path, { legacy: useLegacy });
     if (!isRestRoute(route)) {
@@ -855,7 +864,7 @@ export function restAdmission(
       const parsed = new ParsedRequest(
         'rest',
         route.method,
-        route.tenant ?? restTenant(req, route.method, undefined),
+        route.tenant,
         undefined,
         route.legacy,
         null,
@@ -886,7 +895,9 @@ export function restAdmission(
       const parsed = new ParsedRequest(
         'rest',
         route.method,
-        route.tenant ?? restTenant(req, route.method, body),
+        // The SDK scopes a REST request by its path tenant alone (`req.params.tenant`): a body
+        // or query `tenant` changes nothing it does, so it changes nothing here either.
+        route.tenant,
         route.method === 'SendMessage' || route.method === 'SendStreamingMessage'
           ? messageIdOf(body)
           : undefined,

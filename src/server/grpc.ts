@@ -166,9 +166,11 @@ export function grpcAdmissionInterceptor(
     };
     const fail = (code: grpc.status, details: string): void => {
       if (done) return;
-      done = true;
+      finish();
       call.sendStatus({ code, details, metadata: new grpc.Metadata() });
     };
+    /** Request messages received: every A2A rpc takes exactly one. */
+    let messages = 0;
 
     const reject = (outcome: Extract<AdmissionOutcome, { status: 'rejected' }>): void => {
       const encoded = limiter.encodeGrpc(outcome.rejection, outcome.limits);
@@ -270,6 +272,11 @@ export function grpcAdmissionInterceptor(
         next(md);
       },
       onReceiveMessage(message, next) {
+        if (++messages > 1) {
+          // Decided once per call: a second message is refused, never decided (or run) again.
+          fail(grpc.status.UNIMPLEMENTED, 'Received a second request message');
+          return;
+        }
         const request = (message ?? {}) as {
           tenant?: unknown;
           message?: { messageId?: unknown };

@@ -430,7 +430,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       throw new RangeError(`createLimiter: leases.holdUntil names unknown policy "${name}"`);
     }
   }
-  const policyHoldUntil = policySet.policies.map((p) => holdUntil[p.name]);
+  const policyHoldUntil = policySet.policies.map(
+    (p) => holdUntil[p.name] ?? (p.kind === 'concurrency' ? p.holdUntil : undefined),
+  );
   /**
    * Concurrency leases of messages last as long as their task; overload counts requests in
    * flight, so its leases (and those of other methods) end with the response.

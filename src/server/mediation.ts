@@ -98,9 +98,14 @@ let loggedAtMinute = -1;
 export function guardContextBuilder(inner?: ServerCallContextBuilder): ServerCallContextBuilder {
   const build = inner ?? defaultServerCallContextBuilder;
   return (options) => {
-    const context = build(options);
     const headers = options.headers;
-    const method = admittedHeaders.get(headers) ?? methodOfMark(headers[ADMISSION_HEADER]);
+    let method = admittedHeaders.get(headers);
+    if (method === undefined && headers[ADMISSION_HEADER] !== undefined) {
+      method = methodOfMark(headers[ADMISSION_HEADER]);
+      // The mark (and its secret) stops here: the agent's context never sees it.
+      delete headers[ADMISSION_HEADER];
+    }
+    const context = build(options);
     if (method !== undefined) admittedContexts.set(context, method);
     return context;
   };
