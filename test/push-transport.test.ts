@@ -32,7 +32,7 @@ interface Seen {
   readonly host: string | undefined;
   readonly headers: IncomingHttpHeaders;
   readonly body: string;
-  readonly servername?: string | false;
+  readonly servername?: string | false | undefined;
 }
 
 /** A loopback HTTP server that records what reached it and answers with `answer`. */
