@@ -15,6 +15,7 @@ export * from './notification-queue.js';
 export * from './push-drops.js';
 export * from './push-sender-options.js';
 export * from './rate-limited-push-sender.js';
+export * from './validating-push-store.js';
 export * from './webhook-attempt.js';
 export * from './webhook-circuit.js';
 export * from './webhook-policy.js';

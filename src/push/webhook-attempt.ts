@@ -105,8 +105,10 @@ export function webhookAttempt(
   return async () => {
     const permit = board.permit(post.origin);
     if (!permit.go) throw new CircuitPause();
-    ctx.onPost(trace.attempts > 0);
-    trace.attempts++;
+    const sent = (): void => {
+      ctx.onPost(trace.attempts > 0);
+      trace.attempts++;
+    };
     const timeout = ctx.timeoutSignal(ctx.postTimeoutMs);
     // One controller per POST (not AbortSignal.any, whose dependants the long-lived closing
     // signal would keep until it fires).
@@ -124,6 +126,7 @@ export function webhookAttempt(
         body: post.body,
         signal: controller.signal,
       });
+      sent();
       trace.lastStatus = answer.status;
       const nowMs = clock.nowMs();
       if (answer.status >= 200 && answer.status < 300) {
@@ -152,15 +155,18 @@ export function webhookAttempt(
       trace.lastStatus = undefined;
       trace.lastError = error;
       if (closing.aborted) {
+        sent();
         board.record(post.origin, 'neutral', permit.probe);
         throw error;
       }
       if (isWebhookRefusedError(error)) {
+        // Refused before connecting: nothing was sent.
         board.record(post.origin, 'neutral', permit.probe);
         trace.lastHint = { kind: 'not-retryable', message: error.message };
         return { ok: false, hint: trace.lastHint, failure: { error } };
       }
       // Connection, DNS and TLS errors and timeouts: no answer, back off and count a failure.
+      sent();
       const message = timeout.aborted
         ? `webhook did not answer within ${ctx.postTimeoutMs} ms`
         : describeError(error);

@@ -209,7 +209,16 @@ export function toWebhookPolicy(
   return createWebhookPolicy(policy ?? {});
 }
 
-const defaultResolver: WebhookResolver = (hostname) =>
+/**
+ * The system resolver: `dns.lookup(hostname, { all: true, verbatim: true })` (what `net.connect`
+ * would use: `/etc/hosts`, then DNS).
+ *
+ * @example
+ * ```ts
+ * await systemWebhookResolver('localhost'); // [{ address: '127.0.0.1', family: 4 }, …]
+ * ```
+ */
+export const systemWebhookResolver: WebhookResolver = (hostname) =>
   lookup(hostname, { all: true, verbatim: true });
 
 /** Opens connections for the agents: resolve, check every address, connect to the checked one. */
@@ -304,7 +313,7 @@ export function createWebhookTransport(options: WebhookTransportOptions = {}): W
             ...(t.servername === undefined ? {} : { servername: t.servername }),
           })
         : netConnect({ host: t.address, port: t.port }));
-  const guard = new ConnectionGuard(policy, options.resolve ?? defaultResolver, connect);
+  const guard = new ConnectionGuard(policy, options.resolve ?? systemWebhookResolver, connect);
   const maxResponseBytes = Math.max(0, Math.floor(options.maxResponseBytes ?? 65_536));
   const agentOptions = {
     keepAlive: options.keepAlive ?? true,
