@@ -19,4 +19,5 @@ export * from './validating-push-store.js';
 export * from './webhook-attempt.js';
 export * from './webhook-circuit.js';
 export * from './webhook-policy.js';
+export * from './webhook-rate-limit.js';
 export * from './webhook-transport.js';
