@@ -12,6 +12,7 @@
 export * from './circuit-board.js';
 export * from './ip-address.js';
 export * from './notification-queue.js';
+export * from './push-configs.js';
 export * from './push-drops.js';
 export * from './push-sender-options.js';
 export * from './rate-limited-push-sender.js';

@@ -163,3 +163,35 @@ export const consolePushLogger: PushSenderLogger = {
   warn: (message, fields) => console.warn(`[a2a-ratelimit] ${message}`, fields ?? ''),
   info: (message, fields) => console.info(`[a2a-ratelimit] ${message}`, fields ?? ''),
 };
+
+/**
+ * Writes the notice of one circuit change: `warn` when it opens, `info` when it lets a probe
+ * through or closes. A logger that throws is ignored.
+ *
+ * @example
+ * ```ts
+ * logCircuitChange(consolePushLogger, event, 30_000);
+ * // [a2a-ratelimit] push webhook https://hooks.example.com: circuit open after 20 consecutive failed POSTs; nothing sent to it for 30000 ms
+ * ```
+ */
+export function logCircuitChange(
+  logger: PushSenderLogger,
+  event: PushCircuitEvent,
+  openMs: number,
+): void {
+  const { origin } = event;
+  try {
+    if (event.to === 'open') {
+      logger.warn(
+        `push webhook ${origin}: circuit open after ${event.failures} consecutive failed POSTs; nothing sent to it for ${openMs} ms`,
+        { origin, failures: event.failures, lastFailure: event.lastFailure, openMs },
+      );
+    } else if (event.to === 'half-open') {
+      logger.info(`push webhook ${origin}: circuit half-open, sending one probe`, { origin });
+    } else {
+      logger.info(`push webhook ${origin}: circuit closed, delivering again`, { origin });
+    }
+  } catch {
+    // A logger must not break delivery.
+  }
+}

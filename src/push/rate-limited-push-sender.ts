@@ -16,13 +16,11 @@
  */
 
 import { TaskState } from '@a2a-js/sdk';
-import {
-  type PushNotificationSender,
-  type PushNotificationSerializer,
-  type PushNotificationStore,
-  type ServerCallContext,
-  type StoredPushNotificationConfig,
-  V1PushNotificationSerializer,
+import type {
+  PushNotificationSender,
+  PushNotificationStore,
+  ServerCallContext,
+  StoredPushNotificationConfig,
 } from '@a2a-js/sdk/server';
 import { DEFAULT_RETRY_RULES } from '../client/plan-retry.js';
 import { isRetryBudgetExceededError, isRetryError } from '../client/retry-errors.js';
@@ -31,9 +29,11 @@ import { systemClock, systemSleep } from '../client/sleep.js';
 import type { Clock } from '../core/clock.js';
 import { CircuitBoard, type PushCircuitEvent } from './circuit-board.js';
 import { NotificationQueue, type QueuedNotification } from './notification-queue.js';
+import { PushConfigReader } from './push-configs.js';
 import { PUSH_DROP_REASONS, type PushDropReason, type PushPayloadKind } from './push-drops.js';
 import {
   consolePushLogger,
+  logCircuitChange,
   type PushSenderLogger,
   type PushSenderStats,
   type RateLimitedPushSenderOptions,
@@ -68,8 +68,6 @@ const TERMINAL_STATES: ReadonlySet<number> = new Set([
 
 /** The group name of webhook POSTs in the scheduler's gates (until a policy names itself). */
 const PUSH_METHOD = 'PushNotification';
-/** Wire version assumed for configs of a store without `loadWithMetadata` (as the SDK). */
-const LEGACY_WIRE_VERSION = '0.3';
 
 /**
  * Whether a `TaskState` number is terminal (completed, failed, canceled, rejected).
@@ -129,7 +127,6 @@ export function isTerminalTaskState(state: number | undefined): boolean {
  * ```
  */
 export class RateLimitedPushSender implements PushNotificationSender {
-  private readonly store: PushNotificationStore;
   private readonly scheduler: RetryScheduler;
   private readonly clock: Clock;
   private readonly policy: WebhookPolicy;
@@ -140,9 +137,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
   private readonly deliveryDeadlineMs: number;
   private readonly maxQueued: number;
   private readonly maxConcurrent: number;
-  private readonly tokenHeaderName: string;
-  private readonly serializers = new Map<string, PushNotificationSerializer>();
-  private readonly fallbackSerializer: PushNotificationSerializer;
+  private readonly configs: PushConfigReader;
   private readonly hooks: Pick<
     RateLimitedPushSenderOptions,
     'onDrop' | 'onDelivered' | 'onError' | 'onCircuitChange'
@@ -173,7 +168,6 @@ export class RateLimitedPushSender implements PushNotificationSender {
    *   {@link RateLimitedPushSenderOptions}. A bad circuit option throws a `RangeError`.
    */
   constructor(store: PushNotificationStore, options: RateLimitedPushSenderOptions = {}) {
-    this.store = store;
     this.clock = options.clock ?? systemClock;
     const sleep = options.sleep ?? systemSleep;
     this.policy = toWebhookPolicy(options.policy);
@@ -182,7 +176,10 @@ export class RateLimitedPushSender implements PushNotificationSender {
     this.deliveryDeadlineMs = positive(options.deliveryDeadlineMs, 300_000);
     this.maxQueued = positive(options.maxQueuedPerWebhook, 1_000);
     this.maxConcurrent = Math.max(1, Math.floor(positive(options.maxConcurrentPerWebhook, 4)));
-    this.tokenHeaderName = options.tokenHeaderName ?? 'X-A2A-Notification-Token';
+    this.configs = new PushConfigReader(store, {
+      tokenHeaderName: options.tokenHeaderName ?? 'X-A2A-Notification-Token',
+      ...(options.serializers === undefined ? {} : { serializers: options.serializers }),
+    });
     this.hooks = {
       ...(options.onDrop === undefined ? {} : { onDrop: options.onDrop }),
       ...(options.onDelivered === undefined ? {} : { onDelivered: options.onDelivered }),
@@ -211,12 +208,6 @@ export class RateLimitedPushSender implements PushNotificationSender {
         if (resend) this.counters.retries++;
       },
     };
-    const v1 = new V1PushNotificationSerializer();
-    this.serializers.set('1.0', v1);
-    for (const [version, serializer] of Object.entries(options.serializers ?? {})) {
-      if (serializer !== undefined) this.serializers.set(version, serializer);
-    }
-    this.fallbackSerializer = this.serializers.get('1.0') ?? v1;
     const retry = options.retry ?? {};
     this.scheduler = new RetryScheduler({
       maxRetries: retry.maxRetries ?? 100,
@@ -345,7 +336,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
   ): Promise<void> {
     let configs: StoredPushNotificationConfig[];
     try {
-      configs = await this.loadConfigs(taskId, context);
+      configs = await this.configs.load(taskId, context);
     } catch (error) {
       this.reportError(error, taskId);
       return;
@@ -362,16 +353,8 @@ export class RateLimitedPushSender implements PushNotificationSender {
       let post: WebhookPostSpec;
       const check = this.policy.checkUrl(config.url);
       try {
-        const { body, contentType } = this.serializerFor(wireVersion).serialize(
-          streamResponse,
-          task,
-        );
-        post = {
-          url: config.url,
-          origin: check.allowed ? check.url.origin : '',
-          headers: { 'Content-Type': contentType, ...this.authHeaders(config) },
-          body,
-        };
+        const { headers, body } = this.configs.render(config, wireVersion, streamResponse, task);
+        post = { url: config.url, origin: check.allowed ? check.url.origin : '', headers, body };
       } catch (error) {
         this.reportError(error, taskId);
         continue;
@@ -393,29 +376,6 @@ export class RateLimitedPushSender implements PushNotificationSender {
         this.drop(notification, PUSH_DROP_REASONS.refused, { attempts: 0, error });
       }
     }
-  }
-
-  private async loadConfigs(
-    taskId: string,
-    context: ServerCallContext,
-  ): Promise<StoredPushNotificationConfig[]> {
-    if (this.store.loadWithMetadata) return await this.store.loadWithMetadata(taskId, context);
-    const plain = await this.store.load(taskId, context);
-    const wireVersion = context.requestedVersion || LEGACY_WIRE_VERSION;
-    return plain.map((config) => ({ config, wireVersion }));
-  }
-
-  private serializerFor(wireVersion: string): PushNotificationSerializer {
-    return this.serializers.get(wireVersion) ?? this.fallbackSerializer;
-  }
-
-  /** The SDK's rule: `authentication` → `Authorization`; else `token` → the legacy header. */
-  private authHeaders(config: StoredPushNotificationConfig['config']): Record<string, string> {
-    const auth = config.authentication;
-    if (auth?.scheme && auth.credentials) {
-      return { Authorization: `${auth.scheme} ${auth.credentials}` };
-    }
-    return config.token ? { [this.tokenHeaderName]: config.token } : {};
   }
 
   private enqueue(notification: Notification): void {
@@ -529,31 +489,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
     } catch {
       // A metrics hook must not break delivery.
     }
-    const logger = this.logger;
-    if (logger === undefined) return;
-    try {
-      if (event.to === 'open') {
-        logger.warn(
-          `push webhook ${event.origin}: circuit open after ${event.failures} consecutive failed POSTs; nothing sent to it for ${openMs} ms`,
-          {
-            origin: event.origin,
-            failures: event.failures,
-            lastFailure: event.lastFailure,
-            openMs,
-          },
-        );
-      } else if (event.to === 'half-open') {
-        logger.info(`push webhook ${event.origin}: circuit half-open, sending one probe`, {
-          origin: event.origin,
-        });
-      } else {
-        logger.info(`push webhook ${event.origin}: circuit closed, delivering again`, {
-          origin: event.origin,
-        });
-      }
-    } catch {
-      // Nor may a logger.
-    }
+    if (this.logger !== undefined) logCircuitChange(this.logger, event, openMs);
   }
 
   private delivered(notification: Notification, attempts: number): void {
