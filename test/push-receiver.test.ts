@@ -15,7 +15,12 @@ import { InMemoryPushNotificationStore } from '@a2a-js/sdk/server';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Clock } from '../src/core/clock.js';
-import { pushWebhookRateLimit, RateLimitedPushSender } from '../src/push/index.js';
+import {
+  pushWebhookPolicy,
+  pushWebhookRateLimit,
+  RateLimitedPushSender,
+} from '../src/push/index.js';
+import { createLimiter } from '../src/server/limiter.js';
 import { seededRandom } from '../src/testing/store-contract.js';
 import { textMessage } from '../src/testing/text-message.js';
 import { createVirtualTime } from '../src/testing/virtual-time.js';
@@ -206,6 +211,32 @@ describe('pushWebhookRateLimit', () => {
     const bad = await post(r.url, { authorization: 'Bearer tok-research' }, '{not json');
     expect(bad.status).toBe(400);
     expect(r.handled).toEqual([]);
+  });
+
+  it('takes a limiter of your own (e.g. over a shared store) with pushWebhookPolicy', async () => {
+    const limiter = createLimiter({
+      policies: [pushWebhookPolicy({ limit: 2, windowSeconds: 60, name: 'hooks' })],
+      domain: 'client.example.com',
+      dedup: false,
+      eventLoopDelay: false,
+    });
+    closers.push(() => limiter.close());
+    const guard = pushWebhookRateLimit({ identifySender: () => 'research-agent', limiter });
+    expect(guard.limiter).toBe(limiter);
+    const app = express();
+    app.post('/hook', guard, (_req, res) => res.sendStatus(204));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+    closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++)
+      statuses.push((await post(url, { authorization: 'Bearer t' })).status);
+    expect(statuses).toEqual([204, 204, 429]);
+    await guard.close(); // not ours to close: the limiter still decides
+    expect((await post(url, { authorization: 'Bearer t' })).headers.get('ratelimit-policy')).toBe(
+      '"hooks";q=2;w=60',
+    );
   });
 
   it('needs identifySender and a rate or a limiter', () => {

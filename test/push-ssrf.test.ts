@@ -180,9 +180,35 @@ describe.each(BINDINGS)('%s: a forbidden webhook is refused when it is registere
   );
 });
 
+describe('SendStreamingMessage', () => {
+  it.each(BINDINGS)(
+    '%s: a forbidden push config fails the stream before it starts',
+    async (binding) => {
+      const client = await agent.client(binding);
+      const before = agent.executions();
+      const refusedBefore = agent.refusedAtCreation.length;
+      const events: unknown[] = [];
+      const error = await (async () => {
+        for await (const event of client.sendMessageStream(
+          sendRequest(`stream-${binding}`, 'http://169.254.169.254/latest/meta-data/'),
+        )) {
+          events.push(event);
+        }
+      })().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error, String(error)).toBeInstanceOf(RequestMalformedError);
+      expect(events).toEqual([]);
+      expect(agent.executions()).toBe(before);
+      expect(agent.refusedAtCreation.length).toBe(refusedBefore + 1);
+    },
+  );
+});
+
 describe('nothing forbidden was ever dialled, and what is allowed is delivered pinned', () => {
   it('every refusal above: no connection at all, nothing reached loopback', () => {
-    expect(agent.refusedAtCreation).toHaveLength(FORBIDDEN.length * BINDINGS.length * 2);
+    expect(agent.refusedAtCreation).toHaveLength((FORBIDDEN.length * 2 + 1) * BINDINGS.length);
     expect(agent.dialled).toEqual([]);
     expect(arrivals).toEqual([]);
     const resolvedNames = new Set(agent.resolved);
@@ -197,7 +223,7 @@ describe('nothing forbidden was ever dialled, and what is allowed is delivered p
       ]),
     );
     console.log(
-      `[push] SSRF: ${agent.refusedAtCreation.length} registrations refused on 3 bindings (${FORBIDDEN.length} URLs × Create and SendMessage), ` +
+      `[push] SSRF: ${agent.refusedAtCreation.length} registrations refused on 3 bindings (${FORBIDDEN.length} URLs × Create and SendMessage, one stream each), ` +
         `${agent.resolved.length} lookups, ${agent.dialled.length} connections, ${arrivals.length} POSTs on loopback`,
     );
   });
