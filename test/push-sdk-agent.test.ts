@@ -109,7 +109,11 @@ describe('RateLimitedPushSender wired into the SDK agent', () => {
     closers.push(webhook.close);
 
     const pushStore = new InMemoryPushNotificationStore();
-    const sender = new RateLimitedPushSender(pushStore, { random: () => 0 });
+    // The webhook is on 127.0.0.1: a loopback test opts in to private networks.
+    const sender = new RateLimitedPushSender(pushStore, {
+      random: () => 0,
+      policy: { allowPrivateNetworks: true },
+    });
     closers.push(() => sender.close());
 
     const app = express();

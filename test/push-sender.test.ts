@@ -23,7 +23,7 @@ import { createVirtualTime, type VirtualClock } from '../src/testing/virtual-tim
 import { encodeRestRejection } from '../src/wire/rest-rejection.js';
 import {
   callContext,
-  countingFetch,
+  countingTransport,
   driveUntil,
   limitedResponder,
   pushConfig,
@@ -107,11 +107,14 @@ async function setup(
     ...(responder === undefined ? {} : { respond: responder }),
   });
   closers.push(webhook.close);
-  const io = countingFetch();
+  const io = countingTransport();
+  closers.push(async () => io.transport.close());
   const store = new InMemoryPushNotificationStore();
   const drops: PushDrop[] = [];
   const sender = new RateLimitedPushSender(store, {
-    fetch: io.fetch,
+    policy: { allowPrivateNetworks: true },
+    transport: io.transport,
+    logger: false,
     clock: vt,
     sleep: vt.sleep,
     random: seededRandom(seed),
@@ -589,7 +592,8 @@ describe('isolation and shutdown', () => {
     });
     await loud.send(statusUpdate('t1', 0, TaskState.TASK_STATE_COMPLETED), ctx);
     await loud.drain();
-    expect(loud.stats().dropped.rejected).toBe(1);
+    expect(loud.stats().dropped.refused).toBe(1);
+    expect(loud.stats().posts).toBe(0);
     await loud.send({ payload: undefined } as StreamResponse, ctx); // malformed: ignored
     await loud.close();
   });
@@ -645,7 +649,7 @@ describe('parity with the SDK sender', () => {
       } finally {
         console.info = info;
       }
-      const ours = new RateLimitedPushSender(store);
+      const ours = new RateLimitedPushSender(store, { policy: { allowPrivateNetworks: true } });
       closers.push(() => ours.close());
       for (const e of events) await ours.send(e, ctx);
       await ours.drain();

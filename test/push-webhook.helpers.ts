@@ -4,7 +4,7 @@
  * records every POST (virtual arrival time, headers, the StreamResponse it carried) and answers
  * through a test-supplied function — our own limiter (a `MemoryStore` decision encoded with
  * `encodeRestRejection`), a gateway page, or nothing at all. Plus the plumbing to run real I/O
- * under virtual time: a counting `fetch` and a driver that moves the virtual clock only while no
+ * under virtual time: a counting transport and a driver that moves the virtual clock only while no
  * request is on the wire, so the webhook and the sender read the same time for one exchange.
  */
 
@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { ServerCallContext, type StoredPushNotificationConfig } from '@a2a-js/sdk/server';
 import type { Clock } from '../src/core/clock.js';
 import type { RatePolicy } from '../src/core/policy.js';
+import { createWebhookTransport, type WebhookTransport } from '../src/push/webhook-transport.js';
 import { MemoryStore } from '../src/store/memory-store.js';
 import type { VirtualClock } from '../src/testing/virtual-time.js';
 import { rateLimitHeaders } from '../src/wire/ratelimit-headers.js';
@@ -175,25 +176,29 @@ export function limitedResponder(
   };
 }
 
-/** Counts requests on the wire; wraps the real `fetch` and buffers each body before returning. */
-export function countingFetch(): { fetch: typeof fetch; readonly inFlight: () => number } {
+/**
+ * Counts POSTs on the wire around a real transport (default: the sender's own SSRF-safe
+ * transport with `allowPrivateNetworks`, as loopback webhooks need); a POST resolves once its
+ * answer has been read whole.
+ */
+export function countingTransport(
+  inner: WebhookTransport = createWebhookTransport({ policy: { allowPrivateNetworks: true } }),
+): { transport: WebhookTransport; readonly inFlight: () => number } {
   let inFlight = 0;
-  const wrapped = async (input: string | URL | Request, init?: RequestInit) => {
-    inFlight++;
-    try {
-      const response = await fetch(input, init);
-      const bytes = await response.arrayBuffer();
-      const empty = [101, 204, 205, 304].includes(response.status);
-      return new Response(empty ? null : bytes, {
-        status: response.status,
-        statusText: response.statusText,
-        headers: response.headers,
-      });
-    } finally {
-      inFlight--;
-    }
+  return {
+    transport: {
+      async post(post) {
+        inFlight++;
+        try {
+          return await inner.post(post);
+        } finally {
+          inFlight--;
+        }
+      },
+      close: () => inner.close(),
+    },
+    inFlight: () => inFlight,
   };
-  return { fetch: wrapped as typeof fetch, inFlight: () => inFlight };
 }
 
 /**

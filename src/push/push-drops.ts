@@ -15,6 +15,10 @@
  *   does not fit in what is left of it.
  * - `rejected`: the webhook answered with a status that is not worth repeating (400, 401, 404…).
  * - `retries-exhausted`: `maxRetries` re-sends were made.
+ * - `refused`: the webhook policy refused the URL, or an address its host name resolved to;
+ *   nothing was connected to.
+ * - `circuit-open`: the webhook origin's circuit is open (it kept failing) and stays open past
+ *   the notification's deadline, or the deadline passed while it was open.
  * - `closed`: the sender was closed before delivery.
  *
  * @example
@@ -28,6 +32,8 @@ export const PUSH_DROP_REASONS = {
   deadline: 'deadline',
   rejected: 'rejected',
   retriesExhausted: 'retries-exhausted',
+  refused: 'refused',
+  circuitOpen: 'circuit-open',
   closed: 'closed',
 } as const;
 

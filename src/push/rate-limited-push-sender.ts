@@ -7,150 +7,57 @@
  * one gate per webhook URL across all tasks, 429/503 honoured with RetryInfo, `Retry-After`
  * (seconds or HTTP-date) and `RateLimit`, jittered backoff when no delay is given, a deadline per
  * notification. Per-task order is kept, queued status updates of a task are coalesced (latest
- * state wins), and each webhook's queue is bounded (notification-queue.ts). A webhook's failures
+ * state wins), and each webhook's queue is bounded (notification-queue.ts). It cannot be turned
+ * against the agent's own network: every URL is checked by the webhook policy and POSTs go through
+ * the SSRF-safe transport (webhook-policy.ts, webhook-transport.ts); a webhook that keeps failing
+ * is left alone for a while by its origin's circuit (circuit-board.ts). A webhook's failures
  * never reach the task: `send` never rejects, and every notification ends delivered or counted as
  * dropped.
  */
 
 import { TaskState } from '@a2a-js/sdk';
-import {
-  type PushNotificationSender,
-  type PushNotificationSerializer,
-  type PushNotificationStore,
-  type ServerCallContext,
-  type StoredPushNotificationConfig,
-  V1PushNotificationSerializer,
+import type {
+  PushNotificationSender,
+  PushNotificationStore,
+  ServerCallContext,
+  StoredPushNotificationConfig,
 } from '@a2a-js/sdk/server';
-import { DEFAULT_RETRY_RULES, type RetryRules } from '../client/plan-retry.js';
+import { DEFAULT_RETRY_RULES } from '../client/plan-retry.js';
 import { isRetryBudgetExceededError, isRetryError } from '../client/retry-errors.js';
-import { type AttemptOutcome, RetryScheduler } from '../client/retry-scheduler.js';
-import { type Sleep, systemClock, systemSleep } from '../client/sleep.js';
+import { RetryScheduler } from '../client/retry-scheduler.js';
+import { systemClock, systemSleep } from '../client/sleep.js';
 import type { Clock } from '../core/clock.js';
-import { extractRetryHint } from '../wire/extract-retry-hint.js';
-import { readRateLimitHeaders } from '../wire/ratelimit-headers.js';
-import type { RetryHint } from '../wire/retry-hint.js';
+import { CircuitBoard, type PushCircuitEvent } from './circuit-board.js';
 import { NotificationQueue, type QueuedNotification } from './notification-queue.js';
+import { PushConfigReader } from './push-configs.js';
+import { PUSH_DROP_REASONS, type PushDropReason, type PushPayloadKind } from './push-drops.js';
 import {
-  PUSH_DROP_REASONS,
-  type PushDelivery,
-  type PushDrop,
-  type PushDropReason,
-  type PushPayloadKind,
-} from './push-drops.js';
+  consolePushLogger,
+  logCircuitChange,
+  type PushSenderLogger,
+  type PushSenderStats,
+  type RateLimitedPushSenderOptions,
+} from './push-sender-options.js';
+import {
+  type AttemptContext,
+  type AttemptTrace,
+  CircuitPause,
+  type WebhookPostSpec,
+  webhookAttempt,
+} from './webhook-attempt.js';
+import type { WebhookPolicy } from './webhook-policy.js';
+import {
+  createWebhookTransport,
+  isWebhookRefusedError,
+  toWebhookPolicy,
+  WebhookRefusedError,
+  type WebhookTransport,
+} from './webhook-transport.js';
 
 type StreamResponse = Parameters<PushNotificationSender['send']>[0];
 type Task = NonNullable<Parameters<PushNotificationSender['send']>[2]>;
 
-/**
- * Retry tunables of the sender (see `RetryRules`). All durations in milliseconds.
- *
- * @example
- * ```ts
- * const retry: PushRetryRules = { maxRetries: 20, backoffCapMs: 30_000 };
- * ```
- */
-export type PushRetryRules = Partial<
-  Pick<RetryRules, 'maxRetries' | 'maxSingleWaitMs' | 'jitterMs' | 'backoffBaseMs' | 'backoffCapMs'>
->;
-
-/**
- * Options of {@link RateLimitedPushSender}. All durations in milliseconds.
- *
- * @example
- * ```ts
- * const options: RateLimitedPushSenderOptions = {
- *   postTimeoutMs: 10_000, deliveryDeadlineMs: 300_000, maxQueuedPerWebhook: 1_000,
- *   onDrop: (drop) => drops.inc({ reason: drop.reason }),
- * };
- * ```
- */
-export interface RateLimitedPushSenderOptions {
-  /** Timeout of one POST, response body included. @defaultValue 10_000 */
-  readonly postTimeoutMs?: number;
-  /** A notification not delivered this long after `send` is dropped. @defaultValue 300_000 */
-  readonly deliveryDeadlineMs?: number;
-  /** Queued notifications per webhook URL before status updates are dropped. @defaultValue 1_000 */
-  readonly maxQueuedPerWebhook?: number;
-  /** POSTs in flight (or waiting to be re-sent) per webhook URL. @defaultValue 4 */
-  readonly maxConcurrentPerWebhook?: number;
-  /**
-   * Retry rules. Defaults: `maxRetries` 100, `maxSingleWaitMs` = `deliveryDeadlineMs` (the
-   * deadline decides), jitter uniform(0, 1 s) on top of a hint, full-jitter backoff base 500 ms,
-   * cap 60 s without one.
-   */
-  readonly retry?: PushRetryRules;
-  /**
-   * Header for the legacy `token` of a push config without `authentication` (as the SDK).
-   * @defaultValue 'X-A2A-Notification-Token'
-   */
-  readonly tokenHeaderName?: string;
-  /**
-   * Serializers per A2A wire version a config was registered over, as the SDK's sender takes
-   * them; `'1.0'` defaults to the SDK's `V1PushNotificationSerializer`.
-   */
-  readonly serializers?: Readonly<Record<string, PushNotificationSerializer | undefined>>;
-  /** The fetch that sends. @defaultValue globalThis.fetch */
-  readonly fetch?: typeof fetch;
-  /** Time source. @defaultValue systemClock */
-  readonly clock?: Clock;
-  /** Waits between attempts and in the gate. @defaultValue systemSleep */
-  readonly sleep?: Sleep;
-  /** Uniform in [0, 1), for jitter and backoff. @defaultValue Math.random */
-  readonly random?: () => number;
-  /**
-   * The signal that times out one POST after `ms`. @defaultValue AbortSignal.timeout (real time:
-   * it guards real I/O even when `clock`/`sleep` are virtual)
-   */
-  readonly timeoutSignal?: (ms: number) => AbortSignal;
-  /** Called once per dropped notification (metrics hook; exceptions are swallowed). */
-  readonly onDrop?: (drop: PushDrop) => void;
-  /** Called once per delivered notification (metrics hook; exceptions are swallowed). */
-  readonly onDelivered?: (delivery: PushDelivery) => void;
-  /** Called when a task's push configs could not be loaded or a payload not serialized. */
-  readonly onError?: (error: unknown, taskId: string) => void;
-}
-
-/**
- * Counters of a sender. Every accepted notification ends in `delivered` or one `dropped` reason
- * (or is still `queued` / `inFlight`).
- *
- * @example
- * ```ts
- * const { delivered, dropped, posts } = sender.stats();
- * ```
- */
-export interface PushSenderStats {
-  /** Notifications accepted (one per event and push config). */
-  readonly accepted: number;
-  readonly delivered: number;
-  /** Dropped notifications by reason. */
-  readonly dropped: Readonly<Record<PushDropReason, number>>;
-  /** HTTP POSTs sent, re-sends included. */
-  readonly posts: number;
-  /** Re-sends. */
-  readonly retries: number;
-  /** Notifications waiting in queues now. */
-  readonly queued: number;
-  /** Notifications being delivered now (sending, or waiting to be re-sent). */
-  readonly inFlight: number;
-  /** Webhook URLs with work now. */
-  readonly webhooks: number;
-  /** Push-config loads or serializations that failed. */
-  readonly errors: number;
-}
-
-interface Delivery {
-  readonly url: string;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: string;
-}
-
-type Notification = QueuedNotification<Delivery>;
-
-/** What one POST came back with. */
-interface PostResult {
-  readonly status: number;
-}
+type Notification = QueuedNotification<WebhookPostSpec>;
 
 const TERMINAL_STATES: ReadonlySet<number> = new Set([
   TaskState.TASK_STATE_COMPLETED,
@@ -161,8 +68,6 @@ const TERMINAL_STATES: ReadonlySet<number> = new Set([
 
 /** The group name of webhook POSTs in the scheduler's gates (until a policy names itself). */
 const PUSH_METHOD = 'PushNotification';
-/** Wire version assumed for configs of a store without `loadWithMetadata` (as the SDK). */
-const LEGACY_WIRE_VERSION = '0.3';
 
 /**
  * Whether a `TaskState` number is terminal (completed, failed, canceled, rejected).
@@ -178,12 +83,16 @@ export function isTerminalTaskState(state: number | undefined): boolean {
 }
 
 /**
- * A `PushNotificationSender` that honours webhooks' rate limits and coalesces updates.
+ * A `PushNotificationSender` that honours webhooks' rate limits, coalesces updates and refuses to
+ * be pointed at the agent's own network.
  *
  * What reaches the webhook:
  * - exactly the SDK's POST: `Content-Type: application/a2a+json` (or the registered serializer's),
  *   body = one `StreamResponse`, `Authorization: <scheme> <credentials>` from the config's
  *   `authentication`, else its legacy `token` in `X-A2A-Notification-Token`;
+ * - only where the webhook policy allows (`policy`): by default public addresses over http(s),
+ *   checked on the URL and on every address its host name resolves to, the connection pinned to
+ *   the checked address, no redirects followed (a refusal is dropped as `refused`, nothing sent);
  * - per task and config, in the order the agent emitted them, one at a time;
  * - **coalesced**: a status update still queued when a newer status update of the same task
  *   arrives is replaced by it — the latest state wins and the intermediate status messages are
@@ -192,7 +101,11 @@ export function isTerminalTaskState(state: number | undefined): boolean {
  * - paced: one gate per webhook URL across tasks; a 429/503 closes it until the webhook's delay
  *   (RetryInfo, `Retry-After` seconds or HTTP-date, `RateLimit` t) and the rejected POST is
  *   re-sent unchanged after that delay plus jitter; 5xx and network errors back off (full
- *   jitter); other 4xx answers are final (`rejected`);
+ *   jitter); other 4xx and 3xx answers are final (`rejected`);
+ * - left alone when it keeps failing: after `circuit.failureThreshold` consecutive failed POSTs to
+ *   an origin, nothing is sent there for `circuit.openMs`, then one probe; notifications that
+ *   cannot wait that long are dropped (`circuit-open`), the others wait (logged, `onCircuitChange`,
+ *   `stats().circuitsOpen`); other webhooks are not delayed;
  * - bounded: past `maxQueuedPerWebhook` queued notifications, the oldest non-terminal status
  *   updates are dropped first (`queue-full`); terminal states, artifacts and messages are never
  *   dropped to make room. Each POST times out after `postTimeoutMs`; a notification not
@@ -204,29 +117,33 @@ export function isTerminalTaskState(state: number | undefined): boolean {
  * @example
  * ```ts
  * import { DefaultRequestHandler, InMemoryPushNotificationStore, InMemoryTaskStore } from '@a2a-js/sdk/server';
- * import { RateLimitedPushSender } from 'a2a-ratelimit/push';
+ * import { RateLimitedPushSender, createWebhookPolicy, validatingPushNotificationStore } from 'a2a-ratelimit/push';
  *
- * const pushStore = new InMemoryPushNotificationStore();
- * const sender = new RateLimitedPushSender(pushStore, { onDrop: (d) => drops.inc({ reason: d.reason }) });
+ * const policy = createWebhookPolicy({ allow: ['hooks.corp.example'] });
+ * const pushStore = validatingPushNotificationStore(new InMemoryPushNotificationStore(), { policy });
+ * const sender = new RateLimitedPushSender(pushStore, { policy, onDrop: (d) => drops.inc({ reason: d.reason }) });
  * const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor, undefined, pushStore, sender);
  * process.on('SIGTERM', async () => { await sender.drain(); await sender.close(); });
  * ```
  */
 export class RateLimitedPushSender implements PushNotificationSender {
-  private readonly store: PushNotificationStore;
   private readonly scheduler: RetryScheduler;
   private readonly clock: Clock;
-  private readonly fetchImpl: typeof fetch | undefined;
-  private readonly timeoutSignal: (ms: number) => AbortSignal;
-  private readonly postTimeoutMs: number;
+  private readonly policy: WebhookPolicy;
+  private readonly transport: WebhookTransport;
+  private readonly ownsTransport: boolean;
+  private readonly board: CircuitBoard;
+  private readonly attemptContext: AttemptContext;
   private readonly deliveryDeadlineMs: number;
   private readonly maxQueued: number;
   private readonly maxConcurrent: number;
-  private readonly tokenHeaderName: string;
-  private readonly serializers = new Map<string, PushNotificationSerializer>();
-  private readonly fallbackSerializer: PushNotificationSerializer;
-  private readonly hooks: Pick<RateLimitedPushSenderOptions, 'onDrop' | 'onDelivered' | 'onError'>;
-  private readonly webhooks = new Map<string, NotificationQueue<Delivery>>();
+  private readonly configs: PushConfigReader;
+  private readonly hooks: Pick<
+    RateLimitedPushSenderOptions,
+    'onDrop' | 'onDelivered' | 'onError' | 'onCircuitChange'
+  >;
+  private readonly logger: PushSenderLogger | undefined;
+  private readonly webhooks = new Map<string, NotificationQueue<WebhookPostSpec>>();
   /** Per task: the chain of config loads, so that notifications are queued in `send` order. */
   private readonly loads = new Map<string, Promise<void>>();
   private readonly closing = new AbortController();
@@ -247,29 +164,50 @@ export class RateLimitedPushSender implements PushNotificationSender {
   /**
    * @param store - Where the agent's push configs live: the same store given to
    *   `DefaultRequestHandler` (its 5th argument).
-   * @param options - Limits, hooks and injectable time / fetch; see {@link RateLimitedPushSenderOptions}.
+   * @param options - Limits, policy, circuit, hooks and injectable time / transport; see
+   *   {@link RateLimitedPushSenderOptions}. A bad circuit option throws a `RangeError`.
    */
   constructor(store: PushNotificationStore, options: RateLimitedPushSenderOptions = {}) {
-    this.store = store;
     this.clock = options.clock ?? systemClock;
-    this.fetchImpl = options.fetch;
-    this.timeoutSignal = options.timeoutSignal ?? ((ms) => AbortSignal.timeout(ms));
-    this.postTimeoutMs = positive(options.postTimeoutMs, 10_000);
+    const sleep = options.sleep ?? systemSleep;
+    this.policy = toWebhookPolicy(options.policy);
+    this.ownsTransport = options.transport === undefined;
+    this.transport = options.transport ?? createWebhookTransport({ policy: this.policy });
     this.deliveryDeadlineMs = positive(options.deliveryDeadlineMs, 300_000);
     this.maxQueued = positive(options.maxQueuedPerWebhook, 1_000);
     this.maxConcurrent = Math.max(1, Math.floor(positive(options.maxConcurrentPerWebhook, 4)));
-    this.tokenHeaderName = options.tokenHeaderName ?? 'X-A2A-Notification-Token';
+    this.configs = new PushConfigReader(store, {
+      tokenHeaderName: options.tokenHeaderName ?? 'X-A2A-Notification-Token',
+      ...(options.serializers === undefined ? {} : { serializers: options.serializers }),
+    });
     this.hooks = {
       ...(options.onDrop === undefined ? {} : { onDrop: options.onDrop }),
       ...(options.onDelivered === undefined ? {} : { onDelivered: options.onDelivered }),
       ...(options.onError === undefined ? {} : { onError: options.onError }),
+      ...(options.onCircuitChange === undefined
+        ? {}
+        : { onCircuitChange: options.onCircuitChange }),
     };
-    const v1 = new V1PushNotificationSerializer();
-    this.serializers.set('1.0', v1);
-    for (const [version, serializer] of Object.entries(options.serializers ?? {})) {
-      if (serializer !== undefined) this.serializers.set(version, serializer);
-    }
-    this.fallbackSerializer = this.serializers.get('1.0') ?? v1;
+    this.logger = options.logger === false ? undefined : (options.logger ?? consolePushLogger);
+    const circuitOptions = options.circuit ?? {};
+    this.board = new CircuitBoard({
+      circuit: circuitOptions,
+      clock: this.clock,
+      sleep,
+      onChange: (event) => this.circuitChanged(event, circuitOptions.openMs ?? 30_000),
+    });
+    this.attemptContext = {
+      transport: this.transport,
+      board: this.board,
+      clock: this.clock,
+      timeoutSignal: options.timeoutSignal ?? ((ms) => AbortSignal.timeout(ms)),
+      postTimeoutMs: positive(options.postTimeoutMs, 10_000),
+      closing: this.closing.signal,
+      onPost: (resend) => {
+        this.counters.posts++;
+        if (resend) this.counters.retries++;
+      },
+    };
     const retry = options.retry ?? {};
     this.scheduler = new RetryScheduler({
       maxRetries: retry.maxRetries ?? 100,
@@ -279,7 +217,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
       backoffCapMs: retry.backoffCapMs ?? DEFAULT_RETRY_RULES.backoffCapMs,
       budgetMs: Number.POSITIVE_INFINITY, // each call carries its own deadline
       clock: this.clock,
-      sleep: options.sleep ?? systemSleep,
+      sleep,
       ...(options.random === undefined ? {} : { random: options.random }),
     });
   }
@@ -324,6 +262,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
       queued += queue.size;
       inFlight += queue.inDelivery;
     }
+    const circuits = this.board.stats();
     return {
       accepted: this.counters.accepted,
       delivered: this.counters.delivered,
@@ -333,6 +272,8 @@ export class RateLimitedPushSender implements PushNotificationSender {
       queued,
       inFlight,
       webhooks: this.webhooks.size,
+      circuitsOpen: circuits.open,
+      circuitOpenings: circuits.openings,
       errors: this.counters.errors,
     };
   }
@@ -353,7 +294,8 @@ export class RateLimitedPushSender implements PushNotificationSender {
 
   /**
    * Stops: later `send` calls are ignored, queued notifications are dropped (`closed`), waits and
-   * POSTs in progress are aborted. Resolves when nothing is left running. Idempotent.
+   * POSTs in progress are aborted, the default transport's connections are closed. Resolves when
+   * nothing is left running. Idempotent.
    *
    * @example
    * ```ts
@@ -370,6 +312,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
       }
     }
     await this.drain();
+    if (this.ownsTransport) this.transport.close();
   }
 
   private isIdle(): boolean {
@@ -393,7 +336,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
   ): Promise<void> {
     let configs: StoredPushNotificationConfig[];
     try {
-      configs = await this.loadConfigs(taskId, context);
+      configs = await this.configs.load(taskId, context);
     } catch (error) {
       this.reportError(error, taskId);
       return;
@@ -407,23 +350,17 @@ export class RateLimitedPushSender implements PushNotificationSender {
         ? payload.value.status?.state
         : undefined;
     for (const { config, wireVersion } of configs) {
-      let delivery: Delivery;
+      let post: WebhookPostSpec;
+      const check = this.policy.checkUrl(config.url);
       try {
-        const { body, contentType } = this.serializerFor(wireVersion).serialize(
-          streamResponse,
-          task,
-        );
-        delivery = {
-          url: config.url,
-          headers: { 'Content-Type': contentType, ...this.authHeaders(config) },
-          body,
-        };
+        const { headers, body } = this.configs.render(config, wireVersion, streamResponse, task);
+        post = { url: config.url, origin: check.allowed ? check.url.origin : '', headers, body };
       } catch (error) {
         this.reportError(error, taskId);
         continue;
       }
       this.counters.accepted++;
-      this.enqueue({
+      const notification: Notification = {
         lane: `${config.id}\u0000${taskId}`,
         taskId,
         kind,
@@ -431,39 +368,21 @@ export class RateLimitedPushSender implements PushNotificationSender {
         terminal: isTerminalTaskState(state),
         acceptedAtMs,
         deadlineMs: acceptedAtMs + this.deliveryDeadlineMs,
-        payload: delivery,
-      });
+        payload: post,
+      };
+      if (check.allowed) this.enqueue(notification);
+      else {
+        const error = new WebhookRefusedError(config.url, check);
+        this.drop(notification, PUSH_DROP_REASONS.refused, { attempts: 0, error });
+      }
     }
-  }
-
-  private async loadConfigs(
-    taskId: string,
-    context: ServerCallContext,
-  ): Promise<StoredPushNotificationConfig[]> {
-    if (this.store.loadWithMetadata) return await this.store.loadWithMetadata(taskId, context);
-    const plain = await this.store.load(taskId, context);
-    const wireVersion = context.requestedVersion || LEGACY_WIRE_VERSION;
-    return plain.map((config) => ({ config, wireVersion }));
-  }
-
-  private serializerFor(wireVersion: string): PushNotificationSerializer {
-    return this.serializers.get(wireVersion) ?? this.fallbackSerializer;
-  }
-
-  /** The SDK's rule: `authentication` → `Authorization`; else `token` → the legacy header. */
-  private authHeaders(config: StoredPushNotificationConfig['config']): Record<string, string> {
-    const auth = config.authentication;
-    if (auth?.scheme && auth.credentials) {
-      return { Authorization: `${auth.scheme} ${auth.credentials}` };
-    }
-    return config.token ? { [this.tokenHeaderName]: config.token } : {};
   }
 
   private enqueue(notification: Notification): void {
     const url = notification.payload.url;
     let queue = this.webhooks.get(url);
     if (queue === undefined) {
-      queue = new NotificationQueue<Delivery>(this.maxQueued);
+      queue = new NotificationQueue<WebhookPostSpec>(this.maxQueued);
       this.webhooks.set(url, queue);
     }
     for (const { notification: dropped, reason } of queue.enqueue(
@@ -476,7 +395,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
   }
 
   /** Starts deliveries while the webhook has room for more in flight. */
-  private pump(url: string, queue: NotificationQueue<Delivery>): void {
+  private pump(url: string, queue: NotificationQueue<WebhookPostSpec>): void {
     while (queue.inDelivery < this.maxConcurrent && !this.closing.signal.aborted) {
       const notification = queue.take();
       if (notification === undefined) break;
@@ -489,103 +408,88 @@ export class RateLimitedPushSender implements PushNotificationSender {
     }
   }
 
-  /** Delivers one notification through the scheduler; reports how it ended. Never rejects. */
+  /**
+   * Delivers one notification: waits while its origin's circuit is open, then runs the POST
+   * through the scheduler (again after a pause the circuit imposed mid-way); reports how it
+   * ended. Never rejects.
+   */
   private async deliver(notification: Notification): Promise<void> {
-    const { url, headers, body } = notification.payload;
-    if (this.clock.nowMs() >= notification.deadlineMs) {
-      this.drop(notification, PUSH_DROP_REASONS.deadline, { attempts: 0 });
-      return;
-    }
-    let attempts = 0;
-    let lastStatus: number | undefined;
-    let lastHint: RetryHint | undefined;
+    const post = notification.payload;
     const closing = this.closing.signal;
-    const attempt = async (attemptIndex: number): Promise<AttemptOutcome<PostResult>> => {
-      attempts++;
-      this.counters.posts++;
-      if (attemptIndex > 0) this.counters.retries++;
-      const timeout = this.timeoutSignal(this.postTimeoutMs);
-      // One controller per POST (not AbortSignal.any, whose dependants the long-lived closing
-      // signal would keep until it fires).
-      const controller = new AbortController();
-      const onAbort = (): void => {
-        controller.abort(closing.aborted ? closing.reason : timeout.reason);
-      };
-      closing.addEventListener('abort', onAbort, { once: true });
-      timeout.addEventListener('abort', onAbort, { once: true });
-      if (closing.aborted || timeout.aborted) onAbort();
-      const signal = controller.signal;
-      try {
-        const response = await (this.fetchImpl ?? globalThis.fetch)(url, {
-          method: 'POST',
-          headers,
-          body,
-          signal,
-        });
-        lastStatus = response.status;
-        const nowMs = this.clock.nowMs();
-        if (response.ok) {
-          await response.arrayBuffer().catch(() => undefined); // frees the connection
-          return {
-            ok: true,
-            value: { status: response.status },
-            rateLimit: readRateLimitHeaders(response.headers, nowMs),
-          };
-        }
-        const text = await response.text().catch(() => '');
-        lastHint = extractRetryHint(
-          { kind: 'http', status: response.status, headers: response.headers, body: text },
-          this.clock.nowMs(),
+    const trace: AttemptTrace = { attempts: 0 };
+    const detail = () => ({
+      attempts: trace.attempts,
+      status: trace.lastStatus,
+      error: trace.lastError,
+    });
+    for (;;) {
+      if (this.clock.nowMs() >= notification.deadlineMs) {
+        const open = this.board.stateOf(post.origin) !== 'closed';
+        this.drop(
+          notification,
+          open ? PUSH_DROP_REASONS.circuitOpen : PUSH_DROP_REASONS.deadline,
+          detail(),
         );
-        return { ok: false, hint: lastHint, failure: { value: { status: response.status } } };
+        return;
+      }
+      let mayTry: boolean;
+      try {
+        mayTry = await this.board.waitFor(post.origin, notification.deadlineMs, closing);
+      } catch {
+        this.drop(notification, PUSH_DROP_REASONS.closed, detail());
+        return;
+      }
+      if (!mayTry) {
+        this.drop(notification, PUSH_DROP_REASONS.circuitOpen, detail());
+        return;
+      }
+      try {
+        const result = await this.scheduler.run(
+          {
+            agent: post.url,
+            caller: '',
+            method: PUSH_METHOD,
+            signal: closing,
+            deadlineMs: notification.deadlineMs,
+            repeatable: true,
+          },
+          webhookAttempt(this.attemptContext, post, trace),
+        );
+        if (result.status >= 200 && result.status < 300) {
+          this.delivered(notification, trace.attempts);
+        } else {
+          // The scheduler stopped on the webhook's own answer: final, or repeated too often.
+          const reason =
+            trace.lastHint?.kind === 'not-retryable'
+              ? PUSH_DROP_REASONS.rejected
+              : PUSH_DROP_REASONS.retriesExhausted;
+          this.drop(notification, reason, { attempts: trace.attempts, status: result.status });
+        }
+        return;
       } catch (error) {
-        if (closing.aborted) throw error;
-        lastStatus = undefined;
-        lastHint = timeout.aborted
-          ? {
-              kind: 'transient-unknown',
-              message: `webhook did not answer within ${this.postTimeoutMs} ms`,
-            }
-          : extractRetryHint({ kind: 'error', error }, this.clock.nowMs());
-        return { ok: false, hint: lastHint, failure: { error } };
-      } finally {
-        closing.removeEventListener('abort', onAbort);
-        timeout.removeEventListener('abort', onAbort);
+        if (error instanceof CircuitPause && !closing.aborted) continue;
+        const reason: PushDropReason = closing.aborted
+          ? PUSH_DROP_REASONS.closed
+          : isWebhookRefusedError(error)
+            ? PUSH_DROP_REASONS.refused
+            : isRetryBudgetExceededError(error)
+              ? PUSH_DROP_REASONS.deadline
+              : isRetryError(error) || trace.lastHint?.kind !== 'not-retryable'
+                ? PUSH_DROP_REASONS.retriesExhausted
+                : PUSH_DROP_REASONS.rejected;
+        this.drop(notification, reason, { ...detail(), error });
+        return;
       }
-    };
-
-    try {
-      const result = await this.scheduler.run(
-        {
-          agent: url,
-          caller: '',
-          method: PUSH_METHOD,
-          signal: closing,
-          deadlineMs: notification.deadlineMs,
-          repeatable: true,
-        },
-        attempt,
-      );
-      if (result.status >= 200 && result.status < 300) {
-        this.delivered(notification, attempts);
-      } else {
-        // The scheduler stopped on the webhook's own answer: final, or repeated too often.
-        const reason =
-          lastHint?.kind === 'not-retryable'
-            ? PUSH_DROP_REASONS.rejected
-            : PUSH_DROP_REASONS.retriesExhausted;
-        this.drop(notification, reason, { attempts, status: result.status });
-      }
-    } catch (error) {
-      const reason: PushDropReason = closing.aborted
-        ? PUSH_DROP_REASONS.closed
-        : isRetryBudgetExceededError(error)
-          ? PUSH_DROP_REASONS.deadline
-          : isRetryError(error) || lastHint?.kind !== 'not-retryable'
-            ? PUSH_DROP_REASONS.retriesExhausted
-            : PUSH_DROP_REASONS.rejected;
-      this.drop(notification, reason, { attempts, status: lastStatus, error });
     }
+  }
+
+  private circuitChanged(event: PushCircuitEvent, openMs: number): void {
+    try {
+      this.hooks.onCircuitChange?.(event);
+    } catch {
+      // A metrics hook must not break delivery.
+    }
+    if (this.logger !== undefined) logCircuitChange(this.logger, event, openMs);
   }
 
   private delivered(notification: Notification, attempts: number): void {
