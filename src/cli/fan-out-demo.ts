@@ -23,6 +23,7 @@ import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { createRetryingFetch } from '../client/create-retrying-fetch.js';
 import { createRetryInterceptor } from '../client/grpc.js';
 import { RetryScheduler, type RetrySchedulerOptions } from '../client/retry-scheduler.js';
+import type { Policy } from '../core/policy.js';
 import { RATE_LIMIT_EXTENSION_URI } from '../server/card-extension.js';
 import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
 import { type CallOutcomeCounts, countAttempts, type SeenAttempt } from './call-outcomes.js';
@@ -87,12 +88,14 @@ export const ORCHESTRATOR_CALLER = 'orchestrator-7';
  *
  * @example
  * ```ts
- * const r: FanOutResult = { calls: 30, admittedAtOnce: 10, admittedPaced: 0, rejected: 20, admittedOnFirstRetry: 20, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, abandoned: 0, totalSeconds: 20.6, realSeconds: 2.1, requestsSeenByAgent: 50 };
+ * const r: FanOutResult = { calls: 30, admittedAtOnce: 10, admittedPaced: 0, rejected: 20, admittedOnFirstRetry: 20, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, abandoned: 0, totalSeconds: 20.6, realSeconds: 2.1, requestsSeenByAgent: 50, peakTasksRunning: 1 };
  * ```
  */
 export interface FanOutResult extends CallOutcomeCounts {
   /** `totalSeconds` in real seconds. */
   readonly realSeconds: number;
+  /** Most of the agent's tasks that worked at once. */
+  readonly peakTasksRunning: number;
 }
 
 /**
@@ -133,6 +136,10 @@ export interface FanOutOptions {
   readonly timeScale?: number;
   /** Calls sent at once; default 30. */
   readonly calls?: number;
+  /** The agent's policies; default the worked example's (`WORKED_EXAMPLE_POLICY`). */
+  readonly policies?: readonly Policy[];
+  /** How long each task works, ms on the demo's clock; default 0 (it completes at once). */
+  readonly taskMs?: number;
   /** Called whenever a counter changes. */
   readonly onProgress?: (progress: FanOutProgress) => void;
 }
@@ -247,7 +254,8 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
     });
   };
   const agent = await startResearchAgent({
-    policies: [WORKED_EXAMPLE_POLICY],
+    policies: options.policies ?? [WORKED_EXAMPLE_POLICY],
+    task: { durationMs: options.taskMs ?? 0, sleep: time.sleep },
     clock: time.clock,
     domain: 'research.example.com',
     metrics: false,
@@ -310,6 +318,7 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
       abandoned: outcomes.filter((o) => o.status === 'rejected').length,
       totalSeconds: Math.round(totalSeconds * 10) / 10,
       realSeconds: Math.round(realSeconds * 100) / 100,
+      peakTasksRunning: agent.tasks.peak,
     };
   } finally {
     await agent.close();

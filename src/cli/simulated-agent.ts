@@ -111,8 +111,11 @@ export interface SimulatedAgentOptions {
   /**
    * How long an admitted request keeps its concurrency / overload leases (the task runs), on
    * `sleep`'s time. Without it leases are released as soon as the request is admitted.
+   * `answerAtEnd`: the answer comes when the task ends (a blocking SendMessage), not at admission.
    */
-  readonly tasks?: { readonly durationMs: number; readonly sleep: Sleep } | undefined;
+  readonly tasks?:
+    | { readonly durationMs: number; readonly sleep: Sleep; readonly answerAtEnd?: boolean }
+    | undefined;
 }
 
 /**
@@ -177,7 +180,10 @@ export class SimulatedAgent {
         admitted: decision.admitted,
       });
       if (decision.admitted) {
-        if (decision.leases.length > 0) this.endTask(decision.leases);
+        if (this.tasks?.answerAtEnd === true) {
+          await this.tasks.sleep(this.tasks.durationMs);
+          this.store.releaseSync(decision.leases);
+        } else if (decision.leases.length > 0) this.endTask(decision.leases);
         // A bare-500 agent says nothing about its limits, on success either.
         return this.mode === SIMULATED_AGENT_MODES.rest
           ? {

@@ -105,6 +105,11 @@ export interface SimulationScenario {
   readonly fixedDelayMs: number;
   /** How long an admitted call keeps concurrency leases (its task runs), ms. */
   readonly taskMs: number;
+  /**
+   * Answers come when the task ends (a blocking SendMessage), not at admission.
+   * @defaultValue false
+   */
+  readonly answerAfterTask?: boolean | undefined;
 }
 
 /**
@@ -295,7 +300,11 @@ export async function simulateClientKind(
     store,
     clock: vt,
     mode: kind === 'naive' ? SIMULATED_AGENT_MODES.bare500 : SIMULATED_AGENT_MODES.rest,
-    tasks: { durationMs: scenario.taskMs, sleep: vt.sleep },
+    tasks: {
+      durationMs: scenario.taskMs,
+      sleep: vt.sleep,
+      answerAtEnd: scenario.answerAfterTask === true,
+    },
   });
   const schedule = ownSchedule(kind, scenario.fixedDelayMs);
   const card = kind === 'planned' ? await publishedAgentCard(scenario.policies) : undefined;

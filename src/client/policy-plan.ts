@@ -49,12 +49,16 @@ export class RatePlan {
   private limit = 0;
   private windowSeconds = 0;
   private tiers: readonly CardRateTier[] = [];
+  /** The burst the card published (a retune never plans a larger one without a tier saying so). */
+  private publishedBurst = 1;
   /** The card's numbers last applied (a card seen again does not undo what answers taught). */
   private published = '';
   private tatUs = Number.NEGATIVE_INFINITY;
   private contendedFlag = false;
   /** When each of our unanswered sends under this plan left, ms. */
   private readonly outstanding: number[] = [];
+  /** The last send that left while nothing else of ours was unanswered, ms. */
+  private aloneSentAtMs = Number.NaN;
 
   constructor(published: CardRatePolicy) {
     this.policy = published.name;
@@ -67,6 +71,7 @@ export class RatePlan {
     this.tiers = published.tiers;
     if (numbers === this.published) return;
     this.published = numbers;
+    this.publishedBurst = published.burst;
     this.tune(published.limit, published.windowSeconds, published.burst);
   }
 
@@ -98,6 +103,7 @@ export class RatePlan {
 
   /** A send leaves now; `charge`: the agent will charge it (false: it claims a held slot). */
   sent(nowMs: number, charge = true): void {
+    this.aloneSentAtMs = this.outstanding.length === 0 ? nowMs : Number.NaN;
     this.outstanding.push(nowMs);
     if (!charge) return;
     const nowUs = Math.floor(nowMs * 1000);
@@ -115,16 +121,32 @@ export class RatePlan {
     if (limits !== undefined) this.onAnswer(limits, sentAtMs, nowMs);
   }
 
+  /**
+   * The agent announces other q/w than the plan's: a policy that changed, or the caller's own
+   * tier. The burst is the tier's when a card tier has these numbers, else the one keeping the
+   * same tolerance in time (never more than the card's); sends not yet drained are re-priced.
+   */
+  private retune(limit: number, windowSeconds: number, nowMs: number): void {
+    const tier = this.tiers.find((t) => t.limit === limit && t.windowSeconds === windowSeconds);
+    const oldEmissionUs = this.emissionUs;
+    const oldToleranceUs = this.toleranceUs;
+    const emissionUs = Math.ceil((windowSeconds * 1_000_000) / limit);
+    const burst =
+      tier?.burst ?? Math.min(this.publishedBurst, 1 + Math.floor(oldToleranceUs / emissionUs));
+    const nowUs = Math.floor(nowMs * 1000);
+    if (this.tatUs > nowUs) {
+      this.tatUs = nowUs + Math.ceil(((this.tatUs - nowUs) * emissionUs) / oldEmissionUs);
+    }
+    this.tune(limit, windowSeconds, burst);
+  }
+
   private onAnswer(limits: AnsweredLimits, sentAtMs: number, nowMs: number): void {
     const announced = limits.policies?.find((p) => p.policy === this.policy);
     if (
       announced !== undefined &&
       (announced.limit !== this.limit || announced.windowSeconds !== this.windowSeconds)
     ) {
-      const tier = this.tiers.find(
-        (t) => t.limit === announced.limit && t.windowSeconds === announced.windowSeconds,
-      );
-      this.tune(announced.limit, announced.windowSeconds, tier?.burst ?? this.burst);
+      this.retune(announced.limit, announced.windowSeconds, nowMs);
     }
     const state = limits.states?.find((s) => s.policy === this.policy);
     if (state === undefined || !Number.isFinite(state.remaining) || state.remaining < 0) return;
@@ -147,8 +169,13 @@ export class RatePlan {
       this.contendedFlag = true;
       const sentAfter = this.outstanding.filter((atMs) => atMs > sentAtMs).length;
       this.tatUs = Math.max(this.tatUs, upperUs + sentAfter * this.emissionUs);
-    } else if (this.outstanding.length === 0 && upperUs < this.tatUs) {
-      // Fuller than we thought, and nothing of ours is still to be counted.
+    } else if (
+      this.outstanding.length === 0 &&
+      sentAtMs === this.aloneSentAtMs &&
+      upperUs < this.tatUs
+    ) {
+      // Fuller than we thought, and this send was our only one in flight: the answer counted
+      // every send of ours, and none was decided after it.
       this.tatUs = upperUs;
     }
   }
