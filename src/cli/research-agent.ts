@@ -87,6 +87,8 @@ export interface AgentRequestEvent {
   readonly claimedHold?: boolean;
   /** The delay the rejection named, ms (exact, before rounding to wire seconds). */
   readonly retryAfterMs?: number;
+  /** The policy that rejected it. */
+  readonly policy?: string;
 }
 
 /**
@@ -128,6 +130,11 @@ export interface ResearchAgentOptions {
   readonly onRequest?: (event: AgentRequestEvent) => void;
   /** How long each task works before it completes, on `sleep`'s time; default 0 (at once). */
   readonly task?: { readonly durationMs: number; readonly sleep: Sleep };
+  /**
+   * Serves an extended card (`GetExtendedAgentCard`): what an authenticated caller gets, from the
+   * public card (e.g. its own tier in the rate-limit extension). Default: no extended card.
+   */
+  readonly extendedCard?: (publicCard: AgentCard, user: User | undefined) => AgentCard;
 }
 
 /**
@@ -376,6 +383,7 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
               ...seen(request),
               outcome: 'rejected',
               retryAfterMs: rejection.retryAfterMs,
+              policy: rejection.policy,
             }),
           deduplicated: (request) => onRequest({ ...seen(request), outcome: 'duplicate' }),
         };
@@ -399,7 +407,11 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
       'Example research agent of a2a-ratelimit: send it a topic, it answers with a completed task.',
     version: '0.1.0',
     supportedInterfaces: [],
-    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    capabilities: {
+      streaming: true,
+      pushNotifications: false,
+      extendedAgentCard: options.extendedCard !== undefined,
+    },
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
     skills: [
@@ -414,11 +426,15 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
   // The card object the SDK holds is this one; its interfaces are filled in once ports are known.
   const card = encoding === 'ours' ? withRateLimitExtension(baseCard, limiter) : baseCard;
   const counter: TaskCounter = { running: 0, peak: 0 };
+  const extendedCard = options.extendedCard;
   const requestHandler = new DefaultRequestHandler(
     card,
     new InMemoryTaskStore(),
     researchExecutor(counter, options.task),
     limiter.trackTasks(new DefaultExecutionEventBusManager()),
+    undefined,
+    undefined,
+    extendedCard === undefined ? undefined : async (ctx) => extendedCard(card, ctx.user),
   );
 
   const expressUsers = async (req: express.Request): Promise<User> =>
