@@ -235,9 +235,12 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
   let startMs = time.clock.nowMs();
   /** Calls the client holds back before their first send (a planned client's queue). */
   let heldByClient = (): number => 0;
+  let watch: ReturnType<typeof setInterval> | undefined;
   // Every call's first send has been decided, or is held by the client: let time run.
   const resumeWhenFannedOut = (): void => {
-    if (firstSends.size + heldByClient() >= calls) time.resume();
+    if (firstSends.size + heldByClient() < calls) return;
+    time.resume();
+    clearInterval(watch);
   };
   const report = (): void => {
     if (options.onProgress === undefined) return;
@@ -279,12 +282,13 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
     );
     heldByClient = () => scheduler.gates.waiting;
     const auth = { serviceParameters: { authorization: `Bearer ${ORCHESTRATOR_CALLER}` } };
-    // "30 calls at once": the clock stands still until the agent has seen every call's first send,
-    // so a busy machine cannot spread the fan-out over a scaled second and change the outcome.
+    // "30 calls at once": the clock stands still until the agent has seen every call's first send
+    // or the client holds it back (a planned client's queue), so a busy machine cannot spread the
+    // fan-out over a scaled second and change the outcome.
     time.freeze();
     const thaw = setTimeout(() => time.resume(), 5_000);
     // Calls reach the client's queue without the agent seeing anything: look every millisecond.
-    const watch = setInterval(resumeWhenFannedOut, 1);
+    watch = setInterval(resumeWhenFannedOut, 1);
     startMs = time.clock.nowMs();
     const realStartMs = performance.now();
     report();

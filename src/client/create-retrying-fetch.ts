@@ -126,7 +126,7 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): typeof 
           'text/event-stream',
         );
         // A stream that started is never retried: once its first event may be out, it is the SDK's.
-        if (response.ok && isEventStream && scheduler.plans.knows(agent)) {
+        if (response.ok && isEventStream && scheduler.plans.knows(agent, caller)) {
           // A planned stream counts in flight until its body ends.
           const { response: tracked, ended } = trackBodyEnd(response);
           return { ok: true, value: tracked, rateLimit, busyUntil: ended };

@@ -33,7 +33,8 @@ export interface AnsweredLimits {
  * agent's bucket moves only with our sends, and a send never arrives before it leaves. Answers
  * correct it: a `RateLimit` item proving the bucket is emptier than our sends explain (another
  * process, a shared identity, a policy that changed) moves it later; one proving it fuller moves
- * it earlier once nothing of ours is unanswered. A rejection by it marks it contended.
+ * it earlier when it answered our only send in flight. A rejection by it, or an answer proving
+ * someone else draws on it, marks it contended.
  *
  * @example
  * ```ts

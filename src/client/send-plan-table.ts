@@ -70,9 +70,11 @@ export class SendPlanTable {
     while (map.size > this.maxPlans) map.delete(map.keys().next().value as string);
   }
 
-  /** Whether anything is known about this agent (from any card). */
-  knows(agent: string): boolean {
-    return this.cards.has(agent);
+  /** Whether a card of this agent was learned (its public one, or this caller's extended one). */
+  knows(agent: string, caller?: string): boolean {
+    return (
+      this.cards.has(agent) || (caller !== undefined && this.callerCards.has(key(agent, caller)))
+    );
   }
 
   /**
