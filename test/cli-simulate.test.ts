@@ -1,8 +1,8 @@
 /**
  * `a2a-ratelimit simulate`, in process: the seed's worked example through the command, 1,000
  * callers × 30 calls with a chart that must be well-formed SVG with one line per client kind in
- * each panel, the ordering of client kinds that the hold mechanism implies, arrivals, config
- * files, and the one-line errors.
+ * each panel, the ordering of client kinds that the hold mechanism implies, the planned client
+ * (reading the agent's card) never rejected, arrivals, config files, and the one-line errors.
  */
 
 import { execFileSync } from 'node:child_process';
@@ -156,14 +156,27 @@ describe('checkWellFormedXml (the test oracle itself)', () => {
 });
 
 describe('simulate: the worked example', () => {
-  it('ours 10 at once / 20 on first retry / 0 abandoned / 50 requests; naive ≥ 20 rejected retries, ≥ 1 abandoned', async () => {
-    const json = await runJson({ clients: 'ours,naive' });
+  it('ours 10 at once / 20 on first retry / 0 abandoned / 50 requests; naive ≥ 20 rejected retries, ≥ 1 abandoned; planned 10 at once, 20 paced, 30 requests', async () => {
+    const json = await runJson({ clients: 'ours,naive,planned' });
     const ours = kindOf(json, 'ours');
     const naive = kindOf(json, 'naive');
-    console.log('[simulate worked example]', { ours, naive });
+    const planned = kindOf(json, 'planned');
+    console.log('[simulate worked example]', { ours, naive, planned });
+    expect(planned).toMatchObject({
+      calls: 30,
+      admittedAtOnce: 10,
+      admittedPaced: 20,
+      rejected: 0,
+      rejectedRetries: 0,
+      abandoned: 0,
+      heldByClient: 20,
+      requestsSeenByAgent: 30,
+    });
+    expect(planned.totalSeconds).toBeLessThanOrEqual(20.01);
     expect(ours).toMatchObject({
       calls: 30,
       admittedAtOnce: 10,
+      admittedPaced: 0,
       rejected: 20,
       admittedOnFirstRetry: 20,
       admittedOnLaterRetry: 0,
@@ -294,24 +307,59 @@ describe('simulate at 1,000 callers × 30 calls', () => {
   });
 });
 
+describe('simulate --callers 1000 --calls 30 --clients ours,planned,naive', () => {
+  it('planned sends 30,000 requests and none is rejected; the chart draws it with the others', async () => {
+    const chart = join(dir, 'planned.svg');
+    const json = await runJson({ callers: 1000, calls: 30, clients: 'ours,planned,naive', chart });
+    const [ours, planned, naive] = (['ours', 'planned', 'naive'] as const).map((k) =>
+      kindOf(json, k),
+    ) as [OutcomeSummary, OutcomeSummary, OutcomeSummary];
+    console.log('[simulate 1000×30, ours/planned/naive]', { ours, planned, naive });
+    expect(planned).toMatchObject({
+      calls: 30_000,
+      admittedAtOnce: 10_000,
+      admittedPaced: 20_000,
+      rejected: 0,
+      rejectedRetries: 0,
+      abandoned: 0,
+      requestsSeenByAgent: 30_000,
+    });
+    expect(planned.totalSeconds).toBeLessThanOrEqual(ours.totalSeconds);
+    expect(ours.requestsSeenByAgent).toBe(50_000);
+    expect(naive.requestsSeenByAgent).toBeGreaterThan(50_000);
+    const svg = readFileSync(chart, 'utf8');
+    expect(checkWellFormedXml(svg).root).toBe('svg');
+    for (const kind of ['ours', 'planned', 'naive']) expect(svg).toContain(`>${kind}</text>`);
+    const colours = [
+      ...svg.matchAll(
+        /<path d="M[^"]+" fill="none"[^>]*stroke="(#[0-9a-f]{6})" stroke-width="1.5"/g,
+      ),
+    ].map((m) => m[1]);
+    // Planned (teal) has an admissions line and, never rejected, no rejections line.
+    expect(colours.filter((c) => c === '#00838f')).toHaveLength(1);
+  });
+});
+
 describe('simulate: arrivals, policies and errors', () => {
-  it('Poisson arrivals: ours paces from RateLimit on successes and is never rejected; the others are', async () => {
+  it('Poisson arrivals: ours paces from RateLimit on successes and is never rejected, nor is planned; the others are', async () => {
     const json = await runJson({
       callers: 50,
       calls: 40,
       arrival: 'poisson:3',
-      clients: 'ours,naive,hint-ignoring',
+      clients: 'ours,naive,hint-ignoring,planned',
       seed: 3,
     });
     const ours = kindOf(json, 'ours');
     // 3 calls/s against 1/s with a burst of 10: our gate holds calls back at the announced pace.
-    expect(ours).toMatchObject({
-      calls: 2000,
-      admittedAtOnce: 2000,
-      rejected: 0,
-      abandoned: 0,
-    });
+    expect(ours).toMatchObject({ calls: 2000, rejected: 0, abandoned: 0 });
+    expect(ours.admittedAtOnce + ours.admittedPaced).toBe(2000);
     expect(ours.heldByClient).toBeGreaterThan(1000);
+    expect(ours.admittedPaced).toBe(ours.heldByClient);
+    const planned = kindOf(json, 'planned');
+    expect(planned).toMatchObject({ calls: 2000, rejected: 0, abandoned: 0 });
+    expect(planned.requestsSeenByAgent).toBe(2000);
+    // Planning from the card holds calls only when they would not conform: never later than ours.
+    expect(planned.waitP99Seconds).toBeLessThanOrEqual(ours.waitP99Seconds);
     for (const kind of ['naive', 'hint-ignoring'] as const) {
       const other = kindOf(json, kind);
       expect(other.heldByClient).toBe(0);

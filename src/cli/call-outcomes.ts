@@ -9,14 +9,16 @@
  *
  * @example
  * ```ts
- * const c: CallOutcomeCounts = { calls: 30, admittedAtOnce: 10, rejected: 20, admittedOnFirstRetry: 20, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, abandoned: 0, totalSeconds: 20.6, requestsSeenByAgent: 50 };
+ * const c: CallOutcomeCounts = { calls: 30, admittedAtOnce: 10, admittedPaced: 0, rejected: 20, admittedOnFirstRetry: 20, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, abandoned: 0, totalSeconds: 20.6, requestsSeenByAgent: 50 };
  * ```
  */
 export interface CallOutcomeCounts {
   /** Calls made. */
   readonly calls: number;
-  /** Calls admitted on their first send. */
+  /** Calls admitted on a first send that went out when the call was made. */
   readonly admittedAtOnce: number;
+  /** Calls admitted on a first send the client held back to the agent's pace (a planned send). */
+  readonly admittedPaced: number;
   /** Calls rejected on their first send. */
   readonly rejected: number;
   /** Calls admitted on their first retry. */
@@ -49,6 +51,8 @@ export interface SeenAttempt {
   /** 0 for the first send, 1 for the first retry, … */
   readonly attemptIndex: number;
   readonly admitted: boolean;
+  /** A first send the client held back after the call was made (its gate or plan). */
+  readonly paced?: boolean;
 }
 
 /**
@@ -57,13 +61,14 @@ export interface SeenAttempt {
  * @example
  * ```ts
  * countAttempts([{ call: 'a', attemptIndex: 0, admitted: false }, { call: 'a', attemptIndex: 1, admitted: true }]);
- * // { admittedAtOnce: 0, rejected: 1, admittedOnFirstRetry: 1, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, requestsSeenByAgent: 2 }
+ * // { admittedAtOnce: 0, admittedPaced: 0, rejected: 1, admittedOnFirstRetry: 1, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, requestsSeenByAgent: 2 }
  * ```
  */
 export function countAttempts(
   attempts: Iterable<SeenAttempt>,
 ): Omit<CallOutcomeCounts, 'calls' | 'abandoned' | 'totalSeconds'> {
   let admittedAtOnce = 0;
+  let admittedPaced = 0;
   let rejected = 0;
   let admittedOnFirstRetry = 0;
   let admittedOnLaterRetry = 0;
@@ -74,8 +79,9 @@ export function countAttempts(
     requestsSeenByAgent++;
     if (a.attemptIndex > 1) laterRetries++;
     if (a.attemptIndex === 0) {
-      if (a.admitted) admittedAtOnce++;
-      else rejected++;
+      if (!a.admitted) rejected++;
+      else if (a.paced === true) admittedPaced++;
+      else admittedAtOnce++;
     } else if (!a.admitted) {
       rejectedRetries++;
     } else if (a.attemptIndex === 1) {
@@ -86,6 +92,7 @@ export function countAttempts(
   }
   return {
     admittedAtOnce,
+    admittedPaced,
     rejected,
     admittedOnFirstRetry,
     admittedOnLaterRetry,

@@ -67,6 +67,7 @@ const KIND_COLORS: Readonly<Record<ClientKind, string>> = {
   fixed: '#ef6c00',
   'hint-ignoring': '#6a1b9a',
   'give-up-early': '#1565c0',
+  planned: '#00838f',
 };
 
 const NICE_BINS_MS = [100, 250, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 300_000];

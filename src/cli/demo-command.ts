@@ -3,7 +3,8 @@
  * `a2a-ratelimit demo`: the worked example on real sockets. A research agent limited to 60
  * SendMessage per minute per caller (burst 10) gets 30 calls at once from an orchestrator using
  * this library's client; then the same fan-out hits an agent that answers a bare 500 over plain
- * GCRA, with a naive backoff client. Prints live progress, then both runs side by side (or one
+ * GCRA, with a naive backoff client; then our agent once more, with our client planning from the
+ * policies on the agent's card. Prints live progress, then the three runs side by side (or one
  * JSON object with `--json`).
  */
 
@@ -30,11 +31,11 @@ export interface DemoOptions {
 }
 
 /**
- * The `--json` output of `demo`: the two runs.
+ * The `--json` output of `demo`: the three runs.
  *
  * @example
  * ```ts
- * const out: DemoReport = { binding: 'jsonrpc', timeScale: 10, ours, naive };
+ * const out: DemoReport = { binding: 'jsonrpc', timeScale: 10, ours, naive, planned };
  * ```
  */
 export interface DemoReport {
@@ -42,15 +43,18 @@ export interface DemoReport {
   readonly timeScale: number;
   readonly ours: FanOutResult;
   readonly naive: FanOutResult;
+  /** Our client planning from the agent card's policies. */
+  readonly planned: FanOutResult;
 }
 
 const LABELS: Readonly<Record<DemoRunKind, string>> = {
   ours: 'ours (RetryInfo)',
   naive: 'naive (bare 500)',
+  planned: 'planned (card)',
 };
 
 /**
- * Runs both fan-outs one after the other and returns them. `onProgress` sees both runs.
+ * Runs the three fan-outs one after the other and returns them. `onProgress` sees every run.
  *
  * @example
  * ```ts
@@ -71,7 +75,8 @@ export async function runDemo(
   const { runFanOut } = await import('./fan-out-demo.js');
   const ours = await runFanOut({ ...common, kind: 'ours' });
   const naive = await runFanOut({ ...common, kind: 'naive' });
-  return { binding: options.binding, timeScale: options.timeScale, ours, naive };
+  const planned = await runFanOut({ ...common, kind: 'planned' });
+  return { binding: options.binding, timeScale: options.timeScale, ours, naive, planned };
 }
 
 /**
@@ -83,16 +88,18 @@ export async function runDemo(
  * ```
  */
 export function renderDemoTable(report: DemoReport): string {
-  const { ours, naive } = report;
+  const { ours, naive, planned } = report;
   const row = (label: string, pick: (r: FanOutResult) => TableCell): TableCell[] => [
     label,
     pick(ours),
     pick(naive),
+    pick(planned),
   ];
   return renderTable(
-    ['', LABELS.ours, LABELS.naive],
+    ['', LABELS.ours, LABELS.naive, LABELS.planned],
     [
       row('admitted at once', (r) => r.admittedAtOnce),
+      row('admitted when paced', (r) => r.admittedPaced),
       row('rejected', (r) => r.rejected),
       row('admitted on first retry', (r) => r.admittedOnFirstRetry),
       row('admitted on a later retry', (r) => r.admittedOnLaterRetry),
@@ -108,6 +115,7 @@ export function renderDemoTable(report: DemoReport): string {
 function jsonOf(r: FanOutResult): Record<string, number> {
   return {
     admittedAtOnce: r.admittedAtOnce,
+    admittedPaced: r.admittedPaced,
     rejected: r.rejected,
     admittedOnFirstRetry: r.admittedOnFirstRetry,
     admittedOnLaterRetry: r.admittedOnLaterRetry,
@@ -133,14 +141,17 @@ export function registerDemoCommand(cli: CAC): void {
   cli
     .command(
       'demo',
-      'The worked example on loopback: 30 calls at once to a 60/min burst-10 agent, our format vs a bare 500',
+      'The worked example on loopback: 30 calls at once to a 60/min burst-10 agent, our format vs a bare 500 vs planning from the card',
     )
     .option('--binding <binding>', 'jsonrpc, rest or grpc (default: jsonrpc)')
     .option(
       '--time-scale <n>',
       'Agent and client share one clock running n times faster than real time; the wire still says 1…20 s (default: 1)',
     )
-    .option('--json', 'Print one JSON object {"ours": {...}, "naive": {...}} on the last line')
+    .option(
+      '--json',
+      'Print one JSON object {"ours": {...}, "naive": {...}, "planned": {...}} on the last line',
+    )
     .example('a2a-ratelimit demo --binding grpc --time-scale 10')
     .action(async (flags: Record<string, unknown>) => {
       const options: DemoOptions = {
@@ -157,6 +168,7 @@ export function registerDemoCommand(cli: CAC): void {
             timeScale: report.timeScale,
             ours: jsonOf(report.ours),
             naive: jsonOf(report.naive),
+            planned: jsonOf(report.planned),
           })}\n`,
         );
         return;
@@ -164,7 +176,8 @@ export function registerDemoCommand(cli: CAC): void {
       out.write(
         `Research agent: 60 SendMessage per minute per caller, burst 10, on ${options.binding}` +
           `${options.timeScale === 1 ? '' : ` (clock × ${options.timeScale})`}.\n` +
-          'Orchestrator: 30 SendMessage at once, first with our format and client, then against a bare 500 with a naive backoff client.\n\n',
+          'Orchestrator: 30 SendMessage at once, first with our format and client, then against a bare 500 with a naive backoff client,\n' +
+          'then with our client planning from the policies on the agent card.\n\n',
       );
       const display = createProgressDisplay({ stream: out, labels: LABELS });
       let report: DemoReport;
@@ -177,7 +190,8 @@ export function registerDemoCommand(cli: CAC): void {
       out.write(
         `With RetryInfo every rejected call waited exactly as told and was admitted on its first retry (${report.ours.requestsSeenByAgent} requests in all).\n` +
           `With a bare 500 the client could not tell a quota from a crash: ${report.naive.rejectedRetries} retries were rejected again and ${report.naive.abandoned} calls were abandoned.\n` +
-          'Same limiter, worse outcome: the difference is the response format.\n',
+          'Same limiter, worse outcome: the difference is the response format.\n' +
+          `Planning from the card, nothing was rejected: ${report.planned.admittedAtOnce} at once, ${report.planned.admittedPaced} at the policy's pace, ${report.planned.requestsSeenByAgent} requests in ${report.planned.totalSeconds.toFixed(1)} s.\n`,
       );
     });
 }

@@ -4,7 +4,9 @@
  * SendMessage per minute per caller with burst 10) and an orchestrator that sends 30 SendMessage
  * calls at once through this library's client on one binding. Run once against our encoding with
  * our client, and once against a spec-literal agent (the same limiter over plain GCRA, answering
- * a bare 500) with a naive client (full-jitter backoff from 0.5 s, 4 retries, 30 s budget). What
+ * a bare 500) with a naive client (full-jitter backoff from 0.5 s, 4 retries, 30 s budget), and
+ * once more against our encoding with our client planning from the agent's card (the card the
+ * SDK's factory fetches goes through the same retrying fetch, which learns its policies). What
  * the agent saw is counted on the server side, per messageId.
  */
 
@@ -13,13 +15,15 @@ import {
   type Client,
   ClientFactory,
   ClientFactoryOptions,
+  DefaultAgentCardResolver,
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { createRetryingFetch } from '../client/create-retrying-fetch.js';
 import { createRetryInterceptor } from '../client/grpc.js';
-import type { RetrySchedulerOptions } from '../client/retry-scheduler.js';
+import { RetryScheduler, type RetrySchedulerOptions } from '../client/retry-scheduler.js';
+import type { Policy } from '../core/policy.js';
 import { RATE_LIMIT_EXTENSION_URI } from '../server/card-extension.js';
 import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
 import { type CallOutcomeCounts, countAttempts, type SeenAttempt } from './call-outcomes.js';
@@ -32,15 +36,15 @@ import {
 import { createScaledTime, type ScaledTime } from './scaled-time.js';
 
 /**
- * The two runs of the demo: our encoding with our client, and a bare 500 over plain GCRA with a
- * naive backoff client.
+ * The runs of the demo: our encoding with our client, a bare 500 over plain GCRA with a naive
+ * backoff client, and our encoding with our client planning from the agent's card.
  *
  * @example
  * ```ts
  * const kind: DemoRunKind = DEMO_RUN_KINDS.naive;
  * ```
  */
-export const DEMO_RUN_KINDS = { ours: 'ours', naive: 'naive' } as const;
+export const DEMO_RUN_KINDS = { ours: 'ours', naive: 'naive', planned: 'planned' } as const;
 
 /**
  * One of {@link DEMO_RUN_KINDS}.
@@ -84,12 +88,14 @@ export const ORCHESTRATOR_CALLER = 'orchestrator-7';
  *
  * @example
  * ```ts
- * const r: FanOutResult = { calls: 30, admittedAtOnce: 10, rejected: 20, admittedOnFirstRetry: 20, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, abandoned: 0, totalSeconds: 20.6, realSeconds: 2.1, requestsSeenByAgent: 50 };
+ * const r: FanOutResult = { calls: 30, admittedAtOnce: 10, admittedPaced: 0, rejected: 20, admittedOnFirstRetry: 20, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, abandoned: 0, totalSeconds: 20.6, realSeconds: 2.1, requestsSeenByAgent: 50, peakTasksRunning: 1 };
  * ```
  */
 export interface FanOutResult extends CallOutcomeCounts {
   /** `totalSeconds` in real seconds. */
   readonly realSeconds: number;
+  /** Most of the agent's tasks that worked at once. */
+  readonly peakTasksRunning: number;
 }
 
 /**
@@ -130,8 +136,18 @@ export interface FanOutOptions {
   readonly timeScale?: number;
   /** Calls sent at once; default 30. */
   readonly calls?: number;
+  /** The agent's policies; default the worked example's (`WORKED_EXAMPLE_POLICY`). */
+  readonly policies?: readonly Policy[];
+  /** How long each task works, ms on the demo's clock; default 0 (it completes at once). */
+  readonly taskMs?: number;
   /** Called whenever a counter changes. */
   readonly onProgress?: (progress: FanOutProgress) => void;
+}
+
+/** The orchestrator's SDK client, and the scheduler it runs on (one for all its transports). */
+interface Orchestrator {
+  readonly client: Client;
+  readonly scheduler: RetryScheduler;
 }
 
 async function createOrchestrator(
@@ -139,7 +155,7 @@ async function createOrchestrator(
   binding: CliBinding,
   kind: DemoRunKind,
   time: ScaledTime,
-): Promise<Client> {
+): Promise<Orchestrator> {
   const extension = agent.card.capabilities?.extensions.find(
     (e) => e.uri === RATE_LIMIT_EXTENSION_URI,
   );
@@ -148,33 +164,37 @@ async function createOrchestrator(
       ?.deduplicatesMessageIds === true;
   const rules: RetrySchedulerOptions =
     kind === 'naive' ? NAIVE_CLIENT_RULES : { agentDeduplicates: deduplicates };
-  const common: RetrySchedulerOptions = { ...rules, clock: time.clock, sleep: time.sleep };
+  const scheduler = new RetryScheduler({ ...rules, clock: time.clock, sleep: time.sleep });
+  const fetchImpl = createRetryingFetch({ scheduler });
   const transports =
     binding === 'grpc'
       ? [
           new GrpcTransportFactory({
             grpcCallOptions: {
-              interceptors: [createRetryInterceptor({ ...common, agent: agent.grpcTarget })],
+              interceptors: [createRetryInterceptor({ scheduler, agent: agent.grpcTarget })],
             },
           }),
         ]
-      : [
-          new JsonRpcTransportFactory({ fetchImpl: createRetryingFetch(common) }),
-          new RestTransportFactory({ fetchImpl: createRetryingFetch(common) }),
-        ];
+      : [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })];
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports,
       preferredTransports: [CARD_BINDING_NAMES[binding]],
+      // The planned client's card comes through its own fetch, which learns the policies.
+      ...(kind === 'planned' ? { cardResolver: new DefaultAgentCardResolver({ fetchImpl }) } : {}),
     }),
   );
-  return factory.createFromUrl(agent.baseUrl);
+  return { client: await factory.createFromUrl(agent.baseUrl), scheduler };
 }
 
-/** The agent-side counts, each call's requests numbered in the order the agent saw them. */
+/**
+ * The agent-side counts, each call's requests numbered in the order the agent saw them; a first
+ * send after the fan-out instant `startMs` was held back by the client (paced).
+ */
 function summarize(
   events: readonly AgentRequestEvent[],
   messageIds: readonly string[],
+  startMs: number,
 ): ReturnType<typeof countAttempts> {
   const calls = new Set(messageIds);
   const seen = new Map<string, number>();
@@ -184,7 +204,12 @@ function summarize(
     if (call === undefined || !calls.has(call)) continue;
     const attemptIndex = seen.get(call) ?? 0;
     seen.set(call, attemptIndex + 1);
-    attempts.push({ call, attemptIndex, admitted: event.outcome !== 'rejected' });
+    attempts.push({
+      call,
+      attemptIndex,
+      admitted: event.outcome !== 'rejected',
+      paced: attemptIndex === 0 && event.atMs > startMs,
+    });
   }
   return countAttempts(attempts);
 }
@@ -208,6 +233,15 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
   let settled = 0;
   const firstSends = new Set<string>();
   let startMs = time.clock.nowMs();
+  /** Calls the client holds back before their first send (a planned client's queue). */
+  let heldByClient = (): number => 0;
+  let watch: ReturnType<typeof setInterval> | undefined;
+  // Every call's first send has been decided, or is held by the client: let time run.
+  const resumeWhenFannedOut = (): void => {
+    if (firstSends.size + heldByClient() < calls) return;
+    time.resume();
+    clearInterval(watch);
+  };
   const report = (): void => {
     if (options.onProgress === undefined) return;
     let admitted = 0;
@@ -223,7 +257,8 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
     });
   };
   const agent = await startResearchAgent({
-    policies: [WORKED_EXAMPLE_POLICY],
+    policies: options.policies ?? [WORKED_EXAMPLE_POLICY],
+    task: { durationMs: options.taskMs ?? 0, sleep: time.sleep },
     clock: time.clock,
     domain: 'research.example.com',
     metrics: false,
@@ -234,18 +269,26 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
       if (event.method !== 'SendMessage') return;
       events.push(event);
       if (event.messageId !== undefined) firstSends.add(event.messageId);
-      // Every call's first send has been decided at the frozen instant: let time run.
-      if (firstSends.size >= calls) time.resume();
+      resumeWhenFannedOut();
       report();
     },
   });
   try {
-    const client = await createOrchestrator(agent, options.binding, options.kind, time);
+    const { client, scheduler } = await createOrchestrator(
+      agent,
+      options.binding,
+      options.kind,
+      time,
+    );
+    heldByClient = () => scheduler.gates.waiting;
     const auth = { serviceParameters: { authorization: `Bearer ${ORCHESTRATOR_CALLER}` } };
-    // "30 calls at once": the clock stands still until the agent has seen every call's first send,
-    // so a busy machine cannot spread the fan-out over a scaled second and change the outcome.
+    // "30 calls at once": the clock stands still until the agent has seen every call's first send
+    // or the client holds it back (a planned client's queue), so a busy machine cannot spread the
+    // fan-out over a scaled second and change the outcome.
     time.freeze();
     const thaw = setTimeout(() => time.resume(), 5_000);
+    // Calls reach the client's queue without the agent seeing anything: look every millisecond.
+    watch = setInterval(resumeWhenFannedOut, 1);
     startMs = time.clock.nowMs();
     const realStartMs = performance.now();
     report();
@@ -269,15 +312,17 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
       ),
     );
     clearTimeout(thaw);
+    clearInterval(watch);
     time.resume();
     const totalSeconds = (time.clock.nowMs() - startMs) / 1000;
     const realSeconds = (performance.now() - realStartMs) / 1000;
     return {
       calls,
-      ...summarize(events, messageIds),
+      ...summarize(events, messageIds, startMs),
       abandoned: outcomes.filter((o) => o.status === 'rejected').length,
       totalSeconds: Math.round(totalSeconds * 10) / 10,
       realSeconds: Math.round(realSeconds * 100) / 100,
+      peakTasksRunning: agent.tasks.peak,
     };
   } finally {
     await agent.close();

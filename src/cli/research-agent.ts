@@ -6,7 +6,9 @@
  * `rateLimitedRestHandler`, `grpcAdmissionInterceptor`), the policies published as a card extension, Prometheus metrics,
  * and a hook that reports every request the agent decided — so callers of the demo can count
  * what the agent saw on the server side. Demo authentication: the bearer token is the caller's
- * name; no token means an anonymous caller keyed by its address.
+ * name; no token means an anonymous caller keyed by its address. A task may be given a duration
+ * (`task`), so that concurrency limits have something to count; the agent reports how many of its
+ * tasks ran at once.
  */
 
 import type { Server as HttpServer } from 'node:http';
@@ -24,13 +26,13 @@ import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import express from 'express';
+import type { Sleep } from '../client/sleep.js';
 import type { A2AMethod } from '../core/a2a-methods.js';
 import type { Clock } from '../core/clock.js';
 import type { HoldOptions, Policy } from '../core/policy.js';
 import { withRateLimitExtension } from '../server/card-extension.js';
 import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../server/express.js';
 import { grpcAdmissionInterceptor, rateLimitedGrpcService } from '../server/grpc.js';
-
 import {
   type AdmissionRequest,
   type Binding,
@@ -85,6 +87,8 @@ export interface AgentRequestEvent {
   readonly claimedHold?: boolean;
   /** The delay the rejection named, ms (exact, before rounding to wire seconds). */
   readonly retryAfterMs?: number;
+  /** The policy that rejected it. */
+  readonly policy?: string;
 }
 
 /**
@@ -124,6 +128,13 @@ export interface ResearchAgentOptions {
   readonly metrics?: boolean;
   /** Called for every request the limiter decided. */
   readonly onRequest?: (event: AgentRequestEvent) => void;
+  /** How long each task works before it completes, on `sleep`'s time; default 0 (at once). */
+  readonly task?: { readonly durationMs: number; readonly sleep: Sleep };
+  /**
+   * Serves an extended card (`GetExtendedAgentCard`): what an authenticated caller gets, from the
+   * public card (e.g. its own tier in the rate-limit extension). Default: no extended card.
+   */
+  readonly extendedCard?: (publicCard: AgentCard, user: User | undefined) => AgentCard;
 }
 
 /**
@@ -151,6 +162,8 @@ export interface ResearchAgent {
   readonly card: AgentCard;
   readonly limiter: Limiter;
   readonly metrics: RateLimitMetrics | undefined;
+  /** Tasks working right now, and the most that ever worked at once. */
+  readonly tasks: { readonly running: number; readonly peak: number };
   /** Stops both servers, releases their ports, and closes the limiter (and its store). */
   close(): Promise<void>;
 }
@@ -179,55 +192,80 @@ function textOf(message: Message): string {
   return '';
 }
 
-/** The agent's work: a task that is worked on and completed with a short note. */
-const researchExecutor: AgentExecutor = {
-  async execute(ctx, bus) {
-    const { taskId, contextId } = ctx;
-    const topic = textOf(ctx.userMessage).slice(0, 200) || 'nothing in particular';
-    if (ctx.task === undefined) {
-      bus.publish(
-        AgentEvent.task(
-          Task.fromJSON({
-            id: taskId,
-            contextId,
-            status: { state: 'TASK_STATE_WORKING' },
-            history: [Message.toJSON(ctx.userMessage)],
-          }),
-        ),
-      );
-    }
+/** Counts the tasks working at once. */
+interface TaskCounter {
+  running: number;
+  peak: number;
+}
+
+/** The agent's work: a task that is worked on (for `task.durationMs`) and completed with a note. */
+function researchExecutor(counter: TaskCounter, task: ResearchAgentOptions['task']): AgentExecutor {
+  return {
+    async execute(ctx, bus) {
+      counter.running++;
+      counter.peak = Math.max(counter.peak, counter.running);
+      try {
+        await researchTask(ctx, bus, task);
+      } finally {
+        counter.running--;
+      }
+    },
+    cancelTask,
+  };
+}
+
+async function researchTask(
+  ctx: Parameters<AgentExecutor['execute']>[0],
+  bus: Parameters<AgentExecutor['execute']>[1],
+  task: ResearchAgentOptions['task'],
+): Promise<void> {
+  const { taskId, contextId } = ctx;
+  const topic = textOf(ctx.userMessage).slice(0, 200) || 'nothing in particular';
+  if (ctx.task === undefined) {
     bus.publish(
-      AgentEvent.statusUpdate(
-        TaskStatusUpdateEvent.fromJSON({
-          taskId,
+      AgentEvent.task(
+        Task.fromJSON({
+          id: taskId,
           contextId,
-          status: {
-            state: 'TASK_STATE_COMPLETED',
-            timestamp: new Date().toISOString(),
-            message: {
-              messageId: `notes-${taskId}`,
-              contextId,
-              taskId,
-              role: 'ROLE_AGENT',
-              parts: [{ text: `Research notes on "${topic}": done.` }],
-            },
+          status: { state: 'TASK_STATE_WORKING' },
+          history: [Message.toJSON(ctx.userMessage)],
+        }),
+      ),
+    );
+  }
+  if (task !== undefined && task.durationMs > 0) await task.sleep(task.durationMs);
+  bus.publish(
+    AgentEvent.statusUpdate(
+      TaskStatusUpdateEvent.fromJSON({
+        taskId,
+        contextId,
+        status: {
+          state: 'TASK_STATE_COMPLETED',
+          timestamp: new Date().toISOString(),
+          message: {
+            messageId: `notes-${taskId}`,
+            contextId,
+            taskId,
+            role: 'ROLE_AGENT',
+            parts: [{ text: `Research notes on "${topic}": done.` }],
           },
-        }),
-      ),
-    );
-    bus.finished();
-  },
-  async cancelTask(taskId, bus) {
-    bus.publish(
-      AgentEvent.statusUpdate(
-        TaskStatusUpdateEvent.fromJSON({
-          taskId,
-          status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() },
-        }),
-      ),
-    );
-    bus.finished();
-  },
+        },
+      }),
+    ),
+  );
+  bus.finished();
+}
+
+const cancelTask: AgentExecutor['cancelTask'] = async (taskId, bus) => {
+  bus.publish(
+    AgentEvent.statusUpdate(
+      TaskStatusUpdateEvent.fromJSON({
+        taskId,
+        status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() },
+      }),
+    ),
+  );
+  bus.finished();
 };
 
 function combineObservers(...observers: (LimiterObserver | undefined)[]): LimiterObserver {
@@ -345,6 +383,7 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
               ...seen(request),
               outcome: 'rejected',
               retryAfterMs: rejection.retryAfterMs,
+              policy: rejection.policy,
             }),
           deduplicated: (request) => onRequest({ ...seen(request), outcome: 'duplicate' }),
         };
@@ -368,7 +407,11 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
       'Example research agent of a2a-ratelimit: send it a topic, it answers with a completed task.',
     version: '0.1.0',
     supportedInterfaces: [],
-    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    capabilities: {
+      streaming: true,
+      pushNotifications: false,
+      extendedAgentCard: options.extendedCard !== undefined,
+    },
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
     skills: [
@@ -382,11 +425,16 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
   });
   // The card object the SDK holds is this one; its interfaces are filled in once ports are known.
   const card = encoding === 'ours' ? withRateLimitExtension(baseCard, limiter) : baseCard;
+  const counter: TaskCounter = { running: 0, peak: 0 };
+  const extendedCard = options.extendedCard;
   const requestHandler = new DefaultRequestHandler(
     card,
     new InMemoryTaskStore(),
-    researchExecutor,
+    researchExecutor(counter, options.task),
     limiter.trackTasks(new DefaultExecutionEventBusManager()),
+    undefined,
+    undefined,
+    extendedCard === undefined ? undefined : async (ctx) => extendedCard(card, ctx.user),
   );
 
   const expressUsers = async (req: express.Request): Promise<User> =>
@@ -459,6 +507,7 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
       card,
       limiter,
       metrics,
+      tasks: counter,
       close() {
         closed ??= (async () => {
           await Promise.all([

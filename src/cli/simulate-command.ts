@@ -168,6 +168,10 @@ export function registerSimulateCommand(cli: CAC): void {
       'Own delay of the fixed and give-up-early clients (default: 1000)',
     )
     .option('--task-ms <ms>', 'How long admitted calls hold concurrency leases (default: 1000)')
+    .option(
+      '--answer-after-task',
+      'Answers come when the task ends (a blocking SendMessage), not at admission',
+    )
     .option('--json', 'Print one JSON object instead of the table')
     .option('--chart <file.svg>', 'Draw admissions and rejections over time (needs echarts)')
     .example('a2a-ratelimit simulate')

@@ -5,13 +5,18 @@
  * response — only the socket is left out. It records every request it sees. `mode` picks how a
  * rejection is answered: our REST encoding (429/503 with RetryInfo, `Retry-After`, `RateLimit`),
  * or a spec-literal bare HTTP 500 that says nothing. `a2a-ratelimit simulate` runs on it.
+ * `publishedAgentCard` is the card such an agent publishes (the production card extension), for
+ * clients that plan from it.
  */
 
 import type { Attempt } from '../client/retry-scheduler.js';
 import type { Sleep } from '../client/sleep.js';
 import type { A2AMethod } from '../core/a2a-methods.js';
 import type { Clock } from '../core/clock.js';
+import type { Policy } from '../core/policy.js';
 import type { LeaseRef } from '../core/rejection.js';
+import { withRateLimitExtension } from '../server/card-extension.js';
+import { createLimiter } from '../server/limiter.js';
 import type { MemoryStore } from '../store/memory-store.js';
 import { extractRetryHint } from '../wire/extract-retry-hint.js';
 import { rateLimitHeaders, readRateLimitHeaders } from '../wire/ratelimit-headers.js';
@@ -106,8 +111,11 @@ export interface SimulatedAgentOptions {
   /**
    * How long an admitted request keeps its concurrency / overload leases (the task runs), on
    * `sleep`'s time. Without it leases are released as soon as the request is admitted.
+   * `answerAtEnd`: the answer comes when the task ends (a blocking SendMessage), not at admission.
    */
-  readonly tasks?: { readonly durationMs: number; readonly sleep: Sleep } | undefined;
+  readonly tasks?:
+    | { readonly durationMs: number; readonly sleep: Sleep; readonly answerAtEnd?: boolean }
+    | undefined;
 }
 
 /**
@@ -172,7 +180,10 @@ export class SimulatedAgent {
         admitted: decision.admitted,
       });
       if (decision.admitted) {
-        if (decision.leases.length > 0) this.endTask(decision.leases);
+        if (this.tasks?.answerAtEnd === true) {
+          await this.tasks.sleep(this.tasks.durationMs);
+          this.store.releaseSync(decision.leases);
+        } else if (decision.leases.length > 0) this.endTask(decision.leases);
         // A bare-500 agent says nothing about its limits, on success either.
         return this.mode === SIMULATED_AGENT_MODES.rest
           ? {
@@ -203,5 +214,29 @@ export class SimulatedAgent {
       return;
     }
     void this.tasks.sleep(this.tasks.durationMs).then(() => this.store.releaseSync(leases));
+  }
+}
+
+/**
+ * The agent card (only its capabilities) an agent with these policies publishes: the production
+ * rate-limit extension (`withRateLimitExtension`), rendered by a limiter of its own that decides
+ * nothing and is closed before returning.
+ *
+ * @example
+ * ```ts
+ * const card = await publishedAgentCard([WORKED_EXAMPLE_POLICY]);
+ * scheduler.learnAgentCard(card, { agents: ['research-agent'] });
+ * ```
+ */
+export async function publishedAgentCard(
+  policies: readonly Policy[],
+  domain = 'agents.example.com',
+): Promise<{ readonly capabilities: { readonly extensions: readonly unknown[] } }> {
+  const limiter = createLimiter({ policies, domain, eventLoopDelay: false });
+  try {
+    const card = withRateLimitExtension({ capabilities: { extensions: [] as unknown[] } }, limiter);
+    return { capabilities: { extensions: card.capabilities.extensions ?? [] } };
+  } finally {
+    await limiter.close();
   }
 }

@@ -53,6 +53,8 @@ export interface SimulateFlags {
   readonly fixedDelayMs?: unknown;
   /** How long admitted calls keep concurrency leases, ms. @defaultValue 1000 */
   readonly taskMs?: unknown;
+  /** Answers come when the task ends (blocking SendMessage). @defaultValue false */
+  readonly answerAfterTask?: unknown;
 }
 
 /** Calls simulated at most in one run (callers × calls). */
@@ -200,5 +202,6 @@ export async function scenarioFromFlags(flags: SimulateFlags): Promise<Simulatio
       3_600_000,
     ),
     taskMs: nonNegativeInteger(flags.taskMs, '--task-ms', DEFAULT_SCENARIO.taskMs, 3_600_000),
+    answerAfterTask: flags.answerAfterTask === true,
   };
 }

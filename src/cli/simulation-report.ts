@@ -125,6 +125,7 @@ function describePolicy(p: Policy): string {
 
 const ROWS: readonly (readonly [string, (o: ClientKindOutcome) => TableCell])[] = [
   ['admitted at once', (o) => o.admittedAtOnce],
+  ['admitted when paced', (o) => o.admittedPaced],
   ['rejected', (o) => o.rejected],
   ['admitted on first retry', (o) => o.admittedOnFirstRetry],
   ['admitted on a later retry', (o) => o.admittedOnLaterRetry],

@@ -3,7 +3,8 @@
  * The engine of `a2a-ratelimit simulate`: many callers, each with its own client, fan calls out to
  * one agent in virtual time. The agent is the production decision (`MemoryStore`) behind the
  * production wire encoders, and every answer is decoded with the production `extractRetryHint`
- * (`SimulatedAgent`); the obedient client is the production `RetryScheduler`. Only sockets and
+ * (`SimulatedAgent`); the obedient client is the production `RetryScheduler` (the `planned` kind
+ * also reads the card the agent publishes, `publishedAgentCard`). Only sockets and
  * the wall clock are left out, so a run of minutes of traffic takes seconds and is reproducible
  * from its seed. Each client kind runs on its own fresh agent and clock; arrivals are the same for
  * every kind, so the kinds are compared on identical traffic.
@@ -18,6 +19,7 @@ import { createVirtualTime, type VirtualClock } from '../testing/virtual-time.js
 import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
 import { type CallOutcomeCounts, countAttempts } from './call-outcomes.js';
 import {
+  publishedAgentCard,
   type SeenRequest,
   SIMULATED_AGENT_MODES,
   SimulatedAgent,
@@ -31,14 +33,24 @@ import {
  *   that answers a bare HTTP 500 over plain GCRA (no held slots) — the seed's counter-example;
  * - `fixed`: ignores the answer, retries every `fixedDelayMs` (default 1 s), 4 retries;
  * - `hint-ignoring`: ignores the answer, retries at once and then every 250 ms, 10 retries;
- * - `give-up-early`: ignores the answer, retries once after `fixedDelayMs`, then gives up.
+ * - `give-up-early`: ignores the answer, retries once after `fixedDelayMs`, then gives up;
+ * - `planned`: the production `RetryScheduler` that has also read the agent's card: first sends
+ *   go when the published policies say they conform (rate paced, concurrency bounded), and every
+ *   hint is still honoured.
  *
  * @example
  * ```ts
- * const kinds: readonly ClientKind[] = CLIENT_KINDS; // ['ours', 'naive', 'fixed', 'hint-ignoring', 'give-up-early']
+ * const kinds: readonly ClientKind[] = CLIENT_KINDS; // ['ours', 'naive', 'fixed', 'hint-ignoring', 'give-up-early', 'planned']
  * ```
  */
-export const CLIENT_KINDS = ['ours', 'naive', 'fixed', 'hint-ignoring', 'give-up-early'] as const;
+export const CLIENT_KINDS = [
+  'ours',
+  'naive',
+  'fixed',
+  'hint-ignoring',
+  'give-up-early',
+  'planned',
+] as const;
 
 /**
  * One of {@link CLIENT_KINDS}.
@@ -93,6 +105,11 @@ export interface SimulationScenario {
   readonly fixedDelayMs: number;
   /** How long an admitted call keeps concurrency leases (its task runs), ms. */
   readonly taskMs: number;
+  /**
+   * Answers come when the task ends (a blocking SendMessage), not at admission.
+   * @defaultValue false
+   */
+  readonly answerAfterTask?: boolean | undefined;
 }
 
 /**
@@ -183,6 +200,8 @@ function ownSchedule(kind: ClientKind, fixedDelayMs: number): OwnSchedule | unde
 
 /** Per-call bookkeeping, filled in by the tracking attempt wrapper. */
 interface CallTrack {
+  /** Caller and messageId, as `summarize` keys requests. */
+  readonly call: string;
   arrivalMs: number;
   firstSendMs: number;
   admittedAttempt: number;
@@ -281,9 +300,14 @@ export async function simulateClientKind(
     store,
     clock: vt,
     mode: kind === 'naive' ? SIMULATED_AGENT_MODES.bare500 : SIMULATED_AGENT_MODES.rest,
-    tasks: { durationMs: scenario.taskMs, sleep: vt.sleep },
+    tasks: {
+      durationMs: scenario.taskMs,
+      sleep: vt.sleep,
+      answerAtEnd: scenario.answerAfterTask === true,
+    },
   });
   const schedule = ownSchedule(kind, scenario.fixedDelayMs);
+  const card = kind === 'planned' ? await publishedAgentCard(scenario.policies) : undefined;
   const withMessageId = MESSAGE_METHODS.has(scenario.method);
   const tracks: CallTrack[] = [];
   const kindSalt = CLIENT_KINDS.indexOf(kind) + 1;
@@ -299,10 +323,13 @@ export async function simulateClientKind(
             ...(kind === 'naive' ? NAIVE_RULES : {}),
           })
         : undefined;
+    if (card !== undefined) scheduler?.learnAgentCard(card, { agents: [AGENT] });
     const calls: Promise<void>[] = [];
     for (const [i, arrivalMs] of times.entries()) {
       if (arrivalMs > vt.nowMs()) await vt.sleep(arrivalMs - vt.nowMs());
+      const messageId = withMessageId ? `${caller}/m-${i + 1}` : undefined;
       const track: CallTrack = {
+        call: `${caller}\u0000${messageId ?? ''}`,
         arrivalMs: vt.nowMs(),
         firstSendMs: Number.NaN,
         admittedAttempt: -1,
@@ -310,11 +337,7 @@ export async function simulateClientKind(
         endMs: Number.NaN,
       };
       tracks.push(track);
-      const send = agent.attempt({
-        caller,
-        method: scenario.method,
-        messageId: withMessageId ? `${caller}/m-${i + 1}` : undefined,
-      });
+      const send = agent.attempt({ caller, method: scenario.method, messageId });
       const tracked = async (attemptIndex: number) => {
         if (attemptIndex === 0) track.firstSendMs = vt.nowMs();
         const outcome = await send(attemptIndex);
@@ -368,12 +391,13 @@ function summarize(
     if (t.firstSendMs > t.arrivalMs) heldByClient++;
     if (t.endMs > endMs) endMs = t.endMs;
   }
+  const paced = new Set<string>();
+  for (const t of tracks) if (t.firstSendMs > t.arrivalMs) paced.add(t.call);
   const counts = countAttempts(
-    requests.map((r) => ({
-      call: `${r.caller}\u0000${r.messageId ?? ''}`,
-      attemptIndex: r.attemptIndex,
-      admitted: r.admitted,
-    })),
+    requests.map((r) => {
+      const call = `${r.caller}\u0000${r.messageId ?? ''}`;
+      return { call, attemptIndex: r.attemptIndex, admitted: r.admitted, paced: paced.has(call) };
+    }),
   );
   waitsMs.sort((a, b) => a - b);
   return {

@@ -5,12 +5,20 @@
  * request once (operation and messageId), re-sends the identical bytes, reads error responses
  * through a clone (so the SDK still gets an untouched response) and hands each outcome to the
  * shared {@link RetryScheduler}. Streams are retried only when refused before their first event.
- * Requests that are not A2A operations (the agent card, anything else) pass through untouched.
+ * Requests that are not A2A operations (the agent card, anything else) pass through untouched;
+ * an agent card (public, or a caller's extended one) going by is learned, so that the scheduler
+ * plans from the policies it publishes (fetch-card-learning.ts).
  */
 
 import { extractRetryHint } from '../wire/extract-retry-hint.js';
 import { readRateLimitHeaders } from '../wire/ratelimit-headers.js';
 import { callerFingerprint } from './caller-fingerprint.js';
+import {
+  isAgentCardRequest,
+  learnAgentCardResponse,
+  learnExtendedCardResponse,
+  trackBodyEnd,
+} from './fetch-card-learning.js';
 import { identifyA2ARequest } from './identify-a2a-request.js';
 import {
   type AttemptOutcome,
@@ -85,12 +93,19 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): typeof 
         ...(body === undefined ? {} : { body }),
         ...(signal ? { signal } : {}),
       });
-    if (a2a === undefined) return send();
+    if (a2a === undefined) {
+      if (!isAgentCardRequest(request.method, request.url)) return send();
+      const response = await send();
+      await learnAgentCardResponse(scheduler, request.url, response, agentKey);
+      return response;
+    }
+    const agent = agentKey(new URL(request.url));
+    const caller = callerKey(request);
 
-    return scheduler.run(
+    const answer = await scheduler.run(
       {
-        agent: agentKey(new URL(request.url)),
-        caller: callerKey(request),
+        agent,
+        caller,
         method: a2a.method,
         signal: signal ?? undefined,
       },
@@ -111,6 +126,11 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): typeof 
           'text/event-stream',
         );
         // A stream that started is never retried: once its first event may be out, it is the SDK's.
+        if (response.ok && isEventStream && scheduler.plans.knows(agent, caller)) {
+          // A planned stream counts in flight until its body ends.
+          const { response: tracked, ended } = trackBodyEnd(response);
+          return { ok: true, value: tracked, rateLimit, busyUntil: ended };
+        }
         if (response.ok && (isEventStream || (a2a.binding === 'rest' && !a2a.streaming))) {
           return { ok: true, value: response, rateLimit };
         }
@@ -127,6 +147,10 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): typeof 
         return { ok: false, hint, failure: { value: response } };
       },
     );
+    if (a2a.method === 'GetExtendedAgentCard') {
+      await learnExtendedCardResponse(scheduler, answer, a2a.binding, { agent, caller });
+    }
+    return answer;
   };
   return retryingFetch as typeof fetch;
 }

@@ -6,7 +6,10 @@
  * {@link RetryScheduler}, reading the rejection from the status and trailers
  * (`grpc-status-details-bin` RetryInfo, `grpc-retry-pushback-ms`, `retry-after`) with
  * `extractRetryHint`. Responses are held back until the attempt that will be kept is known, so the
- * caller sees exactly one call. The only file of this package that imports `@grpc/grpc-js`.
+ * caller sees exactly one call. A caller's extended card (`GetExtendedAgentCard`) going by is
+ * learned, so that the scheduler plans from the policies it publishes for that caller; a planned
+ * stream counts in flight until its status arrives. The only file of this package that imports
+ * `@grpc/grpc-js`.
  */
 
 import {
@@ -179,6 +182,11 @@ class RetryingCall implements CallLike {
   private wantsRead = false;
   private lastHeld: HeldResult | undefined;
   private statusDelivered = false;
+  private markEnded: () => void = noop;
+  /** Settles when the caller got the final status (a stream's end). */
+  private readonly ended = new Promise<void>((resolve) => {
+    this.markEnded = resolve;
+  });
 
   constructor(deps: RetryingCallDeps) {
     this.deps = deps;
@@ -233,17 +241,24 @@ class RetryingCall implements CallLike {
         ? undefined
         : scheduler.nowMs() + (new Date(deadline).getTime() - Date.now());
     try {
+      const caller = this.deps.callerKey(this.metadata);
       const result = await scheduler.run(
         {
           agent: this.deps.agent,
-          caller: this.deps.callerKey(this.metadata),
+          caller,
           method: this.deps.method,
           signal: this.abort.signal,
           deadlineMs,
         },
         (attemptIndex) => this.attempt(attemptIndex),
       );
-      if (!result.committed) this.deliver(result);
+      if (!result.committed) {
+        const answered = result.hasMessage && result.status.code === grpcStatus.OK;
+        if (this.deps.method === 'GetExtendedAgentCard' && answered) {
+          scheduler.learnAgentCard(result.message, { agents: [this.deps.agent], caller });
+        }
+        this.deliver(result);
+      }
     } catch (error) {
       this.fail(error);
     }
@@ -275,7 +290,12 @@ class RetryingCall implements CallLike {
             if (headers !== undefined) this.listener.onReceiveMetadata(headers);
             this.wantsRead = false;
             this.listener.onReceiveMessage(received);
-            resolve({ ok: true, value: { committed: true }, rateLimit: rateLimitOf(headers) });
+            resolve({
+              ok: true,
+              value: { committed: true },
+              rateLimit: rateLimitOf(headers),
+              busyUntil: this.ended,
+            });
             return;
           }
           hasMessage = true;
@@ -350,6 +370,7 @@ class RetryingCall implements CallLike {
   private deliverStatus(status: StatusObject): void {
     if (this.statusDelivered) return;
     this.statusDelivered = true;
+    this.markEnded();
     this.listener.onReceiveStatus(status);
   }
 }

@@ -5,11 +5,15 @@
  * any transport with the same rules and gates; `planRetry` is the rules as a pure function. The
  * gRPC interceptor lives in `a2a-ratelimit/client/grpc` so that this entry never loads grpc-js.
  */
+export * from './agent-card-targets.js';
 export * from './caller-fingerprint.js';
 export * from './create-retrying-fetch.js';
 export * from './identify-a2a-request.js';
 export * from './plan-retry.js';
+export * from './policy-plan.js';
 export * from './retry-errors.js';
 export * from './retry-scheduler.js';
 export * from './send-gate.js';
+export * from './send-gate-table.js';
+export * from './send-plan-table.js';
 export * from './sleep.js';

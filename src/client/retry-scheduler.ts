@@ -4,18 +4,26 @@
  * as DESIGN §5 says (rules in plan-retry.ts). Transport-agnostic: the fetch adapter and the gRPC
  * interceptor give it an `attempt` function that sends the identical request once and reports what
  * came back as a {@link RetryHint} (via `extractRetryHint`). It owns the deadline, the waiting,
- * the typed errors, and feeding every response to the gate.
+ * the typed errors, and feeding every response to the gate. With an agent's card learned
+ * (`learnAgentCard`, or the adapters seeing it go by), first sends are also planned from the
+ * published policies (send-plan-table.ts): paced to the rate, bounded to the concurrency, and every
+ * answer and rejection corrects the plan; a rejection is still handled by the same rules.
  */
 
 import type { Clock } from '../core/clock.js';
+import { readRateLimitCard } from '../wire/rate-limit-card.js';
 import type { RetryHint } from '../wire/retry-hint.js';
+import { agentCardTargets } from './agent-card-targets.js';
 import { DEFAULT_RETRY_RULES, planRetry, type RetryRules, type StopReason } from './plan-retry.js';
+import type { CallPlan } from './policy-plan.js';
 import {
   AgentOverloadedError,
   RateLimitedError,
   RetryBudgetExceededError,
 } from './retry-errors.js';
-import { type RateLimitInfo, type SendGate, SendGateTable } from './send-gate.js';
+import type { RateLimitInfo, SendGate } from './send-gate.js';
+import { SendGateTable } from './send-gate-table.js';
+import { SendPlanTable } from './send-plan-table.js';
 import { type Sleep, systemClock, systemSleep } from './sleep.js';
 
 /**
@@ -30,8 +38,13 @@ import { type Sleep, systemClock, systemSleep } from './sleep.js';
 export interface RetrySchedulerOptions extends Partial<RetryRules> {
   /** Total time one call may take, first send to last response, unless the call sets `deadlineMs`. @defaultValue 120_000 */
   readonly budgetMs?: number;
-  /** Gates kept at most (idle ones are dropped first). @defaultValue 1_000 */
+  /** Gates kept at most (idle ones are dropped first); also bounds the plans. @defaultValue 1_000 */
   readonly maxGates?: number;
+  /**
+   * Plan first sends from the policies an agent's card publishes, once a card is learned.
+   * `false`: cards are ignored and only rejections and `RateLimit` answers pace calls. @defaultValue true
+   */
+  readonly planFromCard?: boolean;
   /** Time source. @defaultValue systemClock */
   readonly clock?: Clock;
   /** Waits between attempts and in the gate. @defaultValue systemSleep */
@@ -77,7 +90,16 @@ export interface ScheduledCall {
  * ```
  */
 export type AttemptOutcome<T> =
-  | { readonly ok: true; readonly value: T; readonly rateLimit?: RateLimitInfo | undefined }
+  | {
+      readonly ok: true;
+      readonly value: T;
+      readonly rateLimit?: RateLimitInfo | undefined;
+      /**
+       * The call still occupies the agent after this answer (a stream) until this settles; a
+       * concurrency plan counts it in flight until then. @defaultValue the answer ends it
+       */
+      readonly busyUntil?: Promise<unknown> | undefined;
+    }
   | {
       readonly ok: false;
       readonly hint: RetryHint;
@@ -132,11 +154,14 @@ export class RetryScheduler {
   readonly budgetMs: number;
   /** The gates. */
   readonly gates: SendGateTable;
+  /** What the agents' cards said, and the plans made from it. */
+  readonly plans: SendPlanTable;
   /** Counters. */
   readonly stats: RetrySchedulerStats = { sends: 0, retries: 0, failedCalls: 0 };
   private readonly clock: Clock;
   private readonly sleep: Sleep;
   private readonly random: () => number;
+  private readonly planFromCard: boolean;
 
   constructor(options: RetrySchedulerOptions = {}) {
     this.rules = {
@@ -151,11 +176,45 @@ export class RetryScheduler {
     this.clock = options.clock ?? systemClock;
     this.sleep = options.sleep ?? systemSleep;
     this.random = options.random ?? Math.random;
+    this.planFromCard = options.planFromCard ?? true;
+    const maxGates = options.maxGates === undefined ? {} : { maxGates: options.maxGates };
     this.gates = new SendGateTable({
       clock: this.clock,
       sleep: this.sleep,
-      ...(options.maxGates === undefined ? {} : { maxGates: options.maxGates }),
+      random: this.random,
+      jitterMs: this.rules.jitterMs,
+      ...maxGates,
     });
+    this.plans = new SendPlanTable({
+      clock: this.clock,
+      ...(options.maxGates === undefined ? {} : { maxPlans: options.maxGates }),
+    });
+  }
+
+  /**
+   * Learns the policies an agent card publishes (its rate-limit extension): from then on, first
+   * sends to that agent are planned from them. `agents`: the keys the transports use for it
+   * (default: the origin of each HTTP interface URL and each gRPC interface URL as written);
+   * `caller`: the card is that caller's extended card (its own tier). Returns whether the card
+   * carried the extension. A card without it, or `planFromCard: false`, changes nothing.
+   *
+   * @example
+   * ```ts
+   * const card = await new DefaultAgentCardResolver().resolve('https://agent.example');
+   * scheduler.learnAgentCard(card);
+   * const client = await factory.createFromAgentCard(card);
+   * ```
+   */
+  learnAgentCard(
+    card: unknown,
+    options: { readonly agents?: readonly string[]; readonly caller?: string } = {},
+  ): boolean {
+    const limits = readRateLimitCard(card);
+    if (limits === undefined || !this.planFromCard) return false;
+    for (const agent of options.agents ?? agentCardTargets(card).keys) {
+      this.plans.learn(agent, limits, options.caller);
+    }
+    return true;
   }
 
   /** Now on the scheduler's clock, ms. */
@@ -176,8 +235,10 @@ export class RetryScheduler {
       startMs + this.budgetMs,
     );
     const { agent, caller, method, signal } = call;
+    const callPlan = this.planFromCard ? this.plans.planFor(agent, caller, method) : undefined;
     let gate = this.gateOf(call);
-    await gate.acquire({ deadlineMs, maxWaitMs: this.rules.maxSingleWaitMs, signal });
+    await gate.acquire({ deadlineMs, maxWaitMs: this.rules.maxSingleWaitMs, signal }, callPlan);
+    let sentAtMs = this.clock.nowMs();
 
     for (let attemptIndex = 0; ; attemptIndex++) {
       this.stats.sends++;
@@ -185,18 +246,28 @@ export class RetryScheduler {
       try {
         outcome = await attempt(attemptIndex);
       } catch (error) {
+        callPlan?.settled(sentAtMs, this.clock.nowMs());
+        callPlan?.release();
         gate.endSend();
         this.stats.failedCalls++;
         throw error;
       }
       if (outcome.ok) {
-        gate.onSucceeded(outcome.rateLimit);
+        if (callPlan !== undefined) settlePlan(callPlan, sentAtMs, this.clock.nowMs(), outcome);
+        gate.onSucceeded(unplanned(outcome.rateLimit, callPlan));
         gate.endSend();
         return outcome.value;
       }
 
       const { hint } = outcome;
-      if ((hint.kind === 'quota' || hint.kind === 'overload') && hint.policy !== undefined) {
+      const limited = hint.kind === 'quota' || hint.kind === 'overload';
+      if (callPlan !== undefined) {
+        settlePlan(callPlan, sentAtMs, this.clock.nowMs(), hint);
+        if (limited && hint.delayMs !== undefined) {
+          callPlan.rejected(hint.policy, hint.delayMs, hint.reserved === true, this.clock.nowMs());
+        }
+      }
+      if (limited && hint.policy !== undefined) {
         // The limit has a name: this method's calls now queue in that policy's gate.
         this.gates.learnPolicy(agent, caller, method, hint.policy);
         const named = this.gates.gateFor(agent, caller, hint.policy);
@@ -206,7 +277,7 @@ export class RetryScheduler {
           gate = named;
         }
       }
-      if (hint.kind === 'quota' || hint.kind === 'overload') gate.onRejected(hint);
+      if (limited) gate.onRejected(hint, callPlan?.covers(hint.policy) === true);
 
       const plan = planRetry(
         {
@@ -239,6 +310,8 @@ export class RetryScheduler {
         throw error;
       }
       gate.beginRetrySend();
+      sentAtMs = this.clock.nowMs();
+      callPlan?.begin(sentAtMs, hint.reserved === true ? hint.policy : undefined);
       this.stats.retries++;
     }
   }
@@ -267,4 +340,34 @@ export class RetryScheduler {
     if ('error' in failure) throw failure.error;
     return failure.value;
   }
+}
+
+/** An answer (or a rejection's hint) reaches the plan; its concurrency room frees when the call does. */
+function settlePlan<T>(
+  plan: CallPlan,
+  sentAtMs: number,
+  nowMs: number,
+  answer: Extract<AttemptOutcome<T>, { ok: true }> | RetryHint,
+): void {
+  const limits = 'ok' in answer ? answer.rateLimit : answer;
+  plan.settled(sentAtMs, nowMs, limits);
+  const busyUntil = 'ok' in answer ? answer.busyUntil : undefined;
+  if (busyUntil === undefined) plan.release();
+  else
+    busyUntil.then(
+      () => plan.release(),
+      () => plan.release(),
+    );
+}
+
+/** What the gate's own pacing still needs: the `RateLimit` items no plan of this call follows. */
+function unplanned(
+  info: RateLimitInfo | undefined,
+  plan: CallPlan | undefined,
+): RateLimitInfo | undefined {
+  if (info === undefined || plan === undefined) return info;
+  const states = info.states.filter((s) => !plan.covers(s.policy));
+  if (states.length === info.states.length) return info;
+  if (states.length === 0) return undefined;
+  return { policies: info.policies.filter((p) => !plan.covers(p.policy)), states };
 }

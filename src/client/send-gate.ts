@@ -9,10 +9,14 @@
  * call will use the slot it was told, so the next free slot is one interval after it.
  * `SendGateTable` owns the gates and bounds their number (idle gates are dropped, least recently
  * used first). This file owns only bookkeeping and waiting; the rules of a retry are plan-retry.ts.
+ * A call may bring a {@link CallPlan} (the agent's published policies): it then also waits until
+ * every planned policy says it conforms, and is counted in them when it goes. Planned calls go at
+ * their instant, with jitter only when a plan is contended (other senders want the same slots).
  */
 
 import type { Clock } from '../core/clock.js';
 import type { AnnouncedPolicy, AnnouncedState, RetryHint } from '../wire/retry-hint.js';
+import type { CallPlan } from './policy-plan.js';
 import { RetryBudgetExceededError } from './retry-errors.js';
 import type { Sleep } from './sleep.js';
 
@@ -50,6 +54,26 @@ interface Waiter {
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
   readonly cleanup: AbortController;
+  readonly plan: CallPlan | undefined;
+  /** Drawn once, when a contended plan first makes this call wait, ms. */
+  jitterMs?: number;
+}
+
+/**
+ * What a gate needs: time, and for jitter on contended plans a random source and a cap.
+ *
+ * @example
+ * ```ts
+ * const deps: SendGateDeps = { clock: systemClock, sleep: systemSleep, random: Math.random, jitterMs: 1_000 };
+ * ```
+ */
+export interface SendGateDeps {
+  readonly clock: Clock;
+  readonly sleep: Sleep;
+  /** Uniform in [0, 1). @defaultValue Math.random */
+  readonly random?: () => number;
+  /** Most jitter on a planned send of a contended plan (at most one interval), ms. @defaultValue 1_000 */
+  readonly jitterMs?: number;
 }
 
 /**
@@ -69,6 +93,9 @@ export class SendGate {
   readonly group: string;
   private readonly clock: Clock;
   private readonly sleep: Sleep;
+  private readonly random: () => number;
+  private readonly jitterCapMs: number;
+  private readonly pumpOnRoom = (): void => this.pump();
   /** No first send before this, ms. */
   private wallMs = Number.NEGATIVE_INFINITY;
   /** Sends known to be available now; `undefined` = no estimate (send freely). */
@@ -87,10 +114,12 @@ export class SendGate {
   private readonly waiters: Waiter[] = [];
   private wake: { atMs: number; controller: AbortController } | undefined;
 
-  constructor(group: string, deps: { readonly clock: Clock; readonly sleep: Sleep }) {
+  constructor(group: string, deps: SendGateDeps) {
     this.group = group;
     this.clock = deps.clock;
     this.sleep = deps.sleep;
+    this.random = deps.random ?? Math.random;
+    this.jitterCapMs = Math.max(0, deps.jitterMs ?? 1_000);
   }
 
   /** Calls waiting for their first send. */
@@ -114,25 +143,26 @@ export class SendGate {
   }
 
   /**
-   * Waits until this call may be sent, then counts it in flight. Fails at once with
-   * `RetryBudgetExceededError` when the predictable wait does not fit in `limits`; a wait that is
-   * not predictable (pace unknown) fails when the deadline or `maxWaitMs` is reached.
+   * Waits until this call may be sent (and, with a `plan`, until every planned policy lets it),
+   * then counts it in flight. Fails at once with `RetryBudgetExceededError` when the predictable
+   * wait does not fit in `limits`; a wait that is not predictable (pace unknown, a concurrency
+   * plan full) fails when the deadline or `maxWaitMs` is reached.
    */
-  acquire(limits: GateWaitLimits): Promise<void> {
+  acquire(limits: GateWaitLimits, plan?: CallPlan): Promise<void> {
     if (limits.signal?.aborted) return Promise.reject(limits.signal.reason);
     const nowMs = this.clock.nowMs();
-    if (this.waiters.length === 0 && this.releaseAtMs(nowMs) === nowMs) {
-      this.take(nowMs);
+    if (this.waiters.length === 0 && this.headReleaseAtMs(nowMs, plan) === nowMs) {
+      this.take(nowMs, plan);
       return Promise.resolve();
     }
-    const estimateMs = this.estimateReleaseMs(nowMs, this.waiters.length);
+    const estimateMs = this.estimateReleaseMs(nowMs, this.waiters.length, plan);
     const waitMs = estimateMs - nowMs;
     if (waitMs > limits.maxWaitMs || estimateMs > limits.deadlineMs) {
       return Promise.reject(this.budgetError(waitMs, limits.deadlineMs - nowMs));
     }
     return new Promise<void>((resolve, reject) => {
       const cleanup = new AbortController();
-      const waiter: Waiter = { resolve, reject, cleanup };
+      const waiter: Waiter = { resolve, reject, cleanup, plan };
       this.waiters.push(waiter);
       const leave = (error: unknown): void => {
         const i = this.waiters.indexOf(waiter);
@@ -188,15 +218,20 @@ export class SendGate {
 
   /**
    * A quota or overload rejection: no first send before now + `hint.delayMs`, and the rejected
-   * call's own retry will use that slot.
+   * call's own retry will use that slot. `planned`: the policy it names is planned by the calls'
+   * plans, which pace from it; the gate then only keeps the wall.
    */
-  onRejected(hint: RetryHint): void {
+  onRejected(hint: RetryHint, planned = false): void {
     this.lastHint = hint;
     const delayMs = hint.delayMs;
     if (delayMs === undefined || !(delayMs >= 0)) return;
     const nowMs = this.clock.nowMs();
     const slotMs = nowMs + delayMs;
     this.wallMs = Math.max(this.wallMs, slotMs);
+    if (planned) {
+      this.pump();
+      return;
+    }
     this.learnPace(hint.policies ?? [], hint.policy);
     this.tokens = 0;
     this.probing = false;
@@ -264,9 +299,34 @@ export class SendGate {
     return this.inFlight + this.pendingRetries === 0 ? notBeforeMs : undefined;
   }
 
+  /**
+   * When the head may go, with its plan (`undefined`: waiting for an answer); with `waiter`, a
+   * contended plan's wait gets that waiter's jitter on top.
+   */
+  private headReleaseAtMs(
+    nowMs: number,
+    plan: CallPlan | undefined,
+    waiter?: Waiter,
+  ): number | undefined {
+    const gateAtMs = this.releaseAtMs(nowMs);
+    if (gateAtMs === undefined || plan === undefined) return gateAtMs;
+    const planAtMs = plan.releaseAtMs(nowMs);
+    if (planAtMs === undefined) {
+      plan.onRoom(this.pumpOnRoom);
+      return undefined;
+    }
+    if (planAtMs <= nowMs || waiter === undefined) return Math.max(gateAtMs, planAtMs);
+    const contended = plan.contended(nowMs);
+    if (waiter.jitterMs === undefined && contended !== undefined) {
+      waiter.jitterMs = this.random() * Math.min(contended.intervalMs, this.jitterCapMs);
+    }
+    return Math.max(gateAtMs, planAtMs + (waiter.jitterMs ?? 0));
+  }
+
   /** Predictable release time of the waiter at `position` (0 = head), ms. */
-  private estimateReleaseMs(nowMs: number, position: number): number {
-    const notBeforeMs = Math.max(nowMs, this.wallMs);
+  private estimateReleaseMs(nowMs: number, position: number, plan: CallPlan | undefined): number {
+    const planAtMs = plan?.releaseAtMs(nowMs, position) ?? nowMs;
+    const notBeforeMs = Math.max(nowMs, this.wallMs, planAtMs);
     if (this.probing || this.tokens === undefined) return notBeforeMs;
     this.refill(nowMs);
     if (this.tokens > position) return notBeforeMs;
@@ -274,9 +334,10 @@ export class SendGate {
     return Math.max(notBeforeMs, this.nextTokenAtMs + behind * (this.intervalMs ?? 0));
   }
 
-  private take(nowMs: number): void {
+  private take(nowMs: number, plan: CallPlan | undefined): void {
     this.inFlight++;
     this.consumeIfKnown(nowMs);
+    plan?.begin(nowMs);
   }
 
   private consumeIfKnown(nowMs: number): void {
@@ -291,16 +352,17 @@ export class SendGate {
   private pump(): void {
     const nowMs = this.clock.nowMs();
     while (this.waiters.length > 0) {
-      const atMs = this.releaseAtMs(nowMs);
+      const head = this.waiters[0] as Waiter;
+      const atMs = this.headReleaseAtMs(nowMs, head.plan, head);
       if (atMs === undefined) return;
       if (atMs > nowMs) {
         this.scheduleWake(atMs);
         return;
       }
-      const waiter = this.waiters.shift() as Waiter;
-      waiter.cleanup.abort();
-      this.take(nowMs);
-      waiter.resolve();
+      this.waiters.shift();
+      head.cleanup.abort();
+      this.take(nowMs, head.plan);
+      head.resolve();
     }
     // Queue drained: an unknown pace stops mattering until the next rejection.
     this.probing = false;
@@ -338,92 +400,4 @@ function pickState(states: readonly AnnouncedState[], group: string): AnnouncedS
   let lowest: AnnouncedState | undefined;
   for (const s of states) if (lowest === undefined || s.remaining < lowest.remaining) lowest = s;
   return lowest;
-}
-
-/**
- * Options of {@link SendGateTable}.
- *
- * @example
- * ```ts
- * const table = new SendGateTable({ clock: systemClock, sleep: systemSleep, maxGates: 500 });
- * ```
- */
-export interface SendGateTableOptions {
-  readonly clock: Clock;
-  readonly sleep: Sleep;
-  /** Gates (and learned method → policy mappings) kept at most; idle ones go first. @defaultValue 1_000 */
-  readonly maxGates?: number;
-}
-
-/**
- * The gates of one client, keyed by (agent, caller, group), and what it learned about which policy
- * limits which method. Bounded: past `maxGates`, idle gates are dropped least recently used first
- * (an idle gate holds nothing a fresh one would not).
- *
- * @example
- * ```ts
- * const table = new SendGateTable({ clock, sleep });
- * const gate = table.gateFor('https://agent.example', 'caller-a', 'SendMessage');
- * ```
- */
-export class SendGateTable {
-  private readonly clock: Clock;
-  private readonly sleep: Sleep;
-  private readonly maxGates: number;
-  private readonly gates = new Map<string, SendGate>();
-  private readonly policyByMethod = new Map<string, string>();
-
-  constructor(options: SendGateTableOptions) {
-    this.clock = options.clock;
-    this.sleep = options.sleep;
-    this.maxGates = Math.max(1, options.maxGates ?? 1_000);
-  }
-
-  /** Gates currently kept. */
-  get size(): number {
-    return this.gates.size;
-  }
-
-  /** The group a method's calls queue in: the policy last seen limiting it, else the method. */
-  groupFor(agent: string, caller: string, method: string): string {
-    return this.policyByMethod.get(key(agent, caller, method)) ?? method;
-  }
-
-  /** Records that `policy` limits `method` for this agent and caller. */
-  learnPolicy(agent: string, caller: string, method: string, policy: string): void {
-    const k = key(agent, caller, method);
-    this.policyByMethod.delete(k);
-    this.policyByMethod.set(k, policy);
-    while (this.policyByMethod.size > this.maxGates) {
-      const oldest = this.policyByMethod.keys().next().value as string;
-      this.policyByMethod.delete(oldest);
-    }
-  }
-
-  /** The gate of a group, created on first use (and marked most recently used). */
-  gateFor(agent: string, caller: string, group: string): SendGate {
-    const k = key(agent, caller, group);
-    let gate = this.gates.get(k);
-    if (gate !== undefined) {
-      this.gates.delete(k);
-    } else {
-      gate = new SendGate(group, { clock: this.clock, sleep: this.sleep });
-      this.evict();
-    }
-    this.gates.set(k, gate);
-    return gate;
-  }
-
-  /** Drops idle gates while over the cap, least recently used first; busy gates stay. */
-  private evict(): void {
-    if (this.gates.size < this.maxGates) return;
-    for (const [k, gate] of this.gates) {
-      if (this.gates.size < this.maxGates) return;
-      if (gate.isIdle()) this.gates.delete(k);
-    }
-  }
-}
-
-function key(agent: string, caller: string, name: string): string {
-  return `${agent}\u0000${caller}\u0000${name}`;
 }

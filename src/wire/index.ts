@@ -15,6 +15,7 @@ export * from './headers-like.js';
 export * from './json-rpc-rejection.js';
 export * from './proto-binary.js';
 export * from './proto-json.js';
+export * from './rate-limit-card.js';
 export * from './ratelimit-headers.js';
 export * from './rejection-details.js';
 export * from './rest-rejection.js';

@@ -1,0 +1,139 @@
+/**
+ * @module fetch-card-learning
+ * What the retrying `fetch` learns from responses that go through it anyway: the agent card
+ * (`GET …/.well-known/agent-card.json`, when the fetch is also the SDK's card resolver's
+ * `fetchImpl`) and a caller's extended card (`GetExtendedAgentCard`, JSON-RPC or REST), read from
+ * a clone so the SDK still gets the untouched response; and, for planned streams, when an SSE
+ * body ends (a concurrency plan counts the stream in flight until then). No request of its own.
+ */
+
+import { agentCardTargets } from './agent-card-targets.js';
+import type { RetryScheduler } from './retry-scheduler.js';
+
+/** Card bodies read at most, bytes (by `Content-Length`; a card is a few KiB). */
+const MAX_CARD_BYTES = 1_048_576;
+
+/**
+ * Whether a request fetches a public agent card (A2A 1.0 `agent-card.json`, v0.3 `agent.json`).
+ *
+ * @example
+ * ```ts
+ * isAgentCardRequest('GET', 'https://a.example/.well-known/agent-card.json'); // true
+ * ```
+ */
+export function isAgentCardRequest(httpMethod: string, url: string): boolean {
+  if (httpMethod.toUpperCase() !== 'GET') return false;
+  try {
+    return /\/\.well-known\/agent(-card)?\.json$/.test(new URL(url).pathname);
+  } catch {
+    return false;
+  }
+}
+
+async function jsonOf(response: Response): Promise<unknown> {
+  const length = Number(response.headers.get('content-length') ?? '0');
+  if (!response.ok || length > MAX_CARD_BYTES) return undefined;
+  try {
+    return JSON.parse(await response.clone().text());
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Learns the policies of a public card that was just fetched: for the agent keys of every
+ * interface it lists (through `agentKey` for HTTP ones, as written for gRPC ones) and of the URL
+ * it came from. Never throws; the response is untouched.
+ *
+ * @example
+ * ```ts
+ * const response = await fetch(cardUrl);
+ * await learnAgentCardResponse(scheduler, cardUrl, response, (u) => u.origin);
+ * ```
+ */
+export async function learnAgentCardResponse(
+  scheduler: RetryScheduler,
+  url: string,
+  response: Response,
+  agentKey: (url: URL) => string,
+): Promise<void> {
+  const card = await jsonOf(response);
+  if (card === undefined) return;
+  const targets = agentCardTargets(card);
+  const agents = new Set<string>(targets.grpcTargets);
+  for (const u of [url, ...targets.httpUrls]) {
+    try {
+      agents.add(agentKey(new URL(u)));
+    } catch {
+      // not an URL: no key
+    }
+  }
+  scheduler.learnAgentCard(card, { agents: [...agents] });
+}
+
+/**
+ * Learns a caller's extended card from a successful `GetExtendedAgentCard` answer (the JSON-RPC
+ * `result`, or the REST body). Never throws; the response is untouched.
+ *
+ * @example
+ * ```ts
+ * await learnExtendedCardResponse(scheduler, response, 'jsonrpc', { agent: origin, caller });
+ * ```
+ */
+export async function learnExtendedCardResponse(
+  scheduler: RetryScheduler,
+  response: Response,
+  binding: 'jsonrpc' | 'rest',
+  who: { readonly agent: string; readonly caller: string },
+): Promise<void> {
+  const body = await jsonOf(response);
+  const card =
+    binding === 'jsonrpc' && typeof body === 'object' && body !== null
+      ? (body as { result?: unknown }).result
+      : body;
+  scheduler.learnAgentCard(card, { agents: [who.agent], caller: who.caller });
+}
+
+/**
+ * The same response with a body that reports its end (read to the end, failed, or cancelled), for
+ * a stream the agent counts in flight until it closes.
+ *
+ * @example
+ * ```ts
+ * const { response: tracked, ended } = trackBodyEnd(response);
+ * ended.then(() => console.log('stream closed'));
+ * ```
+ */
+export function trackBodyEnd(response: Response): { response: Response; ended: Promise<void> } {
+  const source = response.body;
+  if (source === null) return { response, ended: Promise.resolve() };
+  let finish: () => void = () => {};
+  const ended = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  const reader = source.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          finish();
+          controller.close();
+        } else controller.enqueue(value);
+      } catch (error) {
+        finish();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      finish();
+      return reader.cancel(reason);
+    },
+  });
+  const tracked = new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+  return { response: tracked, ended };
+}

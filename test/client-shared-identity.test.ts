@@ -1,0 +1,143 @@
+/**
+ * Two planned clients sharing one identity, each its own process (test/fixtures/planned-client.ts),
+ * against one research agent on loopback, real time, 600 SendMessage per minute per caller with a
+ * burst of 10: both plan as if they were alone, so the agent refuses some of their first sends.
+ * Every call still completes, each refused call is retried with its messageId no earlier than the
+ * agent asked and admitted (the hints drive the retries), and the two together send far fewer
+ * requests than the same two clients without a plan — no retry storm.
+ */
+
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  type AgentRequestEvent,
+  type ResearchAgent,
+  startResearchAgent,
+} from '../src/cli/research-agent.js';
+import type { Policy } from '../src/core/policy.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const POLICY: Policy = {
+  name: 'per-caller',
+  kind: 'rate',
+  scope: 'caller',
+  methods: ['SendMessage', 'SendStreamingMessage'],
+  limit: 600,
+  windowSeconds: 60,
+  burst: 10,
+};
+
+interface ClientReport {
+  completed: number;
+  failed: string[];
+  sends: number;
+  retries: number;
+}
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+function runClient(agent: ResearchAgent, args: string[]): Promise<ClientReport> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'test/fixtures/planned-client.ts', '--url', agent.baseUrl, ...args],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (code !== 0) reject(new Error(`planned-client exited with ${code}: ${out} ${err}`));
+      else resolve(JSON.parse(out.trim().split('\n').at(-1) ?? '') as ClientReport);
+    });
+  });
+}
+
+/** Two clients with one identity, starting together; what they and the agent saw. */
+async function twoProcesses(binding: 'jsonrpc' | 'grpc', plan: boolean) {
+  const events: AgentRequestEvent[] = [];
+  const agent = await startResearchAgent({
+    policies: [POLICY],
+    domain: 'research.example.com',
+    metrics: false,
+    onRequest: (e) => {
+      if (e.method === 'SendMessage') events.push(e);
+    },
+  });
+  closers.push(() => agent.close());
+  const startAt = String(Date.now() + 5_000); // after both processes are up
+  const args = (prefix: string) => [
+    '--binding',
+    binding,
+    '--grpc-target',
+    agent.grpcTarget,
+    '--token',
+    'orchestrator-7',
+    '--calls',
+    '30',
+    '--start-at',
+    startAt,
+    '--prefix',
+    prefix,
+    ...(plan ? [] : ['--no-plan']),
+  ];
+  const clients = await Promise.all([runClient(agent, args('a')), runClient(agent, args('b'))]);
+  return { clients, events };
+}
+
+describe.each(['jsonrpc', 'grpc'] as const)(
+  'two planned processes, one identity, on %s',
+  (binding) => {
+    it('every call completes; refused calls are retried as the agent said and admitted; no storm', async () => {
+      const { clients, events } = await twoProcesses(binding, true);
+      const rejected = events.filter((e) => e.outcome === 'rejected');
+      const spanSeconds =
+        (Math.max(...events.map((e) => e.atMs)) - Math.min(...events.map((e) => e.atMs))) / 1000;
+      console.log(`[two planned processes, ${binding}]`, {
+        calls: 60,
+        requests: events.length,
+        rejected: rejected.length,
+        spanSeconds,
+        clients,
+      });
+      expect(clients.map((c) => c.completed)).toEqual([30, 30]);
+      expect(clients.flatMap((c) => c.failed)).toEqual([]);
+      expect(events.filter((e) => e.outcome !== 'rejected')).toHaveLength(60);
+      for (const r of rejected) {
+        const retry = events.find(
+          (e) => e.messageId === r.messageId && e.atMs > r.atMs && e.outcome !== 'rejected',
+        );
+        expect(retry, `retry of ${r.messageId}`).toBeDefined();
+        expect(retry?.atMs).toBeGreaterThanOrEqual(r.atMs + (r.retryAfterMs ?? 0));
+      }
+      // No storm: at most one refusal per call, and far fewer than 60 at once would cost (110).
+      expect(rejected.length).toBeLessThan(60);
+      expect(new Set(rejected.map((r) => r.messageId)).size).toBe(rejected.length);
+      expect(events.length).toBeLessThan(100);
+    });
+  },
+);
+
+describe('the same two processes without a plan', () => {
+  it('send 60 at once: 10 admitted, 50 refused and retried (the figure planning is measured against)', async () => {
+    const { clients, events } = await twoProcesses('jsonrpc', false);
+    const rejected = events.filter((e) => e.outcome === 'rejected');
+    console.log('[two unplanned processes, jsonrpc]', {
+      requests: events.length,
+      rejected: rejected.length,
+    });
+    expect(clients.map((c) => c.completed)).toEqual([30, 30]);
+    expect(rejected.length).toBeGreaterThanOrEqual(50);
+  });
+});
