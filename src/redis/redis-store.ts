@@ -29,7 +29,11 @@ import {
 } from '../core/policy.js';
 import type { Decision, LeaseRef, LimitState, Rejection } from '../core/rejection.js';
 import { MemoryStore } from '../store/memory-store.js';
-import { checkMessageTtlMs, type MessageRecord } from '../store/message-records.js';
+import {
+  checkMessageTtlMs,
+  type MessageRecord,
+  type PendingMessageOptions,
+} from '../store/message-records.js';
 import type { Store } from '../store/store.js';
 import { buildDecisionScript, type DecisionScript, SCRIPT_MODES } from './decision-script.js';
 import { insurancePolicies } from './insurance-policies.js';
@@ -266,6 +270,11 @@ const MAX_BATCH = 16;
 
 const EMPTY_LIMITS: readonly LimitState[] = Object.freeze([]);
 
+const FRESH: MessageRecord = Object.freeze({ fresh: true });
+const SEEN: MessageRecord = Object.freeze({ fresh: false });
+const ORPHANED: MessageRecord = Object.freeze({ fresh: false, orphaned: true });
+const UNAVAILABLE: MessageRecord = Object.freeze({ fresh: false, unavailable: true });
+
 /** Phase-1 result of one slot group. */
 interface GroupTry {
   readonly steps: readonly number[];
@@ -320,8 +329,9 @@ function asArray(reply: unknown): unknown[] {
  *
  * **Modes.** Decisions drive the failure policy: a failed or late decision switches to
  * `onError`; then one decision per `retryIntervalMs` probes Redis, and the first success switches
- * back. While degraded, renewals report `true` and deduplication uses the insurance store (or
- * treats messages as fresh) without waiting on Redis; releases are still attempted.
+ * back (a deduplication check probes too). While degraded, lease renewals report `true`,
+ * deduplication answers `unavailable` without waiting on Redis (the limiter then never runs a
+ * message it cannot check, unless told to), and releases are still attempted.
  *
  * @example
  * ```ts
@@ -520,38 +530,92 @@ export class RedisStore implements Store {
 
   /**
    * {@inheritDoc Store.rememberMessage}
-   * When Redis cannot answer: the insurance store's records under `insurance`, otherwise
-   * `{ fresh: true }` (the message is processed; duplicates are possible during an outage).
+   * When Redis cannot answer (failed, late, or degraded between probes): `unavailable` — whether
+   * this is a copy is unknown, and the limiter decides what that means (never a silent second
+   * run). After a late `pending` write, the owner's pending record is dropped again right behind
+   * it (same connection, so Redis runs the two in order): a decision that gave up leaves nothing
+   * pending.
    */
-  async rememberMessage(caller: string, messageId: string, ttlMs: number): Promise<MessageRecord> {
+  async rememberMessage(
+    caller: string,
+    messageId: string,
+    ttlMs: number,
+    pending?: PendingMessageOptions,
+  ): Promise<MessageRecord> {
     checkMessageTtlMs(ttlMs);
-    if (this.mode !== 'redis') return this.rememberWithoutRedis(caller, messageId, ttlMs);
+    if (pending !== undefined) checkMessageTtlMs(pending.pendingTtlMs);
+    const probe = this.mode !== 'redis' && this.takeProbe();
+    if (this.mode !== 'redis' && !probe) return UNAVAILABLE;
+    const key = this.messageKey(caller, messageId);
     try {
       const reply = asArray(
         await this.withTimeout(
           this.run(
-            [this.messageKey(caller, messageId)],
-            [SCRIPT_MODES.remember, this.now(), String(ttlMs)],
+            [key],
+            [
+              SCRIPT_MODES.remember,
+              this.now(),
+              String(ttlMs),
+              pending === undefined ? '' : String(pending.pendingTtlMs),
+              pending?.owner ?? '',
+              pending?.takeOver === true ? '1' : '',
+            ],
           ),
         ),
       );
-      if (reply[0] === 1) return { fresh: true };
+      if (probe) this.recovered();
+      if (reply[0] === 1) return FRESH;
       const taskId = String(reply[1] ?? '');
-      return taskId === '' ? { fresh: false } : { fresh: false, taskId };
+      if (taskId !== '') return { fresh: false, taskId };
+      return reply[2] === 1 ? ORPHANED : SEEN;
     } catch (error) {
+      if (probe) this.probing = false;
       this.countError(error);
-      return this.rememberWithoutRedis(caller, messageId, ttlMs);
+      if (pending !== undefined && error instanceof StoreTimeoutError) {
+        void this.forgetPendingMessage(caller, messageId, pending.owner, false).catch(() => {});
+      }
+      return UNAVAILABLE;
     }
   }
 
-  private rememberWithoutRedis(
+  /** {@inheritDoc Store.renewPendingMessages} */
+  async renewPendingMessages(
+    records: readonly { readonly caller: string; readonly messageId: string }[],
+    owner: string,
+    pendingTtlMs: number,
+  ): Promise<boolean[]> {
+    checkMessageTtlMs(pendingTtlMs);
+    // Tried while degraded too: these are background writes, and a success means Redis is back.
+    const answers = await Promise.all(
+      records.map(async (r) => {
+        const reply = await this.withTimeout(
+          this.run(
+            [this.messageKey(r.caller, r.messageId)],
+            [SCRIPT_MODES.renewPending, this.now(), String(pendingTtlMs), owner],
+          ),
+        );
+        return reply === 1;
+      }),
+    );
+    if (this.mode !== 'redis' && !this.probing) this.recovered();
+    return answers;
+  }
+
+  /**
+   * {@inheritDoc Store.forgetPendingMessage}
+   * @param timed false: no deadline (a clean-up sent behind a call that timed out).
+   */
+  async forgetPendingMessage(
     caller: string,
     messageId: string,
-    ttlMs: number,
-  ): Promise<MessageRecord> {
-    return this.insurance === undefined
-      ? Promise.resolve({ fresh: true })
-      : this.insurance.rememberMessage(caller, messageId, ttlMs);
+    owner: string,
+    timed = true,
+  ): Promise<void> {
+    const call = this.run(
+      [this.messageKey(caller, messageId)],
+      [SCRIPT_MODES.forgetPending, this.now(), owner],
+    );
+    await (timed ? this.withTimeout(call) : call);
   }
 
   /** {@inheritDoc Store.recordMessageTask} */
@@ -562,10 +626,7 @@ export class RedisStore implements Store {
     ttlMs: number,
   ): Promise<void> {
     checkMessageTtlMs(ttlMs);
-    if (this.mode !== 'redis') {
-      await this.insurance?.recordMessageTask(caller, messageId, taskId, ttlMs);
-      return;
-    }
+    // Tried while degraded too (the limiter writes outcomes again until one is taken).
     try {
       await this.withTimeout(
         this.run(
@@ -573,11 +634,10 @@ export class RedisStore implements Store {
           [SCRIPT_MODES.recordTask, this.now(), String(ttlMs), taskId],
         ),
       );
+      if (this.mode !== 'redis' && !this.probing) this.recovered();
     } catch (error) {
       this.countError(error);
-      if (this.insurance !== undefined) {
-        await this.insurance.recordMessageTask(caller, messageId, taskId, ttlMs);
-      }
+      throw error;
     }
   }
 
@@ -755,6 +815,12 @@ export class RedisStore implements Store {
     if (probe) this.probing = false;
     if (this.mode !== 'redis') this.setMode('redis', 'recovered');
     return decision;
+  }
+
+  /** A probe other than a decision (a deduplication check) reached Redis. */
+  private recovered(): void {
+    this.probing = false;
+    if (this.mode !== 'redis') this.setMode('redis', 'recovered');
   }
 
   private failed(error: unknown, input: DecisionInput, probe: boolean): Decision {
