@@ -16,7 +16,7 @@
  */
 
 import { createHash } from 'node:crypto';
-import { LEASE_EWMA_ALPHA, LEASE_MIN_DELAY_MS } from '../core/decide.js';
+import { LEASE_EWMA_ALPHA, LEASE_MIN_DELAY_MS, LEASE_OVERDUE_FRACTION } from '../core/decide.js';
 import type { CompiledPolicy, CompiledPolicySet } from '../core/policy.js';
 
 /**
@@ -289,8 +289,22 @@ local function loadLease(s, p, lag)
     if #old > 0 then dropLeases(s.K, s.H, old) end
     local count = redis.call('ZCARD', s.K)
     if count >= p.lim then
+      -- decide.ts leaseDelayMs: each lease ends one mean hold after it was acquired (or, past
+      -- that, within OVERDUE of it); the request fits once count - lim + 1 of them ended.
       local e = tonumber(redis.call('HGET', s.H, '~e')) or p.init
-      d = math.max(MIN_ESTIMATE_MS, math.ceil(e * (count - p.lim + 1) / math.max(1, count)))
+      local ids = redis.call('ZRANGE', s.K, 0, -1)
+      local ends = {}
+      for i = 1, #ids, 500 do
+        local acquired = redis.call('HMGET', s.H, unpack(ids, i, math.min(i + 499, #ids)))
+        for j = 1, #acquired do
+          local left = (tonumber(acquired[j]) or nowMs) + e - nowMs
+          if left <= 0 then left = e * OVERDUE end
+          ends[#ends + 1] = left
+        end
+      end
+      table.sort(ends)
+      local ahead = math.min(#ends, math.max(1, count - p.lim + 1))
+      d = math.max(MIN_ESTIMATE_MS, math.ceil(ends[ahead] or 0))
     end
   end
   if p.lag >= 0 and lag ~= nil and lag > p.lag then
@@ -582,6 +596,7 @@ export function decisionScriptHeader(
     `local GRACE_FRACTION = ${luaNumber(h.graceFraction)}`,
     `local MIN_ESTIMATE_MS = ${luaNumber(LEASE_MIN_DELAY_MS)}`,
     `local EWMA_ALPHA = ${luaNumber(LEASE_EWMA_ALPHA)}`,
+    `local OVERDUE = ${luaNumber(LEASE_OVERDUE_FRACTION)}`,
     `local PAD_MS = ${luaNumber(Math.ceil(keyTtlPaddingMs))}`,
     `local ROLE_AT = ${Buffer.byteLength(keyPrefix, 'utf8') + 1}`,
   ].join('\n');
