@@ -372,6 +372,8 @@ export class RedisStore implements Store {
   private nextProbeAtMs = 0;
   private probing = false;
   private closed = false;
+  /** While degraded: probes Redis every `retryIntervalMs` even when no decision comes. */
+  private probeTimer: ReturnType<typeof setInterval> | undefined;
   private readonly coalesce: boolean;
   /** Decisions waiting for the end of this event-loop turn, and the time they were taken at. */
   private batch: PendingDecision[] = [];
@@ -645,6 +647,8 @@ export class RedisStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.probeTimer);
+    this.probeTimer = undefined;
     this.listeners.clear();
     if (this.quitClientOnClose && typeof this.client.quit === 'function') {
       try {
@@ -816,6 +820,20 @@ export class RedisStore implements Store {
     if (this.mode !== 'redis') this.setMode('redis', 'recovered');
     return decision;
   }
+
+  /** One timed call that touches nothing (a missing key's pending record); success = recovered. */
+  private readonly backgroundProbe = (): void => {
+    if (this.mode === 'redis' || !this.takeProbe()) return;
+    this.withTimeout(
+      this.run([`${this.prefix}probe`], [SCRIPT_MODES.forgetPending, this.now(), '-']),
+    ).then(
+      () => this.recovered(),
+      (error: unknown) => {
+        this.probing = false;
+        this.countError(error);
+      },
+    );
+  };
 
   /** A probe other than a decision (a deduplication check) reached Redis. */
   private recovered(): void {
@@ -1213,9 +1231,17 @@ export class RedisStore implements Store {
     if (to === 'redis') {
       this.counters.recoveries++;
       this.degradedSinceMs = undefined;
+      clearInterval(this.probeTimer);
+      this.probeTimer = undefined;
     } else {
       this.counters.degradations++;
       this.degradedSinceMs = atMs;
+      // Back to shared state as soon as Redis answers, not at the next decision that probes: a
+      // replica left on its insurance limits after an outage would keep admitting its own share.
+      if (this.probeTimer === undefined && !this.closed) {
+        this.probeTimer = setInterval(this.backgroundProbe, this.retryIntervalMs);
+        this.probeTimer.unref?.();
+      }
     }
     const event: ModeChangeEvent = { from, to, reason, atMs };
     if (to === 'redis')

@@ -14,7 +14,9 @@
  * - **serving side** (`requestHandler(inner)`): `resubscribe` of a task owned elsewhere yields the
  *   stored snapshot, then the owner's events from the stream until the terminal one (or the owner
  *   key lapses: the owner died); `cancelTask` sends a cancel request to the owner's inbox, waits for
- *   the terminal event, then answers as the SDK does.
+ *   the terminal event, then answers as the SDK does; `getTask` of a task whose events exist but
+ *   that the owner has not written to the task store yet waits for it (up to a second) instead of
+ *   answering "not found" — the answer a deduplicated copy would otherwise get in that moment.
  *
  * In the SDK this belongs in its `ExecutionEventBusManager` (a distributed bus) and in
  * `DefaultRequestHandler.cancelTask` (a cancel that reaches the owning process); this is that
@@ -414,6 +416,27 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
     return { lastId: entries[0]?.[0] ?? '0-0', tail };
   };
 
+  /**
+   * `getTask`, waiting out the moment between a task's first event (when deduplication learns its
+   * id) and the owner's write of it to the task store: a task whose events exist (here or in
+   * Redis) but is not stored yet is read again for up to a second before "not found" stands.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: SDK request/context
+  const getTask = async (inner: RelayedRequestHandler, params: any, context: any) => {
+    const taskId = String(params?.id ?? '');
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await inner.getTask(params, context);
+      } catch (error) {
+        if (attempt >= 10) throw error;
+        const known =
+          owned.has(taskId) || (await client.exists(streamKey(taskId)).catch(() => 0)) === 1;
+        if (!known) throw error;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  };
+
   const ownerOf = async (taskId: string): Promise<string | null> => {
     try {
       return await client.get(ownerKey(taskId));
@@ -438,7 +461,7 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
     const { lastId, tail } = await tailOf(taskId);
     const events = watch(taskId, lastId);
     try {
-      const task = await inner.getTask({ id: taskId, tenant: params?.tenant ?? '' }, context);
+      const task = await getTask(inner, { id: taskId, tenant: params?.tenant ?? '' }, context);
       const state = task?.status?.state as number | undefined;
       if (state !== undefined && TERMINAL_TASK_STATES.has(state)) {
         yield* inner.resubscribe(params, context); // the SDK's own answer for a finished task
@@ -470,7 +493,7 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
     const owner = owned.has(taskId) ? replicaId : await ownerOf(taskId);
     if (owner === null || owner === replicaId) return inner.cancelTask(params, context);
     // Only a caller who may see the task may cancel it (the SDK's task-store scoping).
-    const task = await inner.getTask({ id: taskId, tenant: params?.tenant ?? '' }, context);
+    const task = await getTask(inner, { id: taskId, tenant: params?.tenant ?? '' }, context);
     const state = task?.status?.state as number | undefined;
     if (state !== undefined && TERMINAL_TASK_STATES.has(state)) {
       return inner.cancelTask(params, context);
@@ -493,8 +516,15 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
     } finally {
       events.close();
     }
-    // The owner has ended it (CANCELED in the store); the SDK answers with the stored task. If the
-    // owner did not answer in time, the SDK marks it canceled in the store, as without a relay.
+    // The owner has ended it; its task store write may trail the event by a moment. Then the
+    // SDK answers with the stored task. If the owner did not answer in time, the SDK marks it
+    // canceled in the store, as without a relay.
+    for (let i = 0; i < 20; i++) {
+      const stored = await inner.getTask({ id: taskId, tenant: params?.tenant ?? '' }, context);
+      const now = stored?.status?.state as number | undefined;
+      if (now !== undefined && TERMINAL_TASK_STATES.has(now)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     return inner.cancelTask(params, context);
   };
 
@@ -534,6 +564,10 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
           if (property === 'resubscribe') {
             // biome-ignore lint/suspicious/noExplicitAny: SDK request/context
             return (params: any, context: any) => remoteResubscribe(target, params, context);
+          }
+          if (property === 'getTask') {
+            // biome-ignore lint/suspicious/noExplicitAny: SDK request/context
+            return (params: any, context: any) => getTask(target, params, context);
           }
           if (property === 'cancelTask') {
             // biome-ignore lint/suspicious/noExplicitAny: SDK request/context
