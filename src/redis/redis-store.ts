@@ -245,7 +245,8 @@ interface RequestStep {
 
 /** A deadline for one store call; `expire` runs once if the call has not settled by then. */
 interface Waiter {
-  readonly deadlineMs: number;
+  /** Measured from the write (re-based when a coalesced call is sent), ms of `performance.now`. */
+  deadlineMs: number;
   done: boolean;
   readonly expire: () => void;
 }
@@ -587,7 +588,7 @@ export class RedisStore implements Store {
     pendingTtlMs: number,
   ): Promise<boolean[]> {
     checkMessageTtlMs(pendingTtlMs);
-    // Tried while degraded too: these are background writes, and a success means Redis is back.
+    // Tried while degraded too: these are background writes (the background probe switches back).
     const answers = await Promise.all(
       records.map(async (r) => {
         const reply = await this.withTimeout(
@@ -599,7 +600,6 @@ export class RedisStore implements Store {
         return reply === 1;
       }),
     );
-    if (this.mode !== 'redis' && !this.probing) this.recovered();
     return answers;
   }
 
@@ -636,7 +636,6 @@ export class RedisStore implements Store {
           [SCRIPT_MODES.recordTask, this.now(), String(ttlMs), taskId],
         ),
       );
-      if (this.mode !== 'redis' && !this.probing) this.recovered();
     } catch (error) {
       this.countError(error);
       throw error;
@@ -748,6 +747,7 @@ export class RedisStore implements Store {
 
   /** One script call for `pending` (one decision: mode d/D; several: mode b). */
   private send(pending: readonly PendingDecision[], now: string): void {
+    for (const d of pending) this.rebase(d.waiter);
     const rest: string[] = [];
     for (const d of pending) for (const step of d.steps) rest.push(step.key);
     const numKeys = rest.length;
@@ -816,8 +816,12 @@ export class RedisStore implements Store {
 
   private succeeded(decision: Decision, probe: boolean): Decision {
     this.counters.redisDecisions++;
-    if (probe) this.probing = false;
-    if (this.mode !== 'redis') this.setMode('redis', 'recovered');
+    // Only a probe switches back: a reply to a call sent before the switch says nothing about
+    // Redis now, and flapping back and forth would hand each switch a fresh insurance burst.
+    if (probe) {
+      this.probing = false;
+      if (this.mode !== 'redis') this.setMode('redis', 'recovered');
+    }
     return decision;
   }
 
@@ -1182,22 +1186,50 @@ export class RedisStore implements Store {
     this.timer.unref?.();
   }
 
+  /**
+   * Re-bases a waiter's deadline on now: a coalesced decision's call is written at the end of the
+   * event-loop turn, and the deadline measures the store from that write. (Now + timeout is the
+   * latest deadline there is, so the set stays in deadline order.)
+   */
+  private rebase(waiter: Waiter): void {
+    if (waiter.done) return;
+    this.waiters.delete(waiter);
+    waiter.deadlineMs = performance.now() + this.timeoutMs;
+    this.waiters.add(waiter);
+  }
+
+  /**
+   * Expires the calls whose deadline passed — one check later. A timer that fires after this
+   * process's own event loop stalled runs before the loop reads the sockets, so a reply that
+   * arrived in time would lose to it and an idle Redis would be taken for a failed one (issue 13:
+   * 20–87 ms stalls on a loaded host, a 50 ms timeout). Expiring from `setImmediate` lets the poll
+   * phase deliver every reply already received first: a call times out only when Redis has not
+   * answered within `timeoutMs` of the write.
+   */
   private readonly onDeadline = (): void => {
     this.timer = undefined;
     const nowMs = performance.now();
+    const due: Waiter[] = [];
     for (const waiter of this.waiters) {
       if (waiter.deadlineMs > nowMs) {
         this.arm(waiter.deadlineMs - nowMs);
-        return;
+        break;
       }
       this.waiters.delete(waiter);
-      waiter.done = true;
-      try {
-        waiter.expire();
-      } catch {
-        // expire() only resolves or rejects a promise; nothing may escape a timer callback.
-      }
+      due.push(waiter);
     }
+    if (due.length === 0) return;
+    setImmediate(() => {
+      for (const waiter of due) {
+        if (waiter.done) continue; // answered during the poll phase
+        waiter.done = true;
+        try {
+          waiter.expire();
+        } catch {
+          // expire() only resolves or rejects a promise; nothing may escape a timer callback.
+        }
+      }
+    });
   };
 
   // Failure policy.
