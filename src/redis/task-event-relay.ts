@@ -26,8 +26,17 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { EventBusLike, EventBusManagerLike } from '../server/task-lease-tracker.js';
+import type { EventBusManagerLike } from '../server/task-lease-tracker.js';
 import { TERMINAL_TASK_STATES } from '../server/task-lease-tracker.js';
+import {
+  decode,
+  idAfter,
+  isTerminal,
+  RelayBus,
+  type RelayEntry,
+  type RelayedEvent,
+  toStreamResponse,
+} from './relay-events.js';
 
 /**
  * Options of {@link createTaskEventRelay}.
@@ -93,119 +102,15 @@ export interface TaskEventRelay {
   close(): Promise<void>;
 }
 
-/** One entry read from a task's stream. */
-type RelayEntry =
-  | { readonly kind: 'event'; readonly event: RelayedEvent }
-  | { readonly kind: 'finished' };
-
-/** An agent event as it travels (the SDK's `AgentExecutionEvent`). */
-interface RelayedEvent {
-  readonly kind: string;
-  // biome-ignore lint/suspicious/noExplicitAny: the SDK's event payloads
-  readonly data: any;
-}
-
 interface Watcher {
   lastId: string;
   readonly push: (entry: RelayEntry, id: string) => void;
-}
-
-/** Whether stream id `a` comes after `b` (`<ms>-<seq>`). */
-function idAfter(a: string, b: string): boolean {
-  const [am = '0', as = '0'] = a.split('-');
-  const [bm = '0', bs = '0'] = b.split('-');
-  const dm = Number(am) - Number(bm);
-  return dm !== 0 ? dm > 0 : Number(as) > Number(bs);
 }
 
 /** A task run by this replica. */
 interface OwnedTask {
   readonly bus: RelayBus;
   readonly context: unknown;
-}
-
-/** JSON with byte arrays kept (file parts carry raw bytes). */
-function encode(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v instanceof Uint8Array ? { $bytes: Buffer.from(v).toString('base64') } : v,
-  );
-}
-
-function decode(text: string): unknown {
-  return JSON.parse(text, (_key, v: unknown) => {
-    if (v !== null && typeof v === 'object' && '$bytes' in v && Object.keys(v).length === 1) {
-      return new Uint8Array(Buffer.from(String((v as { $bytes: unknown }).$bytes), 'base64'));
-    }
-    return v;
-  });
-}
-
-function isTerminal(event: RelayedEvent): boolean {
-  if (event.kind === 'message') return false;
-  const state = (event.data as { status?: { state?: number } } | undefined)?.status?.state;
-  return state !== undefined && TERMINAL_TASK_STATES.has(state);
-}
-
-/** The SDK's `resubscribe` mapping of an event to a `StreamResponse` for task `taskId`. */
-function toStreamResponse(event: RelayedEvent, taskId: string): unknown {
-  const data = event.data as { taskId?: string; id?: string };
-  switch (event.kind) {
-    case 'statusUpdate':
-      return data.taskId === taskId
-        ? { payload: { $case: 'statusUpdate', value: data } }
-        : undefined;
-    case 'artifactUpdate':
-      return data.taskId === taskId
-        ? { payload: { $case: 'artifactUpdate', value: data } }
-        : undefined;
-    case 'task':
-      return data.id === taskId ? { payload: { $case: 'task', value: data } } : undefined;
-    default:
-      return undefined;
-  }
-}
-
-/** The owner's bus: every call passes through; events and the end are appended to the stream. */
-class RelayBus implements EventBusLike {
-  constructor(
-    readonly inner: EventBusLike,
-    private readonly append: (fields: string[]) => void,
-  ) {}
-
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  publish(event: any): void {
-    this.append(['e', encode({ kind: event?.kind, data: event?.data })]);
-    this.inner.publish(event);
-  }
-
-  finished(): void {
-    this.append(['f', '1']);
-    this.inner.finished();
-  }
-
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  on(eventName: 'event' | 'finished', listener: (event: any) => void): this {
-    this.inner.on(eventName, listener);
-    return this;
-  }
-
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  off(eventName: 'event' | 'finished', listener: (event: any) => void): this {
-    this.inner.off(eventName, listener);
-    return this;
-  }
-
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  once(eventName: 'event' | 'finished', listener: (event: any) => void): this {
-    if (this.inner.once !== undefined) this.inner.once(eventName, listener);
-    else this.inner.on(eventName, listener);
-    return this;
-  }
-
-  removeAllListeners(eventName?: 'event' | 'finished'): this {
-    this.inner.removeAllListeners?.(eventName);
-    return this;
-  }
 }
 
 /**
