@@ -316,12 +316,34 @@ export function pruneLeases(set: LeaseSet | undefined, nowMs: number): LeaseSet 
   return set;
 }
 
-/** Delay estimate for a full concurrency key: its observed hold time and the position in line. */
-function leaseDelayMs(set: LeaseSet, max: number, initialMs: number): number {
+/**
+ * Share of the observed mean hold time a lease that has already outlived it is still expected to
+ * run (unitless). Such a lease is a long one; half a mean hold is the estimate both stores use.
+ *
+ * @example
+ * ```ts
+ * const remainingMs = ewmaMs * LEASE_OVERDUE_FRACTION;
+ * ```
+ */
+export const LEASE_OVERDUE_FRACTION = 0.5;
+
+/**
+ * Delay estimate for a full concurrency key, from the key's real state: each held lease is
+ * expected to end one observed mean hold time (EWMA over releases on this key, by every replica
+ * sharing the store) after it was acquired — or, already past that, within
+ * {@link LEASE_OVERDUE_FRACTION} of it — and the request fits once `inFlight − max + 1` of them
+ * (its position in line) have ended. At least {@link LEASE_MIN_DELAY_MS}.
+ */
+function leaseDelayMs(set: LeaseSet, max: number, initialMs: number, nowMs: number): number {
   const holdMs = set.ewmaHoldMs ?? initialMs;
-  const inFlight = set.leases.size;
-  const ahead = inFlight - max + 1;
-  return Math.max(LEASE_MIN_DELAY_MS, Math.ceil((holdMs * ahead) / Math.max(1, inFlight)));
+  const ends: number[] = [];
+  for (const lease of set.leases.values()) {
+    const left = lease.acquiredMs + holdMs - nowMs;
+    ends.push(left > 0 ? left : holdMs * LEASE_OVERDUE_FRACTION);
+  }
+  ends.sort((a, b) => a - b);
+  const ahead = Math.min(ends.length, Math.max(1, ends.length - max + 1));
+  return Math.max(LEASE_MIN_DELAY_MS, Math.ceil(ends[ahead - 1] ?? 0));
 }
 
 const STEP_POOL: Step[] = [];
@@ -381,7 +403,7 @@ function evaluate(
   let delayMs = 0;
   const max = p.kind === 'concurrency' ? p.max : p.maxInFlight;
   if (leases !== undefined && leases.leases.size >= max) {
-    delayMs = leaseDelayMs(leases, max, p.initialHoldEstimateMs);
+    delayMs = leaseDelayMs(leases, max, p.initialHoldEstimateMs, nowMs);
   }
   if (p.kind === 'overload') {
     const lag = input.eventLoopDelayMs;

@@ -15,7 +15,6 @@
  * dropped.
  */
 
-import { TaskState } from '@a2a-js/sdk';
 import type {
   PushNotificationSender,
   PushNotificationStore,
@@ -27,6 +26,7 @@ import { isRetryBudgetExceededError, isRetryError } from '../client/retry-errors
 import { RetryScheduler } from '../client/retry-scheduler.js';
 import { systemClock, systemSleep } from '../client/sleep.js';
 import type { Clock } from '../core/clock.js';
+import { TERMINAL_TASK_STATES } from '../core/task-events.js';
 import { CircuitBoard, type PushCircuitEvent } from './circuit-board.js';
 import { NotificationQueue, type QueuedNotification } from './notification-queue.js';
 import { PushConfigReader } from './push-configs.js';
@@ -59,13 +59,6 @@ type Task = NonNullable<Parameters<PushNotificationSender['send']>[2]>;
 
 type Notification = QueuedNotification<WebhookPostSpec>;
 
-const TERMINAL_STATES: ReadonlySet<number> = new Set([
-  TaskState.TASK_STATE_COMPLETED,
-  TaskState.TASK_STATE_FAILED,
-  TaskState.TASK_STATE_CANCELED,
-  TaskState.TASK_STATE_REJECTED,
-]);
-
 /** The group name of webhook POSTs in the scheduler's gates (until a policy names itself). */
 const PUSH_METHOD = 'PushNotification';
 
@@ -79,7 +72,7 @@ const PUSH_METHOD = 'PushNotification';
  * ```
  */
 export function isTerminalTaskState(state: number | undefined): boolean {
-  return state !== undefined && TERMINAL_STATES.has(state);
+  return state !== undefined && TERMINAL_TASK_STATES.has(state);
 }
 
 /**

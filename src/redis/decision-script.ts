@@ -16,7 +16,7 @@
  */
 
 import { createHash } from 'node:crypto';
-import { LEASE_EWMA_ALPHA, LEASE_MIN_DELAY_MS } from '../core/decide.js';
+import { LEASE_EWMA_ALPHA, LEASE_MIN_DELAY_MS, LEASE_OVERDUE_FRACTION } from '../core/decide.js';
 import type { CompiledPolicy, CompiledPolicySet } from '../core/policy.js';
 
 /**
@@ -46,10 +46,14 @@ export const SCRIPT_MODES = {
   release: 'l',
   /** Renew one lease. */
   renew: 'n',
-  /** Deduplication: set-if-absent. */
+  /** Deduplication: set-if-absent (a pending record, owned), or take over an orphaned one. */
   remember: 'm',
   /** Deduplication: attach the task id. */
   recordTask: 'k',
+  /** Deduplication: renew an owner's pending record. */
+  renewPending: 'p',
+  /** Deduplication: drop an owner's pending record. */
+  forgetPending: 'x',
 } as const;
 
 /**
@@ -70,7 +74,11 @@ export const SCRIPT_MODES = {
  *   undo code per step.
  * - `r`: `ARGV[3]` hold key, `ARGV[4]` policy index, `KEYS[1]`.
  * - `l`, `n`: `ARGV[3]` policy index, `ARGV[4]` lease id, `KEYS[1]`.
- * - `m`, `k`: `ARGV[3]` TTL in ms, `ARGV[4]` task id (`k`), `KEYS[1]` record key.
+ * - `m`: `ARGV[3]` TTL in ms, `ARGV[4]` pending TTL in ms (`''` = the TTL), `ARGV[5]` owner
+ *   (`''` = none), `ARGV[6]` `'1'` to take over an orphaned record; `KEYS[1]` record key.
+ * - `k`: `ARGV[3]` TTL in ms, `ARGV[4]` task id, `KEYS[1]` record key.
+ * - `p`: `ARGV[3]` pending TTL in ms, `ARGV[4]` owner, `KEYS[1]` record key. `x`: `ARGV[3]`
+ *   owner, `KEYS[1]` record key.
  *
  * @example
  * ```ts
@@ -281,8 +289,22 @@ local function loadLease(s, p, lag)
     if #old > 0 then dropLeases(s.K, s.H, old) end
     local count = redis.call('ZCARD', s.K)
     if count >= p.lim then
+      -- decide.ts leaseDelayMs: each lease ends one mean hold after it was acquired (or, past
+      -- that, within OVERDUE of it); the request fits once count - lim + 1 of them ended.
       local e = tonumber(redis.call('HGET', s.H, '~e')) or p.init
-      d = math.max(MIN_ESTIMATE_MS, math.ceil(e * (count - p.lim + 1) / math.max(1, count)))
+      local ids = redis.call('ZRANGE', s.K, 0, -1)
+      local ends = {}
+      for i = 1, #ids, 500 do
+        local acquired = redis.call('HMGET', s.H, unpack(ids, i, math.min(i + 499, #ids)))
+        for j = 1, #acquired do
+          local left = (tonumber(acquired[j]) or nowMs) + e - nowMs
+          if left <= 0 then left = e * OVERDUE end
+          ends[#ends + 1] = left
+        end
+      end
+      table.sort(ends)
+      local ahead = math.min(#ends, math.max(1, count - p.lim + 1))
+      d = math.max(MIN_ESTIMATE_MS, math.ceil(ends[ahead] or 0))
     end
   end
   if p.lag >= 0 and lag ~= nil and lag > p.lag then
@@ -473,22 +495,58 @@ if mode == 'n' then
   return 1
 end
 
+-- Deduplication record: '<expiresMs> <pendingUntilMs> <owner> <taskId>'. Expiry is checked
+-- against script time (the Redis TTL only cleans up). No task id: pending while pendingUntil is
+-- ahead (its owner renews it, like a lease), orphaned after that (the owner died or lost Redis).
+local function parseRecord(v)
+  local a = string.find(v, ' ', 1, true)
+  if not a then return nil end
+  local b = string.find(v, ' ', a + 1, true)
+  if not b then return nil end
+  local c = string.find(v, ' ', b + 1, true)
+  if not c then return nil end
+  return tonumber(string.sub(v, 1, a - 1)), tonumber(string.sub(v, a + 1, b - 1)),
+    string.sub(v, b + 1, c - 1), string.sub(v, c + 1)
+end
+
 if mode == 'm' then
-  -- Record: '<expiresMs> <taskId>'; expiry is checked against script time, the Redis TTL only
-  -- cleans up.
   local ttl = tonumber(ARGV[3])
+  local pttl = math.min(tonumber(ARGV[4]) or ttl, ttl)
+  local owner = ARGV[5]
+  if owner == '' then owner = '-' end
   local v = redis.call('GET', KEYS[1])
   if v then
-    local sp = string.find(v, ' ', 1, true)
-    if sp and tonumber(string.sub(v, 1, sp - 1)) > nowMs then return { 0, string.sub(v, sp + 1) } end
+    local exp, pu, _, task = parseRecord(v)
+    if exp and exp > nowMs then
+      if task ~= '' then return { 0, task } end
+      if pu > nowMs then return { 0, '', 0 } end
+      if ARGV[6] ~= '1' then return { 0, '', 1 } end
+    end
   end
-  redis.call('SET', KEYS[1], fmtf(nowMs + ttl) .. ' ', 'PX', math.ceil(ttl) + PAD_MS)
+  redis.call('SET', KEYS[1], fmtf(nowMs + ttl) .. ' ' .. fmtf(nowMs + pttl) .. ' ' .. owner .. ' ',
+    'PX', math.ceil(ttl) + PAD_MS)
   return { 1 }
 end
 
 if mode == 'k' then
   local ttl = tonumber(ARGV[3])
-  redis.call('SET', KEYS[1], fmtf(nowMs + ttl) .. ' ' .. ARGV[4], 'PX', math.ceil(ttl) + PAD_MS)
+  local exp = fmtf(nowMs + ttl)
+  redis.call('SET', KEYS[1], exp .. ' ' .. exp .. ' - ' .. ARGV[4], 'PX', math.ceil(ttl) + PAD_MS)
+  return 1
+end
+
+if mode == 'p' or mode == 'x' then
+  local v = redis.call('GET', KEYS[1])
+  if not v then return 0 end
+  local exp, _, own, task = parseRecord(v)
+  local owner = mode == 'p' and ARGV[4] or ARGV[3]
+  if not exp or exp <= nowMs or task ~= '' or own ~= owner then return 0 end
+  if mode == 'x' then
+    redis.call('DEL', KEYS[1])
+    return 1
+  end
+  local pu = math.min(nowMs + tonumber(ARGV[3]), exp)
+  redis.call('SET', KEYS[1], fmtf(exp) .. ' ' .. fmtf(pu) .. ' ' .. own .. ' ', 'KEEPTTL')
   return 1
 end
 
@@ -538,6 +596,7 @@ export function decisionScriptHeader(
     `local GRACE_FRACTION = ${luaNumber(h.graceFraction)}`,
     `local MIN_ESTIMATE_MS = ${luaNumber(LEASE_MIN_DELAY_MS)}`,
     `local EWMA_ALPHA = ${luaNumber(LEASE_EWMA_ALPHA)}`,
+    `local OVERDUE = ${luaNumber(LEASE_OVERDUE_FRACTION)}`,
     `local PAD_MS = ${luaNumber(Math.ceil(keyTtlPaddingMs))}`,
     `local ROLE_AT = ${Buffer.byteLength(keyPrefix, 'utf8') + 1}`,
   ].join('\n');

@@ -8,3 +8,4 @@ export * from './decision-script.js';
 export * from './insurance-policies.js';
 export * from './redis-like.js';
 export * from './redis-store.js';
+export * from './task-event-relay.js';

@@ -30,7 +30,11 @@ import {
 } from '../core/policy.js';
 import type { Decision, LeaseRef, LimitState, Rejection } from '../core/rejection.js';
 import { MemoryStore } from '../store/memory-store.js';
-import { checkMessageTtlMs, type MessageRecord } from '../store/message-records.js';
+import {
+  checkMessageTtlMs,
+  type MessageRecord,
+  type PendingMessageOptions,
+} from '../store/message-records.js';
 import type { Store } from '../store/store.js';
 import { buildDecisionScript, type DecisionScript, SCRIPT_MODES } from './decision-script.js';
 import { insurancePolicies } from './insurance-policies.js';
@@ -242,7 +246,8 @@ interface RequestStep {
 
 /** A deadline for one store call; `expire` runs once if the call has not settled by then. */
 interface Waiter {
-  readonly deadlineMs: number;
+  /** Measured from the write (re-based when a coalesced call is sent), ms of `performance.now`. */
+  deadlineMs: number;
   done: boolean;
   readonly expire: () => void;
 }
@@ -266,6 +271,11 @@ interface PendingDecision {
 const MAX_BATCH = 16;
 
 const EMPTY_LIMITS: readonly LimitState[] = Object.freeze([]);
+
+const FRESH: MessageRecord = Object.freeze({ fresh: true });
+const SEEN: MessageRecord = Object.freeze({ fresh: false });
+const ORPHANED: MessageRecord = Object.freeze({ fresh: false, orphaned: true });
+const UNAVAILABLE: MessageRecord = Object.freeze({ fresh: false, unavailable: true });
 
 /** Phase-1 result of one slot group. */
 interface GroupTry {
@@ -321,8 +331,9 @@ function asArray(reply: unknown): unknown[] {
  *
  * **Modes.** Decisions drive the failure policy: a failed or late decision switches to
  * `onError`; then one decision per `retryIntervalMs` probes Redis, and the first success switches
- * back. While degraded, renewals report `true` and deduplication uses the insurance store (or
- * treats messages as fresh) without waiting on Redis; releases are still attempted.
+ * back (a deduplication check probes too). While degraded, lease renewals report `true`,
+ * deduplication answers `unavailable` without waiting on Redis (the limiter then never runs a
+ * message it cannot check, unless told to), and releases are still attempted.
  *
  * @example
  * ```ts
@@ -363,6 +374,8 @@ export class RedisStore implements Store {
   private nextProbeAtMs = 0;
   private probing = false;
   private closed = false;
+  /** While degraded: probes Redis every `retryIntervalMs` even when no decision comes. */
+  private probeTimer: ReturnType<typeof setInterval> | undefined;
   private readonly coalesce: boolean;
   /** Decisions waiting for the end of this event-loop turn, and the time they were taken at. */
   private batch: PendingDecision[] = [];
@@ -521,38 +534,91 @@ export class RedisStore implements Store {
 
   /**
    * {@inheritDoc Store.rememberMessage}
-   * When Redis cannot answer: the insurance store's records under `insurance`, otherwise
-   * `{ fresh: true }` (the message is processed; duplicates are possible during an outage).
+   * When Redis cannot answer (failed, late, or degraded between probes): `unavailable` — whether
+   * this is a copy is unknown, and the limiter decides what that means (never a silent second
+   * run). After a late `pending` write, the owner's pending record is dropped again right behind
+   * it (same connection, so Redis runs the two in order): a decision that gave up leaves nothing
+   * pending.
    */
-  async rememberMessage(caller: string, messageId: string, ttlMs: number): Promise<MessageRecord> {
+  async rememberMessage(
+    caller: string,
+    messageId: string,
+    ttlMs: number,
+    pending?: PendingMessageOptions,
+  ): Promise<MessageRecord> {
     checkMessageTtlMs(ttlMs);
-    if (this.mode !== 'redis') return this.rememberWithoutRedis(caller, messageId, ttlMs);
+    if (pending !== undefined) checkMessageTtlMs(pending.pendingTtlMs);
+    const probe = this.mode !== 'redis' && this.takeProbe();
+    if (this.mode !== 'redis' && !probe) return UNAVAILABLE;
+    const key = this.messageKey(caller, messageId);
     try {
       const reply = asArray(
         await this.withTimeout(
           this.run(
-            [this.messageKey(caller, messageId)],
-            [SCRIPT_MODES.remember, this.now(), String(ttlMs)],
+            [key],
+            [
+              SCRIPT_MODES.remember,
+              this.now(),
+              String(ttlMs),
+              pending === undefined ? '' : String(pending.pendingTtlMs),
+              pending?.owner ?? '',
+              pending?.takeOver === true ? '1' : '',
+            ],
           ),
         ),
       );
-      if (reply[0] === 1) return { fresh: true };
+      if (probe) this.recovered();
+      if (reply[0] === 1) return FRESH;
       const taskId = String(reply[1] ?? '');
-      return taskId === '' ? { fresh: false } : { fresh: false, taskId };
+      if (taskId !== '') return { fresh: false, taskId };
+      return reply[2] === 1 ? ORPHANED : SEEN;
     } catch (error) {
+      if (probe) this.probing = false;
       this.countError(error);
-      return this.rememberWithoutRedis(caller, messageId, ttlMs);
+      if (pending !== undefined && error instanceof StoreTimeoutError) {
+        void this.forgetPendingMessage(caller, messageId, pending.owner, false).catch(() => {});
+      }
+      return UNAVAILABLE;
     }
   }
 
-  private rememberWithoutRedis(
+  /** {@inheritDoc Store.renewPendingMessages} */
+  async renewPendingMessages(
+    records: readonly { readonly caller: string; readonly messageId: string }[],
+    owner: string,
+    pendingTtlMs: number,
+  ): Promise<boolean[]> {
+    checkMessageTtlMs(pendingTtlMs);
+    // Tried while degraded too: these are background writes (the background probe switches back).
+    const answers = await Promise.all(
+      records.map(async (r) => {
+        const reply = await this.withTimeout(
+          this.run(
+            [this.messageKey(r.caller, r.messageId)],
+            [SCRIPT_MODES.renewPending, this.now(), String(pendingTtlMs), owner],
+          ),
+        );
+        return reply === 1;
+      }),
+    );
+    return answers;
+  }
+
+  /**
+   * {@inheritDoc Store.forgetPendingMessage}
+   * @param timed false: no deadline (a clean-up sent behind a call that timed out).
+   */
+  async forgetPendingMessage(
     caller: string,
     messageId: string,
-    ttlMs: number,
-  ): Promise<MessageRecord> {
-    return this.insurance === undefined
-      ? Promise.resolve({ fresh: true })
-      : this.insurance.rememberMessage(caller, messageId, ttlMs);
+    owner: string,
+    timed = true,
+  ): Promise<void> {
+    const call = this.run(
+      [this.messageKey(caller, messageId)],
+      [SCRIPT_MODES.forgetPending, this.now(), owner],
+    );
+    await (timed ? this.withTimeout(call) : call);
   }
 
   /** {@inheritDoc Store.recordMessageTask} */
@@ -563,10 +629,7 @@ export class RedisStore implements Store {
     ttlMs: number,
   ): Promise<void> {
     checkMessageTtlMs(ttlMs);
-    if (this.mode !== 'redis') {
-      await this.insurance?.recordMessageTask(caller, messageId, taskId, ttlMs);
-      return;
-    }
+    // Tried while degraded too (the limiter writes outcomes again until one is taken).
     try {
       await this.withTimeout(
         this.run(
@@ -576,9 +639,7 @@ export class RedisStore implements Store {
       );
     } catch (error) {
       this.countError(error);
-      if (this.insurance !== undefined) {
-        await this.insurance.recordMessageTask(caller, messageId, taskId, ttlMs);
-      }
+      throw error;
     }
   }
 
@@ -586,6 +647,8 @@ export class RedisStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.probeTimer);
+    this.probeTimer = undefined;
     this.listeners.clear();
     if (this.quitClientOnClose && typeof this.client.quit === 'function') {
       try {
@@ -685,6 +748,7 @@ export class RedisStore implements Store {
 
   /** One script call for `pending` (one decision: mode d/D; several: mode b). */
   private send(pending: readonly PendingDecision[], now: string): void {
+    for (const d of pending) this.rebase(d.waiter);
     const rest: string[] = [];
     for (const d of pending) for (const step of d.steps) rest.push(step.key);
     const numKeys = rest.length;
@@ -753,9 +817,33 @@ export class RedisStore implements Store {
 
   private succeeded(decision: Decision, probe: boolean): Decision {
     this.counters.redisDecisions++;
-    if (probe) this.probing = false;
-    if (this.mode !== 'redis') this.setMode('redis', 'recovered');
+    // Only a probe switches back: a reply to a call sent before the switch says nothing about
+    // Redis now, and flapping back and forth would hand each switch a fresh insurance burst.
+    if (probe) {
+      this.probing = false;
+      if (this.mode !== 'redis') this.setMode('redis', 'recovered');
+    }
     return decision;
+  }
+
+  /** One timed call that touches nothing (a missing key's pending record); success = recovered. */
+  private readonly backgroundProbe = (): void => {
+    if (this.mode === 'redis' || !this.takeProbe()) return;
+    this.withTimeout(
+      this.run([`${this.prefix}probe`], [SCRIPT_MODES.forgetPending, this.now(), '-']),
+    ).then(
+      () => this.recovered(),
+      (error: unknown) => {
+        this.probing = false;
+        this.countError(error);
+      },
+    );
+  };
+
+  /** A probe other than a decision (a deduplication check) reached Redis. */
+  private recovered(): void {
+    this.probing = false;
+    if (this.mode !== 'redis') this.setMode('redis', 'recovered');
   }
 
   private failed(error: unknown, input: DecisionInput, probe: boolean): Decision {
@@ -1099,22 +1187,50 @@ export class RedisStore implements Store {
     this.timer.unref?.();
   }
 
+  /**
+   * Re-bases a waiter's deadline on now: a coalesced decision's call is written at the end of the
+   * event-loop turn, and the deadline measures the store from that write. (Now + timeout is the
+   * latest deadline there is, so the set stays in deadline order.)
+   */
+  private rebase(waiter: Waiter): void {
+    if (waiter.done) return;
+    this.waiters.delete(waiter);
+    waiter.deadlineMs = performance.now() + this.timeoutMs;
+    this.waiters.add(waiter);
+  }
+
+  /**
+   * Expires the calls whose deadline passed — one check later. A timer that fires after this
+   * process's own event loop stalled runs before the loop reads the sockets, so a reply that
+   * arrived in time would lose to it and an idle Redis would be taken for a failed one (issue 13:
+   * 20–87 ms stalls on a loaded host, a 50 ms timeout). Expiring from `setImmediate` lets the poll
+   * phase deliver every reply already received first: a call times out only when Redis has not
+   * answered within `timeoutMs` of the write.
+   */
   private readonly onDeadline = (): void => {
     this.timer = undefined;
     const nowMs = performance.now();
+    const due: Waiter[] = [];
     for (const waiter of this.waiters) {
       if (waiter.deadlineMs > nowMs) {
         this.arm(waiter.deadlineMs - nowMs);
-        return;
+        break;
       }
       this.waiters.delete(waiter);
-      waiter.done = true;
-      try {
-        waiter.expire();
-      } catch {
-        // expire() only resolves or rejects a promise; nothing may escape a timer callback.
-      }
+      due.push(waiter);
     }
+    if (due.length === 0) return;
+    setImmediate(() => {
+      for (const waiter of due) {
+        if (waiter.done) continue; // answered during the poll phase
+        waiter.done = true;
+        try {
+          waiter.expire();
+        } catch {
+          // expire() only resolves or rejects a promise; nothing may escape a timer callback.
+        }
+      }
+    });
   };
 
   // Failure policy.
@@ -1148,9 +1264,17 @@ export class RedisStore implements Store {
     if (to === 'redis') {
       this.counters.recoveries++;
       this.degradedSinceMs = undefined;
+      clearInterval(this.probeTimer);
+      this.probeTimer = undefined;
     } else {
       this.counters.degradations++;
       this.degradedSinceMs = atMs;
+      // Back to shared state as soon as Redis answers, not at the next decision that probes: a
+      // replica left on its insurance limits after an outage would keep admitting its own share.
+      if (this.probeTimer === undefined && !this.closed) {
+        this.probeTimer = setInterval(this.backgroundProbe, this.retryIntervalMs);
+        this.probeTimer.unref?.();
+      }
     }
     const event: ModeChangeEvent = { from, to, reason, atMs };
     if (to === 'redis')

@@ -7,7 +7,9 @@
  */
 export * from './card-extension.js';
 export * from './event-loop-monitor.js';
+export * from './find-task-by-message-id.js';
 export * from './limiter.js';
 export * from './operator-domain.js';
+export * from './pending-messages.js';
 export * from './rest-route.js';
 export * from './task-lease-tracker.js';

@@ -36,6 +36,7 @@ import {
   monitorEventLoop,
 } from './event-loop-monitor.js';
 import { type AgentCardLike, resolveOperatorDomain } from './operator-domain.js';
+import { PendingMessages } from './pending-messages.js';
 import { type EventBusManagerLike, TaskLeaseTracker } from './task-lease-tracker.js';
 
 /**
@@ -107,6 +108,25 @@ export interface DedupOptions {
   readonly ttlSeconds?: number;
   /** How long a copy waits for the first copy's task id when it is still being created, ms; default 2,000. */
   readonly waitForTaskMs?: number;
+  /**
+   * Shared stores (`RedisStore`): how long the record of a message being admitted stays pending
+   * without a renewal, seconds; default 5. The admitting process renews it every third of that
+   * until the task id is recorded; a process that dies leaves a record that is orphaned after it.
+   */
+  readonly pendingTtlSeconds?: number;
+  /**
+   * Shared stores: finds the task a message started in the shared task store (task id, or
+   * undefined when there is none). Asked when a record is orphaned (its owner stopped renewing it
+   * before recording a task) and when the store cannot be reached. See `findTaskByMessageId`.
+   */
+  readonly findTask?: (request: AdmissionRequest) => Promise<string | undefined>;
+  /**
+   * Shared stores: what a message gets when the store cannot say whether it is a copy (outage,
+   * timeout) and `findTask` does not find it: `reject` (default) answers a retryable 503
+   * (`store-unavailable`, retry in 1 s), so a copy never runs twice; `run` admits it (a copy
+   * admitted elsewhere before the outage may then run again).
+   */
+  readonly whenStoreUnavailable?: 'reject' | 'run';
 }
 
 /**
@@ -191,8 +211,15 @@ export const TICKET_HEADER = 'x-a2a-ratelimit-ticket';
 
 /** How soon a copy of a message still in progress is told to come back, ms. */
 const IN_PROGRESS_RETRY_MS = 1000;
-/** TTL of a "nothing ran" record, ms: it only has to replace the pending one. */
-const RETRYABLE_RECORD_TTL_MS = 1;
+/**
+ * Policy name of the 503 a message gets when a shared store cannot say whether it is a copy.
+ *
+ * @example
+ * ```ts
+ * if (rejection.policy === DEDUP_UNAVAILABLE_POLICY) console.log('deduplication store down');
+ * ```
+ */
+export const DEDUP_UNAVAILABLE_POLICY = 'store-unavailable';
 
 /** Dedup entries that are not task ids. */
 const MARK = {
@@ -414,12 +441,27 @@ export function createLimiter(options: LimiterOptions): Limiter {
     );
   }
   const waitForTaskMs = dedupOptions?.waitForTaskMs ?? 2000;
-  const dedup = store;
-  /**
-   * Messages admitted in this process whose outcome is not recorded yet: caller \0 messageId
-   * (shared stores only; the in-process store's own pending records say it).
-   */
-  const pendingLocal = new Set<string>();
+  const findTask = dedupOptions?.findTask;
+  const runUnchecked = dedupOptions?.whenStoreUnavailable === 'run';
+  if (
+    dedupOptions?.whenStoreUnavailable !== undefined &&
+    dedupOptions.whenStoreUnavailable !== 'reject' &&
+    !runUnchecked
+  ) {
+    throw new RangeError(
+      `createLimiter: dedup.whenStoreUnavailable must be 'reject' or 'run', got ${String(dedupOptions.whenStoreUnavailable)}`,
+    );
+  }
+  /** Shared stores: this process's pending records (the in-process store keeps its own). */
+  const shared =
+    memory !== undefined || dedupOptions === undefined
+      ? undefined
+      : new PendingMessages({
+          store,
+          ttlMs: dedupTtlMs,
+          pendingTtlMs: (dedupOptions.pendingTtlSeconds ?? 5) * 1000,
+          maxLocalRecords: 100_000,
+        });
   /** Local waiters for a first copy's outcome (task id or mark): caller \0 messageId → resolvers. */
   const waiters = new Map<string, ((taskId: string | undefined) => void)[]>();
 
@@ -513,7 +555,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const recordTask = (request: AdmissionRequest, key: string, value: string): void => {
     const messageId = request.messageId;
     if (messageId === undefined || !dedupMethods.has(request.method)) return;
-    if (memory === undefined) pendingLocal.delete(key);
     if (waiters.size > 0) {
       const list = waiters.get(key);
       if (list !== undefined) {
@@ -527,8 +568,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       else memory.recordMessageTaskKeySync(key, value, dedupTtlMs);
       return;
     }
-    const ttlMs = value === MARK.retryable ? RETRYABLE_RECORD_TTL_MS : dedupTtlMs;
-    void dedup.recordMessageTask(request.caller, messageId, value, ttlMs).catch(() => undefined);
+    if (shared === undefined) return;
+    if (value === MARK.retryable) shared.release(request.caller, messageId, key);
+    else shared.settle(request.caller, messageId, key, value);
   };
 
   class Ticket implements AdmissionTicket {
@@ -561,7 +603,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (dedupKey !== undefined) {
         // The in-process store records only admitted messages (a pending record: no task yet).
         if (memory !== undefined) memory.rememberMessageKeySync(dedupKey, dedupTtlMs);
-        else pendingLocal.add(dedupKey);
+        else shared?.admitted(dedupKey);
       }
       const leases = admission.leases;
       if (leases.length > 0) {
@@ -583,6 +625,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
         this.ticketId = `t${ticketCounter.toString(36)}.${PID36}`;
       }
       return this.ticketId;
+    }
+
+    /**
+     * Whether the SDK may start the executor: false when this process no longer owns the
+     * message's pending record in a shared store (it lapsed unrenewed, so a copy elsewhere may
+     * have taken it over and run).
+     */
+    mayStart(): boolean {
+      return this.dedupKey === undefined || shared === undefined || shared.mayStart(this.dedupKey);
     }
 
     /** Called by the tracker when the SDK created the task's event bus. */
@@ -715,7 +766,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     let value = seen.fresh ? undefined : seen.taskId;
     // The first copy is still in flight in this process: wait (bounded) for its outcome. (The
     // in-process store holds records of this process's admitted messages only.)
-    const pendingHere = memory !== undefined ? value === undefined : pendingLocal.has(key);
+    const pendingHere = memory !== undefined ? value === undefined : shared?.isPendingHere(key);
     if ((value === undefined || value === MARK.pending) && pendingHere) {
       value = await waitForTask(key);
     }
@@ -737,6 +788,70 @@ export function createLimiter(options: LimiterOptions): Limiter {
       method: request.method,
       message: `A copy of message ${messageId} is still being processed; retry in ${IN_PROGRESS_RETRY_MS / 1000} s for its task`,
     };
+    return { status: 'rejected', rejection, limits: [] };
+  };
+
+  /** The lookup in the shared task store: a task id, undefined (none), or null (lookup failed). */
+  const lookUp = async (request: AdmissionRequest): Promise<string | undefined | null> => {
+    if (findTask === undefined) return undefined;
+    try {
+      return await findTask(request);
+    } catch {
+      return null;
+    }
+  };
+
+  /**
+   * A shared store's answer to a message: decide it (fresh: this process owns its pending
+   * record), answer it as a copy, or — orphaned or unreachable — look for its task in the shared
+   * task store first.
+   */
+  const admitShared = async (
+    request: AdmissionRequest,
+    messageId: string,
+    key: string,
+    seen: MessageRecord,
+    tookOver: boolean,
+  ): Promise<AdmissionOutcome> => {
+    if (seen.fresh) return decideNow(request, key);
+    if (seen.unavailable === true) {
+      const taskId = await lookUp(request);
+      if (typeof taskId === 'string') return duplicate(request, taskId);
+      if (runUnchecked) return decideNow(request, key);
+      return unverifiable(request, messageId);
+    }
+    if (seen.orphaned === true) {
+      // Its owner stopped renewing it before a task id was recorded: the message never started
+      // (the owner does not start it once the record lapsed), or started and saved its task.
+      const taskId = await lookUp(request);
+      if (taskId === null || tookOver) return inProgress(request, messageId);
+      if (taskId !== undefined) {
+        (shared as PendingMessages).settle(request.caller, messageId, key, taskId);
+        return duplicate(request, taskId);
+      }
+      const again = await (shared as PendingMessages).remember(
+        request.caller,
+        messageId,
+        key,
+        true,
+      );
+      return admitShared(request, messageId, key, again, true);
+    }
+    return admitSeen(request, messageId, key, seen);
+  };
+
+  /** The answer to a message whose store cannot say whether it is a copy: retry in 1 s. */
+  const unverifiable = (request: AdmissionRequest, messageId: string): AdmissionOutcome => {
+    const rejection: Rejection = {
+      kind: 'overload',
+      retryAfterMs: IN_PROGRESS_RETRY_MS,
+      policy: DEDUP_UNAVAILABLE_POLICY,
+      scope: 'agent',
+      subject: 'agent',
+      method: request.method,
+      message: `Cannot check whether message ${messageId} was already received (the deduplication store is unavailable); retry in ${IN_PROGRESS_RETRY_MS / 1000} s — it will not run twice`,
+    };
+    observer?.rejected?.(request, rejection);
     return { status: 'rejected', rejection, limits: [] };
   };
 
@@ -762,11 +877,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
           ? decideNow(request, key)
           : admitSeen(request, messageId, key, seen);
       }
-      return dedup
-        .rememberMessage(request.caller, messageId, dedupTtlMs)
-        .then((seen) =>
-          seen.fresh ? decideNow(request, key) : admitSeen(request, messageId, key, seen),
-        );
+      const pending = shared as PendingMessages;
+      // A copy of a message this process admitted is answered from its own records.
+      const here = pending.peekLocal(key);
+      if (here !== undefined) return admitSeen(request, messageId, key, here);
+      return pending
+        .remember(request.caller, messageId, key)
+        .then((seen) => admitShared(request, messageId, key, seen, false));
     },
     admitResubscription(request) {
       const resubscription: AdmissionRequest & Pick<DecisionInput, 'policyIndexes'> = {
@@ -800,6 +917,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       clearInterval(renewTimer);
       clearInterval(holdSweep);
       lagSource?.close();
+      shared?.close();
       await store.close();
     },
   };

@@ -26,50 +26,13 @@ export interface AgentEventLike {
   readonly data?: { readonly status?: { readonly state?: number } | undefined } | undefined;
 }
 
-/**
- * The SDK's `ExecutionEventBus`, structurally (what `DefaultRequestHandler` and executors call).
- *
- * @example
- * ```ts
- * bus.on('event', (e) => console.log(e.kind));
- * ```
- */
-export interface EventBusLike {
-  // biome-ignore lint/suspicious/noExplicitAny: the SDK's event union is not expressible structurally
-  publish(event: any): void;
-  finished(): void;
-  // biome-ignore lint/suspicious/noExplicitAny: the SDK's listener unions are not expressible structurally
-  on(eventName: 'event' | 'finished', listener: (event: any) => void): unknown;
-  // biome-ignore lint/suspicious/noExplicitAny: as `on`
-  off(eventName: 'event' | 'finished', listener: (event: any) => void): unknown;
-  // biome-ignore lint/suspicious/noExplicitAny: as `on`
-  once?(eventName: 'event' | 'finished', listener: (event: any) => void): unknown;
-  removeAllListeners?(eventName?: 'event' | 'finished'): unknown;
-}
+import {
+  type EventBusLike,
+  type EventBusManagerLike,
+  TERMINAL_TASK_STATES,
+} from '../core/task-events.js';
 
-/**
- * The SDK's `ExecutionEventBusManager`, structurally (`DefaultExecutionEventBusManager` fits).
- *
- * @example
- * ```ts
- * const manager: EventBusManagerLike = new DefaultExecutionEventBusManager();
- * ```
- */
-export interface EventBusManagerLike {
-  createOrGetByTaskId(taskId: string, context?: unknown): EventBusLike;
-  getByTaskId(taskId: string, context?: unknown): EventBusLike | undefined;
-  cleanupByTaskId(taskId: string, context?: unknown): void;
-}
-
-/**
- * A2A `TaskState` numbers (proto enum) that end a task.
- *
- * @example
- * ```ts
- * TERMINAL_TASK_STATES.has(4); // true (TASK_STATE_FAILED)
- * ```
- */
-export const TERMINAL_TASK_STATES: ReadonlySet<number> = new Set([3, 4, 5, 7]);
+export { type EventBusLike, type EventBusManagerLike, TERMINAL_TASK_STATES };
 
 /**
  * A2A `TaskState` numbers where a task waits on its caller (INPUT_REQUIRED, AUTH_REQUIRED).
@@ -81,9 +44,31 @@ export const TERMINAL_TASK_STATES: ReadonlySet<number> = new Set([3, 4, 5, 7]);
  */
 export const INTERRUPTED_TASK_STATES: ReadonlySet<number> = new Set([6, 8]);
 
+/**
+ * Thrown into the SDK (which then fails the request, before the executor starts) when an
+ * admitted message's pending record in a shared store lapsed before its task began: a copy on
+ * another replica may have taken the message over, so this one must not run it.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof PendingRecordLostError) console.log('not started; the caller retries');
+ * ```
+ */
+export class PendingRecordLostError extends Error {
+  override readonly name = 'PendingRecordLostError';
+
+  constructor(taskId: string) {
+    super(
+      `a2a-ratelimit: the message's pending deduplication record lapsed before task ${taskId} started; not started (retry the message)`,
+    );
+  }
+}
+
 /** What the tracker needs from an admission ticket. */
 interface TrackedTicket {
   readonly bound: boolean;
+  /** False when the message must not start (its shared pending record lapsed). */
+  mayStart?(): boolean;
   takeTaskLeases(): LeaseRef[];
   settleDedup(taskId: string | undefined): void;
 }
@@ -225,9 +210,14 @@ export class TaskLeaseTracker {
   wrap<M extends EventBusManagerLike>(inner: M): M {
     const wrapper: EventBusManagerLike & { settleByTaskId?: unknown } = {
       createOrGetByTaskId: (taskId, context) => {
-        const bus = inner.createOrGetByTaskId(taskId, context);
         const ticketId = ticketIdOf(context, this.header);
         const ticket = ticketId === undefined ? undefined : this.options.ticketOf(ticketId);
+        if (ticket !== undefined && !ticket.bound && ticket.mayStart?.() === false) {
+          // The SDK calls this right before it starts the executor: refusing here is the last
+          // point where a message that may now run elsewhere is kept from running twice.
+          throw new PendingRecordLostError(taskId);
+        }
+        const bus = inner.createOrGetByTaskId(taskId, context);
         if (ticket !== undefined && !ticket.bound) return this.bind(taskId, bus, ticket);
         // A task holding leases is watched whoever drives it (a request with no ticket too).
         const record = this.records.size === 0 ? undefined : this.records.get(taskId);

@@ -18,7 +18,37 @@
  */
 export type MessageRecord =
   | { readonly fresh: true }
-  | { readonly fresh: false; readonly taskId?: string };
+  | {
+      readonly fresh: false;
+      readonly taskId?: string;
+      /**
+       * A shared store's pending record whose owner stopped renewing it (the admitting process
+       * died, or lost the store): no task id was recorded. The message may have started; look for
+       * its task in the shared task store, and take the record over (`takeOver`) if there is none.
+       */
+      readonly orphaned?: true;
+      /** The store could not be asked (outage, timeout): whether this is a copy is unknown. */
+      readonly unavailable?: true;
+    };
+
+/**
+ * Pending-record options of `Store.rememberMessage` for stores shared by several processes: the
+ * record of a message being admitted is owned by the process that admitted it and stays pending
+ * only `pendingTtlMs` unless the owner renews it (`Store.renewPendingMessages`), like a lease.
+ *
+ * @example
+ * ```ts
+ * const pending: PendingMessageOptions = { owner: 'a1b2c3', pendingTtlMs: 5_000 };
+ * ```
+ */
+export interface PendingMessageOptions {
+  /** The admitting process (no spaces); only it renews or forgets the pending record. */
+  readonly owner: string;
+  /** How long the record stays pending without a renewal, ms. */
+  readonly pendingTtlMs: number;
+  /** Take over an orphaned record (it becomes this owner's, and the answer is fresh). */
+  readonly takeOver?: boolean;
+}
 
 /** Slots examined per call by the incremental sweep (from the oldest record). */
 const SWEEP_BATCH = 4;

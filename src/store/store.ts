@@ -8,9 +8,9 @@
 import type { DecisionInput } from '../core/decide.js';
 import type { CompiledPolicySet } from '../core/policy.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
-import type { MessageRecord } from './message-records.js';
+import type { MessageRecord, PendingMessageOptions } from './message-records.js';
 
-export type { MessageRecord } from './message-records.js';
+export type { MessageRecord, PendingMessageOptions } from './message-records.js';
 
 /**
  * Where limiter state lives. Every method is safe to call concurrently; `decide` is atomic over
@@ -34,9 +34,28 @@ export interface Store {
   /**
    * Deduplication (DESIGN §4): atomically records (caller, messageId) for `ttlMs` if no live
    * record exists. `fresh: true` means this is the first copy; otherwise the earlier copy's
-   * task id, once {@link Store.recordMessageTask} stored it.
+   * task id, once {@link Store.recordMessageTask} stored it. With `pending` (a shared store), the
+   * new record is pending only `pendingTtlMs` unless renewed, then `orphaned` (see
+   * {@link MessageRecord}); `unavailable` when the store cannot answer.
    */
-  rememberMessage(caller: string, messageId: string, ttlMs: number): Promise<MessageRecord>;
+  rememberMessage(
+    caller: string,
+    messageId: string,
+    ttlMs: number,
+    pending?: PendingMessageOptions,
+  ): Promise<MessageRecord>;
+  /**
+   * Shared stores: extends pending records `owner` holds by `pendingTtlMs`; one boolean per
+   * record, false when it is no longer `owner`'s pending record (taken over, recorded, gone).
+   * Rejects when the store cannot be reached. In-process stores leave it out (nothing to share).
+   */
+  renewPendingMessages?(
+    records: readonly { readonly caller: string; readonly messageId: string }[],
+    owner: string,
+    pendingTtlMs: number,
+  ): Promise<boolean[]>;
+  /** Shared stores: drops `owner`'s pending record of a message (nothing ran; a copy may run). */
+  forgetPendingMessage?(caller: string, messageId: string, owner: string): Promise<void>;
   /** Attaches the task an admitted message started to its record, which then lives `ttlMs`. */
   recordMessageTask(
     caller: string,

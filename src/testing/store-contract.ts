@@ -407,6 +407,41 @@ export const STORE_CONTRACT: readonly StoreContractCase[] = [
     },
   },
   {
+    name: 'concurrency delays track the observed hold time, the holders’ age and the position in line',
+    async run(factory) {
+      const policies: Policy[] = [
+        { name: 'slots', kind: 'concurrency', scope: 'caller', max: 2, leaseTtlSeconds: 600 },
+      ];
+      const { clock, store } = await setup(factory, policies);
+      // Two tasks held 4.5 s each teach the key its hold time.
+      for (const [id, startMs] of [
+        ['h1', 0],
+        ['h2', 5_000],
+      ] as const) {
+        at(clock, startMs);
+        const d = await store.decide(send('a', id));
+        assert.ok(d.admitted);
+        at(clock, startMs + 4_500);
+        await store.release(d.leases);
+      }
+      at(clock, 10_000);
+      const x = await store.decide(send('a', 'x'));
+      at(clock, 11_000);
+      const y = await store.decide(send('a', 'y'));
+      assert.ok(x.admitted && y.admitted);
+      at(clock, 11_500);
+      // x ends at 14.5 s (3 s from now): not the constant 1 s.
+      assert.equal(rejected(await store.decide(send('a', 'z1')), 'z1').retryAfterMs, 3_000);
+      at(clock, 13_000);
+      assert.equal(rejected(await store.decide(send('a', 'z2')), 'z2').retryAfterMs, 1_500);
+      at(clock, 14_000); // past x's end: at least 1 s
+      assert.equal(rejected(await store.decide(send('a', 'z3')), 'z3').retryAfterMs, 1_000);
+      at(clock, 16_000); // both overdue: half a mean hold time
+      assert.equal(rejected(await store.decide(send('a', 'z4')), 'z4').retryAfterMs, 2_250);
+      await store.close();
+    },
+  },
+  {
     name: 'renewal keeps a lease alive past its TTL',
     async run(factory) {
       const policies: Policy[] = [

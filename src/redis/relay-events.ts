@@ -1,0 +1,173 @@
+/**
+ * @module relay-events
+ * What the task-event relay (`task-event-relay.ts`) sends through Redis and how it reads it back:
+ * the entry of a task's stream (an agent event, or the end of the flow), the JSON form of an
+ * event (byte arrays kept), stream-id order, the SDK's `resubscribe` mapping of an event to a
+ * `StreamResponse`, and the owner's bus that appends every event to the stream.
+ */
+
+import type { EventBusLike } from '../core/task-events.js';
+import { TERMINAL_TASK_STATES } from '../core/task-events.js';
+
+/**
+ * One entry read from a task's stream: an agent event, or the end of the flow.
+ *
+ * @example
+ * ```ts
+ * const entry: RelayEntry = { kind: 'finished' };
+ * ```
+ */
+export type RelayEntry =
+  | { readonly kind: 'event'; readonly event: RelayedEvent }
+  | { readonly kind: 'finished' };
+
+/**
+ * An agent event as it travels (the SDK's `AgentExecutionEvent`).
+ *
+ * @example
+ * ```ts
+ * const event: RelayedEvent = { kind: 'statusUpdate', data: { taskId: 't', status: { state: 3 } } };
+ * ```
+ */
+export interface RelayedEvent {
+  readonly kind: string;
+  // biome-ignore lint/suspicious/noExplicitAny: the SDK's event payloads
+  readonly data: any;
+}
+
+/**
+ * Whether Redis stream id `a` comes after `b` (`<ms>-<seq>`).
+ *
+ * @example
+ * ```ts
+ * idAfter('1700000000000-2', '1700000000000-1'); // true
+ * ```
+ */
+export function idAfter(a: string, b: string): boolean {
+  const [am = '0', as = '0'] = a.split('-');
+  const [bm = '0', bs = '0'] = b.split('-');
+  const dm = Number(am) - Number(bm);
+  return dm !== 0 ? dm > 0 : Number(as) > Number(bs);
+}
+
+/**
+ * JSON with byte arrays kept (file parts carry raw bytes); {@link decode} reads it back.
+ *
+ * @example
+ * ```ts
+ * decode(encode({ raw: new Uint8Array([1, 2]) })); // { raw: Uint8Array [1, 2] }
+ * ```
+ */
+export function encode(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v instanceof Uint8Array ? { $bytes: Buffer.from(v).toString('base64') } : v,
+  );
+}
+
+/**
+ * Reads what {@link encode} wrote.
+ *
+ * @example
+ * ```ts
+ * decode('{"a":1}'); // { a: 1 }
+ * ```
+ */
+export function decode(text: string): unknown {
+  return JSON.parse(text, (_key, v: unknown) => {
+    if (v !== null && typeof v === 'object' && '$bytes' in v && Object.keys(v).length === 1) {
+      return new Uint8Array(Buffer.from(String((v as { $bytes: unknown }).$bytes), 'base64'));
+    }
+    return v;
+  });
+}
+
+/**
+ * Whether an event puts its task in a terminal state.
+ *
+ * @example
+ * ```ts
+ * isTerminal({ kind: 'statusUpdate', data: { status: { state: 3 } } }); // true (COMPLETED)
+ * ```
+ */
+export function isTerminal(event: RelayedEvent): boolean {
+  if (event.kind === 'message') return false;
+  const state = (event.data as { status?: { state?: number } } | undefined)?.status?.state;
+  return state !== undefined && TERMINAL_TASK_STATES.has(state);
+}
+
+/**
+ * The SDK's `resubscribe` mapping of an event to a `StreamResponse` for task `taskId` (undefined
+ * for events of other tasks and for messages).
+ *
+ * @example
+ * ```ts
+ * toStreamResponse({ kind: 'task', data: { id: 't' } }, 't'); // { payload: { $case: 'task', value: … } }
+ * ```
+ */
+export function toStreamResponse(event: RelayedEvent, taskId: string): unknown {
+  const data = event.data as { taskId?: string; id?: string };
+  switch (event.kind) {
+    case 'statusUpdate':
+      return data.taskId === taskId
+        ? { payload: { $case: 'statusUpdate', value: data } }
+        : undefined;
+    case 'artifactUpdate':
+      return data.taskId === taskId
+        ? { payload: { $case: 'artifactUpdate', value: data } }
+        : undefined;
+    case 'task':
+      return data.id === taskId ? { payload: { $case: 'task', value: data } } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The owner's bus: every call passes through; events and the end are appended to the stream.
+ *
+ * @example
+ * ```ts
+ * const bus = new RelayBus(sdkBus, (fields) => redis.xadd(key, '*', ...fields));
+ * ```
+ */
+export class RelayBus implements EventBusLike {
+  constructor(
+    readonly inner: EventBusLike,
+    private readonly append: (fields: string[]) => void,
+  ) {}
+
+  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
+  publish(event: any): void {
+    this.append(['e', encode({ kind: event?.kind, data: event?.data })]);
+    this.inner.publish(event);
+  }
+
+  finished(): void {
+    this.append(['f', '1']);
+    this.inner.finished();
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
+  on(eventName: 'event' | 'finished', listener: (event: any) => void): this {
+    this.inner.on(eventName, listener);
+    return this;
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
+  off(eventName: 'event' | 'finished', listener: (event: any) => void): this {
+    this.inner.off(eventName, listener);
+    return this;
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
+  once(eventName: 'event' | 'finished', listener: (event: any) => void): this {
+    if (this.inner.once !== undefined) this.inner.once(eventName, listener);
+    else this.inner.on(eventName, listener);
+    return this;
+  }
+
+  removeAllListeners(eventName?: 'event' | 'finished'): this {
+    this.inner.removeAllListeners?.(eventName);
+    return this;
+  }
+}

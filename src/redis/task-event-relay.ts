@@ -1,0 +1,498 @@
+/**
+ * @module task-event-relay
+ * `createTaskEventRelay`: lets any replica serve a resubscription to, or a cancel of, a task that
+ * runs on another replica, through Redis Streams (ioredis). The SDK keeps a task's event bus in the
+ * process that runs it, so on its own a `SubscribeToTask` (or a deduplicated streaming copy) that
+ * lands elsewhere gets one snapshot and an end, and a `CancelTask` there cannot reach the executor.
+ * Two adapters fix that without changing the SDK:
+ *
+ * - **owner side** (`eventBusManager(inner)`): every event published on a task's bus is also
+ *   appended to the task's stream (`XADD`, capped, with a TTL) and the end of the flow is marked;
+ *   the replica holds a short owner key per live task (renewed) and reads cancel requests from its
+ *   own inbox stream, which it runs with the SDK's own `cancelTask` (stopping its executor, so the
+ *   limiter's leases are released by the task's terminal state);
+ * - **serving side** (`requestHandler(inner)`): `resubscribe` of a task owned elsewhere yields the
+ *   stored snapshot, then the owner's events from the stream until the terminal one (or the owner
+ *   key lapses: the owner died); `cancelTask` sends a cancel request to the owner's inbox, waits for
+ *   the terminal event, then answers as the SDK does; `getTask` of a task whose events exist but
+ *   that the owner has not written to the task store yet waits for it (up to a second) instead of
+ *   answering "not found" — the answer a deduplicated copy would otherwise get in that moment.
+ *
+ * In the SDK this belongs in its `ExecutionEventBusManager` (a distributed bus) and in
+ * `DefaultRequestHandler.cancelTask` (a cancel that reaches the owning process); this is that
+ * adapter, kept here until the SDK has one. One Redis node (streams of different tasks are read in
+ * one `XREAD`, so not across Cluster slots). One blocking connection per replica (`duplicate()`).
+ */
+
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { EventBusManagerLike } from '../core/task-events.js';
+import { TERMINAL_TASK_STATES } from '../core/task-events.js';
+import {
+  decode,
+  idAfter,
+  isTerminal,
+  RelayBus,
+  type RelayEntry,
+  type RelayedEvent,
+  toStreamResponse,
+} from './relay-events.js';
+
+/**
+ * Options of {@link createTaskEventRelay}.
+ *
+ * @example
+ * ```ts
+ * const options: TaskEventRelayOptions = { client: new Redis(url), keyPrefix: 'agent-a:' };
+ * ```
+ */
+export interface TaskEventRelayOptions {
+  /** An ioredis client (one node). The relay duplicates it once for its blocking reads. */
+  readonly client: Redis;
+  /** Prefix of the relay's keys; default `a2arl:`. */
+  readonly keyPrefix?: string;
+  /** How long a replica's claim on a live task lasts unless renewed, ms; default 10,000. */
+  readonly ownerTtlMs?: number;
+  /** How long a task's events stay readable after the last one, ms; default 3,600,000. */
+  readonly eventTtlMs?: number;
+  /** Events kept per task (approximate cap); default 1,000. */
+  readonly maxEventsPerTask?: number;
+  /** How long a cancel on a non-owning replica waits for the owner's terminal event, ms; default 10,000. */
+  readonly cancelTimeoutMs?: number;
+}
+
+/**
+ * The SDK's `A2ARequestHandler`, reduced to what the relay wraps (the rest passes through).
+ *
+ * @example
+ * ```ts
+ * const handler: RelayedRequestHandler = new DefaultRequestHandler(card, taskStore, executor, manager);
+ * ```
+ */
+export interface RelayedRequestHandler {
+  // biome-ignore lint/suspicious/noExplicitAny: the SDK's request and context types, structurally
+  getTask(params: any, context?: any): Promise<any>;
+  // biome-ignore lint/suspicious/noExplicitAny: as getTask
+  cancelTask(params: any, context?: any): Promise<any>;
+  // biome-ignore lint/suspicious/noExplicitAny: as getTask
+  resubscribe(params: any, context?: any): AsyncGenerator<any, void, undefined>;
+}
+
+/**
+ * The relay: wrap the event-bus manager (outermost, around `limiter.trackTasks(...)`) and the
+ * request handler built on it; give the wrapped handler to every router and interceptor.
+ *
+ * @example
+ * ```ts
+ * const relay = createTaskEventRelay({ client: redis, keyPrefix: 'agent:' });
+ * const manager = relay.eventBusManager(limiter.trackTasks(new DefaultExecutionEventBusManager()));
+ * const requestHandler = relay.requestHandler(new DefaultRequestHandler(card, taskStore, executor, manager));
+ * ```
+ */
+export interface TaskEventRelay {
+  /** This replica's id in owner keys and inbox names. */
+  readonly replicaId: string;
+  /** Owner side: publishes the tasks run here to Redis and serves cancel requests for them. */
+  eventBusManager<M extends EventBusManagerLike>(inner: M): M;
+  /** Serving side: resubscribe and cancel of tasks owned by another replica. */
+  requestHandler<H extends RelayedRequestHandler>(inner: H): H;
+  /** Tasks this replica owns now. */
+  ownedTasks(): number;
+  /** Stops reading and renewing; drops this replica's owner keys. */
+  close(): Promise<void>;
+}
+
+interface Watcher {
+  lastId: string;
+  readonly push: (entry: RelayEntry, id: string) => void;
+}
+
+/** A task run by this replica. */
+interface OwnedTask {
+  readonly bus: RelayBus;
+  readonly context: unknown;
+}
+
+/**
+ * Creates the relay for one replica.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * const relay = createTaskEventRelay({ client: new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') });
+ * ```
+ */
+export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventRelay {
+  const client = options.client;
+  const prefix = options.keyPrefix ?? 'a2arl:';
+  const ownerTtlMs = options.ownerTtlMs ?? 10_000;
+  const eventTtlMs = options.eventTtlMs ?? 3_600_000;
+  const maxEvents = options.maxEventsPerTask ?? 1000;
+  const cancelTimeoutMs = options.cancelTimeoutMs ?? 10_000;
+  for (const [name, value] of Object.entries({
+    ownerTtlMs,
+    eventTtlMs,
+    maxEvents,
+    cancelTimeoutMs,
+  })) {
+    if (!(value > 0 && Number.isFinite(value))) {
+      throw new RangeError(`createTaskEventRelay: ${name} must be a positive number, got ${value}`);
+    }
+  }
+  const replicaId = randomBytes(8).toString('hex');
+  const streamKey = (taskId: string) => `${prefix}re{${taskId}}`;
+  const ownerKey = (taskId: string) => `${prefix}ro{${taskId}}`;
+  const inboxKey = (replica: string) => `${prefix}ri{${replica}}`;
+  const myInbox = inboxKey(replicaId);
+
+  const owned = new Map<string, OwnedTask>();
+  const watchers = new Map<string, Set<Watcher>>();
+  let handler: RelayedRequestHandler | undefined;
+  let closed = false;
+  const ignore = () => undefined;
+
+  // Owner side.
+  const append = (taskId: string, fields: string[]): void => {
+    const key = streamKey(taskId);
+    client
+      .multi()
+      .xadd(key, 'MAXLEN', '~', String(maxEvents), '*', ...fields)
+      .pexpire(key, eventTtlMs)
+      .exec()
+      .catch(ignore);
+  };
+  const claim = (taskId: string): void => {
+    client.set(ownerKey(taskId), replicaId, 'PX', ownerTtlMs).catch(ignore);
+  };
+  const renewTimer = setInterval(() => {
+    if (owned.size === 0) return;
+    const batch = client.multi();
+    for (const taskId of owned.keys()) batch.set(ownerKey(taskId), replicaId, 'PX', ownerTtlMs);
+    batch.exec().catch(ignore);
+  }, ownerTtlMs / 3);
+  renewTimer.unref();
+
+  const onCancelRequest = (taskId: string): void => {
+    const task = owned.get(taskId);
+    if (task === undefined || handler === undefined) return;
+    const tenant = (task.context as { tenant?: unknown } | undefined)?.tenant;
+    handler
+      .cancelTask({ id: taskId, tenant: typeof tenant === 'string' ? tenant : '' }, task.context)
+      .catch(ignore);
+  };
+
+  // One blocking reader per replica: its inbox and the streams of remote tasks watched here.
+  const reader = client.duplicate();
+  reader.on('error', ignore);
+  let inboxLastId = '0-0';
+  let woken = false;
+  const wake = (): void => {
+    if (woken) return;
+    woken = true;
+    client.xadd(myInbox, 'MAXLEN', '~', '100', '*', 'w', '1').catch(ignore);
+  };
+  const readLoop = async (): Promise<void> => {
+    try {
+      const last = (await client.xrevrange(myInbox, '+', '-', 'COUNT', 1)) as [string, string[]][];
+      inboxLastId = last[0]?.[0] ?? '0-0';
+      await client.pexpire(myInbox, 86_400_000).catch(ignore);
+    } catch {
+      // Redis unreachable at start: read the inbox from its beginning once it is back.
+    }
+    while (!closed) {
+      const keys = [myInbox];
+      const ids = [inboxLastId];
+      for (const [taskId, set] of watchers) {
+        const first = set.values().next().value as Watcher | undefined;
+        if (first === undefined) continue;
+        keys.push(streamKey(taskId));
+        ids.push(first.lastId);
+      }
+      woken = false;
+      let reply: [string, [string, string[]][]][] | null;
+      try {
+        reply = (await reader.xread(
+          'COUNT',
+          100,
+          'BLOCK',
+          1000,
+          'STREAMS',
+          ...keys,
+          ...ids,
+        )) as typeof reply;
+      } catch {
+        if (closed) return;
+        await new Promise((r) => setTimeout(r, 250));
+        continue;
+      }
+      for (const [key, entries] of reply ?? []) {
+        if (key === myInbox) {
+          for (const [id, fields] of entries) {
+            inboxLastId = id;
+            if (fields[0] === 't' && fields[1] !== undefined) onCancelRequest(fields[1]);
+          }
+          continue;
+        }
+        const taskId = key.slice(`${prefix}re{`.length, -1);
+        for (const [id, fields] of entries) {
+          const entry: RelayEntry =
+            fields[0] === 'e'
+              ? { kind: 'event', event: decode(fields[1] ?? '{}') as RelayedEvent }
+              : { kind: 'finished' };
+          for (const w of watchers.get(taskId) ?? []) {
+            w.lastId = id;
+            w.push(entry, id);
+          }
+        }
+      }
+    }
+  };
+  const loop = readLoop();
+
+  /**
+   * Starts watching a remote task's stream after `fromId` (exclusive) now; `next()` resolves to
+   * the next entry, or undefined once the owner key has lapsed with nothing more to read (the
+   * owner died). `close()` stops watching.
+   */
+  const watch = (taskId: string, fromId: string) => {
+    const queue: RelayEntry[] = [];
+    let notify: (() => void) | undefined;
+    let stopped = false;
+    const watcher: Watcher = {
+      lastId: fromId,
+      push: (entry, id) => {
+        if (!idAfter(id, fromId)) return;
+        queue.push(entry);
+        notify?.();
+      },
+    };
+    let set = watchers.get(taskId);
+    if (set === undefined) {
+      set = new Set();
+      watchers.set(taskId, set);
+    }
+    set.add(watcher);
+    wake();
+    const arrival = (ms: number): Promise<boolean> =>
+      new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          notify = undefined;
+          resolve(false);
+        }, ms);
+        notify = () => {
+          clearTimeout(timer);
+          notify = undefined;
+          resolve(true);
+        };
+      });
+    return {
+      async next(): Promise<RelayEntry | undefined> {
+        for (;;) {
+          const entry = queue.shift();
+          if (entry !== undefined) return entry;
+          if (closed || stopped) return undefined;
+          if (await arrival(2000)) continue;
+          // Nothing for 2 s: is the owner still alive?
+          const alive = await client.exists(ownerKey(taskId)).catch(() => 1);
+          if (alive === 0 && queue.length === 0) return undefined;
+        }
+      },
+      close(): void {
+        stopped = true;
+        notify?.();
+        set.delete(watcher);
+        if (set.size === 0 && watchers.get(taskId) === set) watchers.delete(taskId);
+      },
+    };
+  };
+
+  /** The id of the last entry in a task's stream ('0-0' when empty), and its recent tail. */
+  const tailOf = async (taskId: string): Promise<{ lastId: string; tail: RelayEntry[] }> => {
+    const entries = (await client.xrevrange(streamKey(taskId), '+', '-', 'COUNT', 20)) as [
+      string,
+      string[],
+    ][];
+    const tail = entries.map(
+      ([, fields]): RelayEntry =>
+        fields[0] === 'e'
+          ? { kind: 'event', event: decode(fields[1] ?? '{}') as RelayedEvent }
+          : { kind: 'finished' },
+    );
+    return { lastId: entries[0]?.[0] ?? '0-0', tail };
+  };
+
+  /**
+   * `getTask`, waiting out the moment between a task's first event (when deduplication learns its
+   * id) and the owner's write of it to the task store: a task whose events exist (here or in
+   * Redis) but is not stored yet is read again for up to a second before "not found" stands.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: SDK request/context
+  const getTask = async (inner: RelayedRequestHandler, params: any, context: any) => {
+    const taskId = String(params?.id ?? '');
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await inner.getTask(params, context);
+      } catch (error) {
+        if (attempt >= 10) throw error;
+        const known =
+          owned.has(taskId) || (await client.exists(streamKey(taskId)).catch(() => 0)) === 1;
+        if (!known) throw error;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  };
+
+  const ownerOf = async (taskId: string): Promise<string | null> => {
+    try {
+      return await client.get(ownerKey(taskId));
+    } catch {
+      return null;
+    }
+  };
+
+  async function* remoteResubscribe(
+    inner: RelayedRequestHandler,
+    // biome-ignore lint/suspicious/noExplicitAny: SDK request/context
+    params: any,
+    // biome-ignore lint/suspicious/noExplicitAny: SDK request/context
+    context: any,
+  ): AsyncGenerator<unknown, void, undefined> {
+    const taskId = String(params?.id ?? '');
+    const owner = owned.has(taskId) ? replicaId : await ownerOf(taskId);
+    if (owner === null || owner === replicaId) {
+      yield* inner.resubscribe(params, context);
+      return;
+    }
+    const { lastId, tail } = await tailOf(taskId);
+    const events = watch(taskId, lastId);
+    try {
+      const task = await getTask(inner, { id: taskId, tenant: params?.tenant ?? '' }, context);
+      const state = task?.status?.state as number | undefined;
+      if (state !== undefined && TERMINAL_TASK_STATES.has(state)) {
+        yield* inner.resubscribe(params, context); // the SDK's own answer for a finished task
+        return;
+      }
+      yield { payload: { $case: 'task', value: task } };
+      // The store can lag the stream: a terminal event already appended ends the stream now.
+      const ended = tail.find((e) => e.kind === 'event' && isTerminal(e.event));
+      if (ended !== undefined && ended.kind === 'event') {
+        const response = toStreamResponse(ended.event, taskId);
+        if (response !== undefined) yield response;
+        return;
+      }
+      for (;;) {
+        const entry = await events.next();
+        if (entry === undefined || entry.kind === 'finished') return;
+        const response = toStreamResponse(entry.event, taskId);
+        if (response !== undefined) yield response;
+        if (isTerminal(entry.event)) return;
+      }
+    } finally {
+      events.close();
+    }
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: SDK request/context
+  const remoteCancel = async (inner: RelayedRequestHandler, params: any, context: any) => {
+    const taskId = String(params?.id ?? '');
+    const owner = owned.has(taskId) ? replicaId : await ownerOf(taskId);
+    if (owner === null || owner === replicaId) return inner.cancelTask(params, context);
+    // Only a caller who may see the task may cancel it (the SDK's task-store scoping).
+    const task = await getTask(inner, { id: taskId, tenant: params?.tenant ?? '' }, context);
+    const state = task?.status?.state as number | undefined;
+    if (state !== undefined && TERMINAL_TASK_STATES.has(state)) {
+      return inner.cancelTask(params, context);
+    }
+    const { lastId } = await tailOf(taskId);
+    const events = watch(taskId, lastId);
+    try {
+      await client.xadd(inboxKey(owner), 'MAXLEN', '~', '1000', '*', 't', taskId);
+      const deadline = new Promise<'timeout'>((resolve) => {
+        const timer = setTimeout(() => resolve('timeout'), cancelTimeoutMs);
+        timer.unref();
+      });
+      const ended = (async () => {
+        for (;;) {
+          const entry = await events.next();
+          if (entry === undefined || entry.kind === 'finished' || isTerminal(entry.event)) return;
+        }
+      })();
+      await Promise.race([ended, deadline]);
+    } finally {
+      events.close();
+    }
+    // The owner has ended it; its task store write may trail the event by a moment. Then the
+    // SDK answers with the stored task. If the owner did not answer in time, the SDK marks it
+    // canceled in the store, as without a relay.
+    for (let i = 0; i < 20; i++) {
+      const stored = await inner.getTask({ id: taskId, tenant: params?.tenant ?? '' }, context);
+      const now = stored?.status?.state as number | undefined;
+      if (now !== undefined && TERMINAL_TASK_STATES.has(now)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return inner.cancelTask(params, context);
+  };
+
+  return {
+    replicaId,
+    eventBusManager<M extends EventBusManagerLike>(inner: M): M {
+      const wrapper: EventBusManagerLike & { settleByTaskId?: unknown } = {
+        createOrGetByTaskId: (taskId, context) => {
+          const bus = inner.createOrGetByTaskId(taskId, context);
+          const known = owned.get(taskId);
+          if (known !== undefined && known.bus.inner === bus) return known.bus;
+          const relayed = new RelayBus(bus, (fields) => append(taskId, fields));
+          owned.set(taskId, { bus: relayed, context });
+          claim(taskId);
+          return relayed;
+        },
+        getByTaskId: (taskId, context) => {
+          const bus = inner.getByTaskId(taskId, context);
+          const known = owned.get(taskId);
+          return known !== undefined && known.bus.inner === bus ? known.bus : bus;
+        },
+        cleanupByTaskId: (taskId, context) => {
+          inner.cleanupByTaskId(taskId, context);
+          if (owned.delete(taskId)) client.del(ownerKey(taskId)).catch(ignore);
+        },
+      };
+      const settle = (inner as { settleByTaskId?: (...args: unknown[]) => boolean }).settleByTaskId;
+      if (typeof settle === 'function') {
+        wrapper.settleByTaskId = (...args: unknown[]) => settle.apply(inner, args);
+      }
+      return wrapper as unknown as M;
+    },
+    requestHandler<H extends RelayedRequestHandler>(inner: H): H {
+      handler = inner;
+      return new Proxy(inner, {
+        get(target, property, receiver) {
+          if (property === 'resubscribe') {
+            // biome-ignore lint/suspicious/noExplicitAny: SDK request/context
+            return (params: any, context: any) => remoteResubscribe(target, params, context);
+          }
+          if (property === 'getTask') {
+            // biome-ignore lint/suspicious/noExplicitAny: SDK request/context
+            return (params: any, context: any) => getTask(target, params, context);
+          }
+          if (property === 'cancelTask') {
+            // biome-ignore lint/suspicious/noExplicitAny: SDK request/context
+            return (params: any, context: any) => remoteCancel(target, params, context);
+          }
+          const value = Reflect.get(target, property, receiver);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    },
+    ownedTasks: () => owned.size,
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(renewTimer);
+      reader.disconnect();
+      await loop.catch(ignore);
+      if (owned.size > 0) {
+        await client.del(...[...owned.keys()].map(ownerKey)).catch(ignore);
+      }
+    },
+  };
+}

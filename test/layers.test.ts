@@ -1,0 +1,71 @@
+/**
+ * The layer rules of docs/architecture.md are lint rules (biome.json `noRestrictedImports` per
+ * folder): a deliberate bad import in each guarded layer fails `biome lint`, a good one passes.
+ */
+import { execFileSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = resolve(import.meta.dirname, '..');
+
+/** Lints one file written for the occasion; returns the diagnostics (empty when clean). */
+function lint(path: string, source: string): string {
+  const file = join(root, path);
+  writeFileSync(file, source);
+  try {
+    execFileSync('npx', ['biome', 'lint', '--max-diagnostics=5', file], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return '';
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    return `${stdout ?? ''}${stderr ?? ''}`;
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+describe('layers are enforced by lint', () => {
+  it.each([
+    [
+      'src/core/zz-layer-check.ts',
+      "import { MemoryStore } from '../store/memory-store.js';\nexport const x = MemoryStore;\n",
+      'src/core may import only itself',
+    ],
+    [
+      'src/core/zz-layer-check.ts',
+      "import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n",
+      'are pure',
+    ],
+    [
+      'src/wire/zz-layer-check.ts',
+      "import { createLimiter } from '../server/limiter.js';\nexport const x = createLimiter;\n",
+      'src/wire may import only src/core',
+    ],
+    [
+      'src/client/zz-layer-check.ts',
+      "import { createLimiter } from '../server/limiter.js';\nexport const x = createLimiter;\n",
+      'src/client may import only src/core, src/wire',
+    ],
+    [
+      'src/server/zz-layer-check.ts',
+      "import { ManualClock } from '../testing/manual-clock.js';\nexport const x = ManualClock;\n",
+      'src/server may import only',
+    ],
+    [
+      'src/redis/zz-layer-check.ts',
+      "import { createLimiter } from '../server/limiter.js';\nexport const x = createLimiter;\n",
+      'src/redis may import only src/core, src/store',
+    ],
+  ])('%s: a bad import fails (%#)', (path, source, message) => {
+    expect(lint(path, source)).toContain(message);
+  });
+
+  it('an import along the layers passes', () => {
+    const good = "import { decide } from '../core/decide.js';\nexport const x = decide;\n";
+    expect(lint('src/store/zz-layer-check.ts', good)).toBe('');
+  });
+});
