@@ -7,6 +7,7 @@ const value = fc.oneof(
   fc.string({ maxLength: 20 }),
   fc.string({ unit: 'binary', minLength: 250, maxLength: 400 }),
   fc.string({ maxLength: 60 }).map((s) => HASHED_KEY_PREFIX + s),
+  fc.string({ minLength: 43, maxLength: 43 }).map((s) => HASHED_KEY_PREFIX + s),
   fc
     .tuple(fc.string({ minLength: 255, maxLength: 258 }), fc.integer({ min: 0xd800, max: 0xdfff }))
     .map(([s, unit]) => s + String.fromCharCode(unit)),
@@ -20,7 +21,8 @@ describe('boundedKey', () => {
         expect(ka.length).toBeLessThanOrEqual(MAX_KEY_LENGTH);
         if (a !== b) expect(ka).not.toBe(boundedKey(b));
         else expect(ka).toBe(boundedKey(b));
-        if (a.length <= MAX_KEY_LENGTH && !a.startsWith(HASHED_KEY_PREFIX)) expect(ka).toBe(a);
+        const hashShaped = a.length === 51 && a.startsWith(HASHED_KEY_PREFIX);
+        if (a.length <= MAX_KEY_LENGTH && !hashShaped) expect(ka).toBe(a);
         else expect(ka).toMatch(/^#sha256:[\w-]{43}$/);
       }),
       { numRuns: 3000 },
@@ -36,6 +38,9 @@ describe('boundedKey', () => {
     expect(boundedKey('a'.repeat(256))).toBe('a'.repeat(256));
     expect(boundedKey('a'.repeat(257))).toMatch(/^#sha256:/);
     expect(boundedKey('#short')).toBe('#short');
+    expect(boundedKey('#sha256:short')).toBe('#sha256:short'); // not a hash's shape
+    const shaped = `#sha256:${'A'.repeat(43)}`;
+    expect(boundedKey(shaped)).not.toBe(shaped); // a hash's shape: hashed, so it meets no hash
   });
 });
 

@@ -3,7 +3,7 @@
  * Bounds what a store keeps per key: a caller, tenant, skill or messageId longer than
  * {@link MAX_KEY_LENGTH} characters is replaced by its SHA-256 before any table sees it, so a 16 kB
  * caller name costs a store (memory or Redis) the same as a short one. Injective: hashed values
- * carry a prefix that no value kept as it is carries (a value that begins with it is hashed too).
+ * have a length and prefix that no value kept as it is has (a value of that shape is hashed too).
  * Both stores call this the same way, so they decide identically.
  */
 
@@ -30,13 +30,14 @@ export const MAX_KEY_LENGTH = 256;
  */
 export const HASHED_KEY_PREFIX = '#sha256:';
 
-const HASH_MARK = HASHED_KEY_PREFIX.charCodeAt(0);
+/** Length of every hashed value: the prefix and 43 base64url characters (256 bits). */
+const HASHED_KEY_LENGTH = HASHED_KEY_PREFIX.length + 43;
 
 /**
  * A value as a store keeps it: itself when it has at most {@link MAX_KEY_LENGTH} code units and
- * does not begin with {@link HASHED_KEY_PREFIX}, otherwise `#sha256:` + the base64url SHA-256 of
- * its UTF-16 code units (lossless, so lone surrogates stay distinct). Distinct values give
- * distinct keys (up to SHA-256 collisions).
+ * is not shaped like a hashed value (51 code units beginning with {@link HASHED_KEY_PREFIX}),
+ * otherwise `#sha256:` + the base64url SHA-256 of its UTF-16 code units (lossless, so lone
+ * surrogates stay distinct). Distinct values give distinct keys (up to SHA-256 collisions).
  *
  * @example
  * ```ts
@@ -49,10 +50,16 @@ export function boundedKey(value: string): string {
   return `${HASHED_KEY_PREFIX}${createHash('sha256').update(value, 'utf16le').digest('base64url')}`;
 }
 
+/**
+ * Whether a value is kept as it is. Only a value of a hashed value's length has its characters
+ * read: the usual check reads the length alone, so a decision never touches the text of a caller
+ * name (nor flattens a concatenated one) just to bound it.
+ */
 function keptAsIs(value: string): boolean {
+  const length = value.length;
   return (
-    value.length <= MAX_KEY_LENGTH &&
-    (value.charCodeAt(0) !== HASH_MARK || !value.startsWith(HASHED_KEY_PREFIX))
+    length <= MAX_KEY_LENGTH &&
+    (length !== HASHED_KEY_LENGTH || !value.startsWith(HASHED_KEY_PREFIX))
   );
 }
 

@@ -2,10 +2,10 @@
  * @module memory-store
  * `MemoryStore`: the embedded, single-process store with a synchronous decision path. Owns the
  * tables behind the pure decision and their memory bound: full, hold-free keys are dropped by an
- * incremental sweep (no timer per key); at `maxKeys` a new key takes the place of the sampled key
- * that holds least (a full one, else the earliest timestamp), whose timestamp is kept, max-merged,
- * in one of a fixed number of hashed overflow buckets; a key entering the table starts from its
- * bucket. So a store under a flood of new callers forgets who spent what, never that it was spent:
+ * incremental sweep (no timer per key); at `maxKeys` a new key takes the place of a sampled key
+ * that holds little (a full one, else one that spent at most one request, else the earliest
+ * timestamp), whose timestamp is kept, max-merged, in one of a fixed number of hashed overflow
+ * buckets; a key entering the table starts from its bucket. So a store under a flood of new callers forgets who spent what, never that it was spent:
  * no caller gets a fresh bucket by being evicted, and a new caller is refused only when its bucket
  * holds a limited caller's timestamp. Caller, tenant, skill and messageId values are bounded in
  * length first (bounded-key.ts).
