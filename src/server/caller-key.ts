@@ -8,7 +8,7 @@
  * an IPv4-mapped IPv6 address is the IPv4 address. Pure (no Node APIs).
  */
 
-import { formatIpv6, ipv6Prefix, parseIpAddress } from './ip-address.js';
+import { formatIpv6, isIpv4Mapped, parseIpv4, parseIpv6Into } from './ip-address.js';
 
 /**
  * The prefix of every key of a caller nobody authenticated.
@@ -138,12 +138,28 @@ export function addressCallerKey(
   return keyOfAddress(address, ipv6PrefixLengthOf(options));
 }
 
+/** Scratch groups for {@link keyOfAddress} (synchronous, so one array serves every call). */
+const GROUPS = new Array<number>(8).fill(0);
+const MAPPED_PREFIX = '::ffff:';
+
 function keyOfAddress(address: string | undefined, prefixLength: number): string {
   if (address === undefined || address === '') return `${ADDRESS_KEY_PREFIX}unknown`;
-  const ip = parseIpAddress(address);
-  if (ip === undefined) return `${ADDRESS_KEY_PREFIX}${address}`;
-  if (ip.family === 4) return `${ADDRESS_KEY_PREFIX}${ip.octets.join('.')}`;
-  return `${ADDRESS_KEY_PREFIX}${formatIpv6(ipv6Prefix(ip.groups, prefixLength))}/${prefixLength}`;
+  // The spellings sockets give, checked without allocating: valid dotted IPv4 is canonical.
+  if (!address.includes(':')) return `${ADDRESS_KEY_PREFIX}${address}`; // IPv4, or no IP at all
+  if (address.startsWith(MAPPED_PREFIX) && parseIpv4(address, MAPPED_PREFIX.length) >= 0) {
+    return `${ADDRESS_KEY_PREFIX}${address.slice(MAPPED_PREFIX.length)}`;
+  }
+  if (!parseIpv6Into(address, GROUPS)) return `${ADDRESS_KEY_PREFIX}${address}`;
+  if (isIpv4Mapped(GROUPS)) {
+    const high = GROUPS[6] as number;
+    const low = GROUPS[7] as number;
+    return `${ADDRESS_KEY_PREFIX}${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+  }
+  for (let i = 0; i < 8; i++) {
+    const bits = Math.min(16, Math.max(0, prefixLength - 16 * i));
+    GROUPS[i] = bits === 0 ? 0 : (GROUPS[i] as number) & ((0xffff << (16 - bits)) & 0xffff);
+  }
+  return `${ADDRESS_KEY_PREFIX}${formatIpv6(GROUPS)}/${prefixLength}`;
 }
 
 /**

@@ -20,44 +20,114 @@ export type IpAddress =
   | { readonly family: 4; readonly octets: readonly number[] }
   | { readonly family: 6; readonly groups: readonly number[] };
 
-const DECIMAL_OCTET = /^(?:0|[1-9]\d{0,2})$/;
-const HEX_GROUP = /^[0-9a-fA-F]{1,4}$/;
+const COLON = 58;
+const DOT = 46;
 
-/** Dotted-decimal IPv4 (four parts 0–255, no leading zeros, as Node reads it); undefined otherwise. */
-function parseIpv4Octets(text: string): number[] | undefined {
-  const parts = text.split('.');
-  if (parts.length !== 4) return undefined;
-  const octets: number[] = [];
-  for (const part of parts) {
-    if (!DECIMAL_OCTET.test(part)) return undefined;
-    const value = Number(part);
-    if (value > 255) return undefined;
-    octets.push(value);
-  }
-  return octets;
+/** Value of a hex digit's char code, or −1. */
+function hexValue(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  const lower = code | 0x20;
+  return lower >= 97 && lower <= 102 ? lower - 87 : -1;
 }
 
-/** Groups of one side of `::` (or of a whole address without it); undefined when malformed. */
-function parseGroups(text: string, mayEndInIpv4: boolean): number[] | undefined {
-  if (text === '') return [];
-  const parts = text.split(':');
-  const groups: number[] = [];
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i] as string;
-    if (mayEndInIpv4 && i === parts.length - 1 && part.includes('.')) {
-      const octets = parseIpv4Octets(part);
-      if (octets === undefined) return undefined;
-      groups.push(
-        ((octets[0] as number) << 8) | (octets[1] as number),
-        ((octets[2] as number) << 8) | (octets[3] as number),
-      );
-    } else if (HEX_GROUP.test(part)) {
-      groups.push(Number.parseInt(part, 16));
+/**
+ * Dotted-decimal IPv4 in `text[from, to)` (four parts 0–255, no leading zeros, as Node reads it):
+ * its 32-bit value, or −1. Reads characters only; allocates nothing.
+ *
+ * @example
+ * ```ts
+ * parseIpv4('10.0.0.1');           // 167772161
+ * parseIpv4('::ffff:10.0.0.1', 7); // 167772161
+ * parseIpv4('010.0.0.1');          // -1
+ * ```
+ */
+export function parseIpv4(text: string, from = 0, to = text.length): number {
+  let value = 0;
+  let part = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = from; i < to; i++) {
+    const code = text.charCodeAt(i);
+    if (code === DOT) {
+      if (digits === 0 || dots === 3) return -1;
+      value = value * 256 + part;
+      dots++;
+      part = 0;
+      digits = 0;
+    } else if (code >= 48 && code <= 57) {
+      if (digits > 0 && part === 0) return -1; // a leading zero
+      part = part * 10 + (code - 48);
+      digits++;
+      if (part > 255) return -1;
     } else {
-      return undefined;
+      return -1;
     }
   }
-  return groups;
+  return digits === 0 || dots !== 3 ? -1 : value * 256 + part;
+}
+
+/**
+ * Parses IPv6 text (a `%zone` suffix accepted and ignored) into `out[0..7]`; false, with `out`
+ * unspecified, when the text is not IPv6. Reads characters only; allocates nothing.
+ *
+ * @example
+ * ```ts
+ * const groups = new Array<number>(8);
+ * parseIpv6Into('2001:db8::1', groups); // true; groups = [0x2001, 0xdb8, 0, 0, 0, 0, 0, 1]
+ * ```
+ */
+export function parseIpv6Into(text: string, out: number[]): boolean {
+  let end = text.indexOf('%');
+  if (end < 0) end = text.length;
+  else if (end === text.length - 1) return false; // an empty zone
+  let count = 0;
+  let gap = -1;
+  let i = 0;
+  if (end >= 2 && text.charCodeAt(0) === COLON && text.charCodeAt(1) === COLON) {
+    gap = 0;
+    i = 2;
+    if (i < end && text.charCodeAt(i) === COLON) return false; // `:::`
+  } else if (text.charCodeAt(0) === COLON) {
+    return false; // one leading colon
+  }
+  while (i < end) {
+    let j = i;
+    let value = 0;
+    while (j < end && j - i < 5) {
+      const digit = hexValue(text.charCodeAt(j));
+      if (digit < 0) break;
+      value = value * 16 + digit;
+      j++;
+    }
+    if (j < end && text.charCodeAt(j) === DOT) {
+      // An IPv4 tail: the last 32 bits, to the end.
+      if (count > 6) return false;
+      const v4 = parseIpv4(text, i, end);
+      if (v4 < 0) return false;
+      out[count++] = Math.floor(v4 / 0x10000);
+      out[count++] = v4 % 0x10000;
+      break;
+    }
+    if (j === i || j - i > 4 || count === 8) return false;
+    out[count++] = value;
+    if (j === end) break;
+    if (text.charCodeAt(j) !== COLON) return false;
+    if (j + 1 < end && text.charCodeAt(j + 1) === COLON) {
+      if (gap >= 0) return false; // a second `::`
+      gap = count;
+      i = j + 2;
+      if (i < end && text.charCodeAt(i) === COLON) return false; // `:::`
+    } else {
+      i = j + 1;
+      if (i === end) return false; // one trailing colon
+    }
+  }
+  if (gap < 0) return count === 8;
+  if (count > 7) return false;
+  const tail = count - gap;
+  for (let k = 0; k < tail; k++) out[7 - k] = out[count - 1 - k] as number;
+  for (let k = gap; k < 8 - tail; k++) out[k] = 0;
+  return true;
 }
 
 /**
@@ -72,19 +142,8 @@ function parseGroups(text: string, mayEndInIpv4: boolean): number[] | undefined 
  * ```
  */
 export function parseIpv6Groups(text: string): number[] | undefined {
-  const zone = text.indexOf('%');
-  const address = zone < 0 ? text : text.slice(0, zone);
-  if (zone >= 0 && zone === text.length - 1) return undefined; // an empty zone
-  const gap = address.indexOf('::');
-  if (gap < 0) {
-    const groups = parseGroups(address, true);
-    return groups?.length === 8 ? groups : undefined;
-  }
-  if (address.indexOf('::', gap + 1) >= 0) return undefined; // a second `::`, or `:::`
-  const head = parseGroups(address.slice(0, gap), false);
-  const tail = parseGroups(address.slice(gap + 2), true);
-  if (head === undefined || tail === undefined || head.length + tail.length > 7) return undefined;
-  return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
+  const groups = new Array<number>(8).fill(0);
+  return parseIpv6Into(text, groups) ? groups : undefined;
 }
 
 /**
@@ -99,21 +158,30 @@ export function parseIpv6Groups(text: string): number[] | undefined {
  */
 export function parseIpAddress(text: string): IpAddress | undefined {
   if (!text.includes(':')) {
-    const octets = parseIpv4Octets(text);
-    return octets === undefined ? undefined : { family: 4, octets };
+    const v4 = parseIpv4(text);
+    return v4 < 0 ? undefined : { family: 4, octets: octetsOf(v4) };
   }
   const groups = parseIpv6Groups(text);
   if (groups === undefined) return undefined;
   if (isIpv4Mapped(groups)) {
-    const high = groups[6] as number;
-    const low = groups[7] as number;
-    return { family: 4, octets: [high >> 8, high & 0xff, low >> 8, low & 0xff] };
+    return { family: 4, octets: octetsOf((groups[6] as number) * 0x10000 + (groups[7] as number)) };
   }
   return { family: 6, groups };
 }
 
-/** `::ffff:0:0/96`: the first 80 bits zero, the next 16 ones. */
-function isIpv4Mapped(groups: readonly number[]): boolean {
+function octetsOf(v4: number): number[] {
+  return [Math.floor(v4 / 0x1000000), (v4 >>> 16) & 0xff, (v4 >>> 8) & 0xff, v4 & 0xff];
+}
+
+/**
+ * Whether IPv6 groups are an IPv4-mapped address (`::ffff:0:0/96`).
+ *
+ * @example
+ * ```ts
+ * isIpv4Mapped([0, 0, 0, 0, 0, 0xffff, 0x7f00, 1]); // true: ::ffff:127.0.0.1
+ * ```
+ */
+export function isIpv4Mapped(groups: readonly number[]): boolean {
   for (let i = 0; i < 5; i++) if (groups[i] !== 0) return false;
   return groups[5] === 0xffff;
 }
@@ -158,11 +226,15 @@ export function formatIpv6(groups: readonly number[]): string {
     }
     i = j;
   }
-  const hex = (from: number, to: number) =>
-    groups
-      .slice(from, to)
-      .map((g) => g.toString(16))
-      .join(':');
-  if (bestStart < 0) return hex(0, 8);
-  return `${hex(0, bestStart)}::${hex(bestStart + bestLength, 8)}`;
+  let text = '';
+  for (let i = 0; i < 8; i++) {
+    if (i === bestStart) {
+      text += '::';
+      i += bestLength - 1;
+      continue;
+    }
+    if (i > 0 && i !== bestStart + bestLength) text += ':';
+    text += (groups[i] as number).toString(16);
+  }
+  return text;
 }
