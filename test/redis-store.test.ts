@@ -112,6 +112,44 @@ describe.skipIf(!redisUp)('RedisStore against a real Redis', () => {
     expect(d.admitted).toBe(true);
   });
 
+  it('a 16 kB caller name and messageId cost short keys and fields, decided as MemoryStore decides', async () => {
+    const clock = new ManualClock(1_760_000_000_000);
+    const policies: Policy[] = [
+      { name: 'per-caller', kind: 'rate', limit: 1, windowSeconds: 60, burst: 1 },
+      { name: 'tasks', kind: 'concurrency', max: 5, leaseTtlSeconds: 30 },
+    ];
+    seq += 1;
+    const keyPrefix = `${prefix}${seq}:`;
+    const store = new RedisStore({
+      client,
+      policies,
+      clock,
+      keyPrefix,
+      onError: 'fail-closed',
+      timeoutMs: 2000,
+      logger: false,
+    });
+    const memory = new MemoryStore({ policies, clock });
+    const caller = 'n'.repeat(16_000);
+    const messageId = 'm'.repeat(16_000);
+    for (const id of [messageId, `${messageId}2`]) {
+      const input = { caller, method: 'SendMessage', messageId: id } as const;
+      const r = await store.decide(input);
+      const m = memory.decideSync(input);
+      const strip = (d: Decision) => (d.admitted ? { ...d, leases: d.leases.length } : d);
+      expect(strip(r)).toEqual(strip(m));
+    }
+    expect(await store.rememberMessage(caller, messageId, 60_000)).toEqual({ fresh: true });
+    expect(await store.rememberMessage(caller, messageId, 60_000)).toEqual({ fresh: false });
+    const keys = await client.keys(`${keyPrefix}*`);
+    expect(keys.length).toBeGreaterThanOrEqual(3);
+    for (const key of keys) {
+      expect(key.length, key).toBeLessThan(200);
+      if ((await client.type(key)) !== 'hash') continue;
+      for (const field of await client.hkeys(key)) expect(field.length, field).toBeLessThan(200);
+    }
+  });
+
   it('Redis TIME mode (no clock): a burst then exact GCRA delays from the server clock', async () => {
     seq += 1;
     const store = new RedisStore({

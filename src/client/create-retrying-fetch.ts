@@ -3,7 +3,8 @@
  * `createRetryingFetch`: a `fetch` for the SDK's `JsonRpcTransportFactory({ fetchImpl })` and
  * `RestTransportFactory({ fetchImpl })` that waits exactly as long as the agent asks. It reads the
  * request once (operation and messageId), re-sends the identical bytes, reads error responses
- * through a clone (so the SDK still gets an untouched response) and hands each outcome to the
+ * through a clone, at most 64 KiB of them (so the SDK still gets an untouched response, and a huge
+ * or endless body is not buffered), and hands each outcome to the
  * shared {@link RetryScheduler}. Streams are retried only when refused before their first event.
  * Requests that are not A2A operations (the agent card, anything else) pass through untouched;
  * an agent card (public, or a caller's extended one) going by is learned, so that the scheduler
@@ -20,6 +21,7 @@ import {
   trackBodyEnd,
 } from './fetch-card-learning.js';
 import { identifyA2ARequest } from './identify-a2a-request.js';
+import { readBodyPrefix } from './read-body-prefix.js';
 import {
   type AttemptOutcome,
   RetryScheduler,
@@ -134,10 +136,8 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): typeof 
         if (response.ok && (isEventStream || (a2a.binding === 'rest' && !a2a.streaming))) {
           return { ok: true, value: response, rateLimit };
         }
-        const text = await response
-          .clone()
-          .text()
-          .catch(() => '');
+        // At most 64 KiB, at most 10 s, of a clone: a huge or endless body is not buffered.
+        const text = await readBodyPrefix(response);
         // JSON-RPC answers errors (rate limits included) with HTTP 200 by default.
         if (response.ok && !hasJsonRpcError(text)) return { ok: true, value: response, rateLimit };
         const hint = extractRetryHint(

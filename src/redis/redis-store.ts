@@ -29,6 +29,7 @@ import {
   type Policy,
 } from '../core/policy.js';
 import type { Decision, LeaseRef, LimitState, Rejection } from '../core/rejection.js';
+import { boundedInput, boundedKey } from '../store/bounded-key.js';
 import { MemoryStore } from '../store/memory-store.js';
 import {
   checkMessageTtlMs,
@@ -465,7 +466,9 @@ export class RedisStore implements Store {
   }
 
   /** {@inheritDoc Store.decide} */
-  decide(input: DecisionInput): Promise<Decision> {
+  decide(request: DecisionInput): Promise<Decision> {
+    // Long values hashed exactly as MemoryStore does (bounded-key.ts): the same decisions.
+    const input = boundedInput(request);
     this.counters.decisions++;
     if (this.mode === 'redis') return this.decideOnRedis(input, false);
     if (this.takeProbe()) return this.decideOnRedis(input, true);
@@ -1132,8 +1135,9 @@ export class RedisStore implements Store {
   }
 
   private messageKey(caller: string, messageId: string): string {
-    const tag = caller.includes('}') ? caller.replaceAll('}', ')') : caller;
-    return `${this.prefix}d{c:${tag}}${caller}\u0000${messageId}`;
+    const c = boundedKey(caller);
+    const tag = c.includes('}') ? c.replaceAll('}', ')') : c;
+    return `${this.prefix}d{c:${tag}}${c}\u0000${boundedKey(messageId)}`;
   }
 
   private now(): string {

@@ -41,6 +41,12 @@ import express, {
   type Response,
 } from 'express';
 import { type A2AMethod, toA2AMethod } from '../core/a2a-methods.js';
+import {
+  type AddressKeyOptions,
+  anonymousKeyOf,
+  authenticatedCallerKey,
+  createAddressKey,
+} from './caller-key.js';
 import { writeAllow, writeJsonRpcMiss, writeRestMiss } from './express-misses.js';
 import { jsonBodyReader } from './json-body.js';
 import type {
@@ -90,12 +96,19 @@ export interface ExpressAdmissionOptions {
   /** Replaces the default identity entirely (then `userBuilder` is not called). */
   readonly identify?: ExpressIdentify;
   /**
-   * Key of callers the `userBuilder` does not authenticate. Default `addr:<address>`: the socket's
-   * address, or `req.ip` when the request carries `X-Forwarded-For` (Express's `trust proxy` rules;
-   * set it behind a proxy). An app that learns the client address another way passes
-   * ``(req) => `addr:${req.ip}` ``. Never a header the caller could set, unless you choose one here.
+   * Key of callers the `userBuilder` does not authenticate. Default `addr:<address>` (IPv6 by
+   * prefix, see `ipv6PrefixLength`): the socket's address, or `req.ip` when the request carries
+   * `X-Forwarded-For` (Express's `trust proxy` rules; set it behind a proxy). An app that learns the
+   * client address another way passes `(req) => addressCallerKey(req.ip)`. A key that does not begin
+   * with `addr:` gets it, so it never meets a user's name. Never a header the caller could set,
+   * unless you choose one here.
    */
   readonly unauthenticatedKey?: (req: Request) => string;
+  /**
+   * IPv6 callers keyed by address share a key per prefix of this many bits (1–128); default 64.
+   * IPv4-mapped IPv6 addresses are their IPv4 address.
+   */
+  readonly ipv6PrefixLength?: number;
   /** The skill a request targets, for skill-scoped policies. */
   readonly skill?: (req: Request, body: unknown) => string | undefined;
   /**
@@ -208,27 +221,19 @@ function isA2AVersionLegacy(req: Request): boolean {
 }
 
 /**
- * The default unauthenticated key: `addr:<address>`. Without an `X-Forwarded-For` header,
- * Express's `req.ip` is the socket's address whatever `trust proxy` says, so the socket is read
- * directly (`req.ip` parses the header and runs the trust function; on Express's request objects
- * every property read is slow, and this runs on every request).
+ * The default unauthenticated key (caller-key.ts): the client address, IPv6 by prefix. Without an
+ * `X-Forwarded-For` header, Express's `req.ip` is the socket's address whatever `trust proxy`
+ * says, so the socket is read directly (`req.ip` parses the header and runs the trust function; on
+ * Express's request objects every property read is slow, and this runs on every request).
  */
-function addressKey(req: Request): string {
-  const address =
-    (req.headers['x-forwarded-for'] === undefined ? undefined : req.ip) ?? req.socket.remoteAddress;
-  if (address === lastAddress) return lastAddressKey;
-  const key = `addr:${address ?? 'unknown'}`;
-  lastAddress = address;
-  lastAddressKey = key;
-  return key;
+function addressKeyOf(options: AddressKeyOptions): (req: Request) => string {
+  const keyOf = createAddressKey(options);
+  return (req) =>
+    keyOf(
+      (req.headers['x-forwarded-for'] === undefined ? undefined : req.ip) ??
+        req.socket.remoteAddress,
+    );
 }
-
-/**
- * The last address key made, for its address: consecutive requests of one client (a keep-alive
- * connection) share one key string, whose hash the store's lookup then finds already computed.
- */
-let lastAddress: string | undefined;
-let lastAddressKey = 'addr:unknown';
 
 function writeHttp(
   res: Response,
@@ -285,7 +290,10 @@ function makeAdmission(limiter: Limiter, options: ExpressAdmissionOptions): Admi
       options.identify === undefined && options.userBuilder !== UserBuilder.noAuthentication
         ? options.userBuilder
         : undefined,
-    unauthenticatedKey: options.unauthenticatedKey ?? addressKey,
+    unauthenticatedKey:
+      options.unauthenticatedKey === undefined
+        ? addressKeyOf(options)
+        : anonymousKeyOf(options.unauthenticatedKey),
     pass: options.sdkHandler ?? callNext,
   };
 }
@@ -395,7 +403,9 @@ function thenOrFail<T>(
 
 /** Default identity: `User.userName` of an authenticated user, else the unauthenticated key. */
 function callerOf(admission: Admission, req: Request, user: User): string {
-  return user.isAuthenticated && user.userName ? user.userName : admission.unauthenticatedKey(req);
+  return user.isAuthenticated && user.userName
+    ? authenticatedCallerKey(user.userName)
+    : admission.unauthenticatedKey(req);
 }
 
 function withCaller(

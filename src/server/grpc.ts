@@ -17,6 +17,12 @@ import {
 import { grpcService, type UserBuilder } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { type A2AMethod, isA2AMethod } from '../core/a2a-methods.js';
+import {
+  type AddressKeyOptions,
+  anonymousKeyOf,
+  authenticatedCallerKey,
+  createAddressKey,
+} from './caller-key.js';
 import type { AdmissionOutcome, AdmissionTicket, Limiter } from './limiter.js';
 import { TICKET_HEADER } from './limiter.js';
 import {
@@ -60,8 +66,13 @@ export interface GrpcAdmissionOptions {
   readonly userBuilder?: UserBuilder;
   /** Replaces the default identity entirely. */
   readonly identify?: GrpcIdentify;
-  /** Key of unauthenticated callers; default `addr:<remote address>` (never a metadata value). */
+  /**
+   * Key of unauthenticated callers; default `addr:<remote address>`, IPv6 by prefix (never a
+   * metadata value). A key that does not begin with `addr:` gets it.
+   */
   readonly unauthenticatedKey?: (call: grpc.ServerInterceptingCallInterface) => string;
+  /** IPv6 callers keyed by address share a key per prefix of this many bits (1–128); default 64. */
+  readonly ipv6PrefixLength?: number;
   /** The skill a request targets, for skill-scoped policies. */
   readonly skill?: (request: unknown, metadata: grpc.Metadata) => string | undefined;
   /** The SDK request handler, to answer a duplicate message with its task (required while dedup is on). */
@@ -90,11 +101,16 @@ export function grpcMethodOf(path: string): A2AMethod | undefined {
   return isA2AMethod(name) ? name : LEGACY_RPC[name];
 }
 
-function remoteKey(call: grpc.ServerInterceptingCallInterface): string {
-  const address = call.getConnectionInfo().remoteAddress;
-  if (address) return `addr:${address}`;
-  const peer = call.getPeer().replace(/^ipv[46]:/, '');
-  return `addr:${peer.replace(/:\d+$/, '').replace(/^\[|\]$/g, '')}`;
+function remoteKeyOf(
+  options: AddressKeyOptions,
+): (call: grpc.ServerInterceptingCallInterface) => string {
+  const keyOf = createAddressKey(options);
+  return (call) => {
+    const address = call.getConnectionInfo().remoteAddress;
+    if (address) return keyOf(address);
+    const peer = call.getPeer().replace(/^ipv[46]:/, '');
+    return keyOf(peer.replace(/:\d+$/, '').replace(/^\[|\]$/g, ''));
+  };
 }
 
 function text(value: unknown): string | undefined {
@@ -140,7 +156,10 @@ export function grpcAdmissionInterceptor(
       'a2a-ratelimit: deduplication is on, so the gRPC interceptor needs `requestHandler` (the SDK handler) to answer a duplicate with its task; or create the limiter with `dedup: false`',
     );
   }
-  const fallback = options.unauthenticatedKey ?? remoteKey;
+  const fallback =
+    options.unauthenticatedKey === undefined
+      ? remoteKeyOf(options)
+      : anonymousKeyOf(options.unauthenticatedKey);
   const builder = options.userBuilder;
   const identify: GrpcIdentify =
     options.identify ??
@@ -149,7 +168,9 @@ export function grpcAdmissionInterceptor(
       : async (metadata, call) => {
           const shim = { metadata, getPeer: () => call.getPeer() };
           const user: User = await builder(shim as unknown as Parameters<UserBuilder>[0]);
-          return user.isAuthenticated && user.userName ? user.userName : fallback(call);
+          return user.isAuthenticated && user.userName
+            ? authenticatedCallerKey(user.userName)
+            : fallback(call);
         });
 
   return (descriptor, call) => {

@@ -5,6 +5,7 @@
  * extension. Adapters: `a2a-ratelimit/server/express`, `a2a-ratelimit/server/grpc`; metrics:
  * `a2a-ratelimit/server/metrics`.
  */
+export * from './caller-key.js';
 export * from './card-extension.js';
 export * from './event-loop-monitor.js';
 export * from './find-task-by-message-id.js';

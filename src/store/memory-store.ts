@@ -2,8 +2,13 @@
  * @module memory-store
  * `MemoryStore`: the embedded, single-process store with a synchronous decision path. Owns the
  * tables behind the pure decision and their memory bound: full, hold-free keys are dropped by an
- * incremental sweep (no timer per key); at `maxKeys` idle keys go first, then new keys share one
- * overflow bucket per policy — never a fresh, unlimited one.
+ * incremental sweep (no timer per key); at `maxKeys` a new key takes the place of a sampled key
+ * that holds little (a full one, else one that spent at most one request, else the earliest
+ * timestamp), whose timestamp is kept, max-merged, in one of a fixed number of hashed overflow
+ * buckets; a key entering the table starts from its bucket. So a store under a flood of new callers forgets who spent what, never that it was spent:
+ * no caller gets a fresh bucket by being evicted, and a new caller is refused only when its bucket
+ * holds a limited caller's timestamp. Caller, tenant, skill and messageId values are bounded in
+ * length first (bounded-key.ts).
  */
 
 import type { Clock } from '../core/clock.js';
@@ -27,6 +32,7 @@ import {
   type Policy,
 } from '../core/policy.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
+import { boundedInput } from './bounded-key.js';
 import { type MessageRecord, MessageRecords, messageRecordKey } from './message-records.js';
 import type { Store } from './store.js';
 
@@ -45,8 +51,14 @@ export interface MemoryStoreOptions {
   readonly holds?: HoldOptions;
   /** Time source; default `Date.now`. */
   readonly clock?: Clock;
-  /** Keys kept per rate policy before new keys share the overflow bucket; default 100,000. */
+  /** Keys kept per rate policy; past it new keys evict sampled ones (see the module); default 100,000. */
   readonly maxKeys?: number;
+  /**
+   * Hashed overflow buckets per rate policy (8 bytes each, allocated at the first eviction): the
+   * more, the fewer new callers share one with an evicted limited caller. Rounded up to a power of
+   * two; default the power of two ≥ 2 × `maxKeys` (262,144 = 2 MiB for 100,000 keys).
+   */
+  readonly overflowBuckets?: number;
 }
 
 /**
@@ -64,8 +76,10 @@ export interface MemoryStoreStats {
   readonly holds: number;
   /** Live leases, over all concurrency and overload policies. */
   readonly leases: number;
-  /** Decisions that had to use an overflow bucket since creation. */
+  /** Decisions made on a shared overflow bucket (no key could be evicted) since creation. */
   readonly overflowDecisions: number;
+  /** Keys with state evicted to make room for new ones (their timestamps kept in overflow buckets). */
+  readonly rateKeysEvicted: number;
   /** Deduplication records kept (expired ones until swept). */
   readonly messageRecords: number;
   /** Live deduplication records dropped to stay under `maxKeys` (each could let a copy run twice). */
@@ -75,21 +89,38 @@ export interface MemoryStoreStats {
 /** Entries examined per sweep step, and decisions between background steps. */
 const SWEEP_BATCH = 64;
 const SWEEP_EVERY = 64;
-/** Entries examined when a new key meets a full table. */
-const PRESSURE_SWEEP = 1024;
-/** After a fruitless pressure sweep, this many new keys overflow before the next one. */
-const PRESSURE_COOLDOWN = 256;
+/** Entries sampled for a victim when a new key meets a full table. */
+const EVICTION_SAMPLE = 16;
+
+/** Seeded 32-bit string hash (FNV-1a, then a murmur3 finaliser), for overflow buckets. */
+function hashKey(key: string, seed: number): number {
+  let h = (0x811c9dc5 ^ seed) >>> 0;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
 
 /**
  * The timestamps of one rate policy: key → slot in a growable `Float64Array`, so a kept key costs a
  * Map entry and 8 bytes (no boxed number per update), and a decision's read-then-write of the same
- * key costs one hash lookup (the last slot is remembered).
+ * key costs one hash lookup (the last slot is remembered). Past `maxKeys`, evicted timestamps are
+ * max-merged into `overflow` buckets chosen by a seeded hash of the key (seeded per table, so a
+ * caller cannot aim at another's bucket).
  */
 class RateTable {
   readonly extra = new Map<string, RateExtra>();
-  overflowTat: number | undefined;
-  /** New keys to send straight to overflow after a pressure sweep found nothing to drop. */
-  pressureCooldown = 0;
+  /** Max-merged timestamps of evicted keys (and of shared decisions), µs; by hashed key. */
+  overflow: Float64Array | undefined;
+  /** The latest timestamp in `overflow`, µs: at or after it every bucket is full. */
+  overflowUntilUs = Number.NEGATIVE_INFINITY;
+  /** The bucket of the decision under way that uses {@link OVERFLOW_KEY}. */
+  overflowSlot = 0;
+  /** Keys with state evicted so far. */
+  evicted = 0;
+  private readonly seed = (Math.random() * 0x1_0000_0000) >>> 0;
   private readonly slots = new Map<string, number>();
   private tats = new Float64Array(1024);
   private readonly free: number[] = [];
@@ -97,6 +128,8 @@ class RateTable {
   private lastKey: string | undefined;
   private lastSlot = -1;
   private cursor: Iterator<[string, number]> | undefined;
+
+  constructor(private readonly overflowBuckets: number) {}
 
   get size(): number {
     return this.slots.size;
@@ -135,6 +168,61 @@ class RateTable {
     this.slots.delete(key);
     this.free.push(slot);
     if (key === this.lastKey) this.lastKey = undefined;
+  }
+
+  /** The overflow bucket of a key. */
+  bucketOf(key: string): number {
+    return hashKey(key, this.seed) & (this.overflowBuckets - 1);
+  }
+
+  /** Max-merges a timestamp into a bucket. */
+  mergeOverflow(bucket: number, tatUs: number): void {
+    if (this.overflow === undefined) this.overflow = new Float64Array(this.overflowBuckets);
+    if (tatUs > (this.overflow[bucket] as number)) this.overflow[bucket] = tatUs;
+    if (tatUs > this.overflowUntilUs) this.overflowUntilUs = tatUs;
+  }
+
+  /** A new key's starting state: its bucket's timestamp when that is still in the future. */
+  inherit(key: string, nowUs: number): void {
+    if (this.overflow === undefined || nowUs >= this.overflowUntilUs) return;
+    const tatUs = this.overflow[this.bucketOf(key)] as number;
+    if (tatUs > nowUs) this.set(key, tatUs);
+  }
+
+  /**
+   * Makes room for one key: drops the first full, hold-free key among the next
+   * {@link EVICTION_SAMPLE} entries, else evicts the first hold-free one that spent at most one
+   * emission interval (`emissionUs`), else the hold-free one with the earliest timestamp; an
+   * evicted key's timestamp is merged into its bucket. False when every sampled key has holds.
+   */
+  evictOne(nowUs: number, emissionUs: number): boolean {
+    let victim: string | undefined;
+    let victimTatUs = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < EVICTION_SAMPLE; i++) {
+      if (this.cursor === undefined) this.cursor = this.slots.entries();
+      const next = this.cursor.next();
+      if (next.done) {
+        this.cursor = undefined;
+        continue;
+      }
+      const [key, slot] = next.value;
+      if (this.extra.has(key)) continue;
+      const tatUs = this.tats[slot] as number;
+      if (tatUs <= nowUs) {
+        this.delete(key);
+        return true;
+      }
+      if (tatUs < victimTatUs) {
+        victim = key;
+        victimTatUs = tatUs;
+        if (tatUs - nowUs <= emissionUs) break; // holds at most one request: good enough
+      }
+    }
+    if (victim === undefined) return false;
+    this.mergeOverflow(this.bucketOf(victim), victimTatUs);
+    this.delete(victim);
+    this.evicted++;
+    return true;
   }
 
   /** Drops up to `budget` examined keys that are the same as no key. Returns how many it freed. */
@@ -195,9 +283,16 @@ export class MemoryStore implements Store, DecisionState {
       throw new RangeError(`MemoryStore: maxKeys must be a positive integer, got ${maxKeys}`);
     }
     this.maxKeys = maxKeys;
+    const buckets = options.overflowBuckets ?? 2 * maxKeys;
+    if (!Number.isSafeInteger(buckets) || buckets < 1 || buckets > 2 ** 30) {
+      throw new RangeError(
+        `MemoryStore: overflowBuckets must be an integer from 1 to 2^30, got ${buckets}`,
+      );
+    }
+    const overflowBuckets = 2 ** Math.ceil(Math.log2(buckets));
     this.messages = new MessageRecords(maxKeys);
     for (const p of this.policySet.policies) {
-      this.rates[p.index] = new RateTable();
+      this.rates[p.index] = new RateTable(overflowBuckets);
       this.leaseTables[p.index] = new Map();
     }
   }
@@ -213,7 +308,7 @@ export class MemoryStore implements Store, DecisionState {
   decideSync(input: DecisionInput): Decision {
     const nowMs = this.clock.nowMs();
     if ((++this.ops & (SWEEP_EVERY - 1)) === 0) this.sweep(nowMs);
-    return decide(this.policySet, input, nowMs, this);
+    return decide(this.policySet, boundedInput(input), nowMs, this);
   }
 
   /** {@inheritDoc Store.decide} */
@@ -375,16 +470,18 @@ export class MemoryStore implements Store, DecisionState {
    *
    * @example
    * ```ts
-   * store.stats(); // { rateKeys: 3, holds: 1, leases: 0, overflowDecisions: 0, messageRecords: 2, messageRecordsEvicted: 0 }
+   * store.stats(); // { rateKeys: 3, holds: 1, leases: 0, overflowDecisions: 0, rateKeysEvicted: 0, messageRecords: 2, messageRecordsEvicted: 0 }
    * ```
    */
   stats(): MemoryStoreStats {
     let rateKeys = 0;
+    let rateKeysEvicted = 0;
     let holds = 0;
     let leases = 0;
     for (const t of this.rates) {
       if (t === undefined) continue;
       rateKeys += t.size;
+      rateKeysEvicted += t.evicted;
       for (const e of t.extra.values()) holds += e.holds.size;
     }
     for (const m of this.leaseTables) {
@@ -396,6 +493,7 @@ export class MemoryStore implements Store, DecisionState {
       holds,
       leases,
       overflowDecisions: this.overflowDecisions,
+      rateKeysEvicted,
       messageRecords: this.messages.size,
       messageRecordsEvicted: this.messages.evicted,
     };
@@ -449,14 +547,18 @@ export class MemoryStore implements Store, DecisionState {
   /** @internal */
   rateKey(policy: CompiledRatePolicy, key: string, nowUs: number): string {
     const t = this.table(policy);
-    if (t.size < this.maxKeys || t.has(key)) return key;
-    if (t.pressureCooldown > 0) {
-      t.pressureCooldown--;
-    } else if (t.sweep(nowUs, PRESSURE_SWEEP) > 0) {
+    if (nowUs >= t.overflowUntilUs) {
+      // No bucket holds state: a new key starts full (the plain path).
+      if (t.size < this.maxKeys || t.has(key)) return key;
+    } else if (t.has(key)) {
       return key;
-    } else {
-      t.pressureCooldown = PRESSURE_COOLDOWN;
     }
+    if (t.size < this.maxKeys || t.evictOne(nowUs, policy.emissionUs)) {
+      t.inherit(key, nowUs);
+      return key;
+    }
+    // Every sampled key has holds: decide on the key's bucket, shared.
+    t.overflowSlot = t.bucketOf(key);
     this.overflowDecisions++;
     return OVERFLOW_KEY;
   }
@@ -464,7 +566,8 @@ export class MemoryStore implements Store, DecisionState {
   /** @internal */
   getTat(policy: CompiledRatePolicy, key: string): number | undefined {
     const t = this.table(policy);
-    return key === OVERFLOW_KEY ? t.overflowTat : t.get(key);
+    if (key !== OVERFLOW_KEY) return t.get(key);
+    return t.overflow === undefined ? undefined : t.overflow[t.overflowSlot];
   }
 
   /** @internal */
@@ -483,7 +586,7 @@ export class MemoryStore implements Store, DecisionState {
   ): void {
     const t = this.table(policy);
     if (key === OVERFLOW_KEY) {
-      t.overflowTat = tatUs > nowUs ? tatUs : undefined;
+      if (tatUs > nowUs) t.mergeOverflow(t.overflowSlot, tatUs);
       return;
     }
     if (extra === undefined) {

@@ -6,6 +6,8 @@
  * small sweep on every write (no timer per key), and at the cap the oldest record goes first.
  */
 
+import { boundedKey } from './bounded-key.js';
+
 /**
  * What a store knows about a (caller, messageId): `fresh` when it had not seen it (it now has),
  * otherwise the task the first copy started, once recorded.
@@ -73,7 +75,8 @@ export function checkMessageTtlMs(ttlMs: number): void {
 }
 
 /**
- * The table key of a (caller, messageId): `caller \0 messageId`. Callers that touch the same
+ * The table key of a (caller, messageId): `caller \0 messageId`, each part bounded in length
+ * (`boundedKey`: a part longer than 256 characters is its hash). Callers that touch the same
  * record several times per request compute it once and use the `…Key` methods.
  *
  * @example
@@ -82,7 +85,7 @@ export function checkMessageTtlMs(ttlMs: number): void {
  * ```
  */
 export function messageRecordKey(caller: string, messageId: string): string {
-  return `${caller}\u0000${messageId}`;
+  return `${boundedKey(caller)}\u0000${boundedKey(messageId)}`;
 }
 
 /**

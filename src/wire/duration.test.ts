@@ -5,7 +5,10 @@ import {
   durationToMs,
   formatJsonDuration,
   isValidDuration,
+  MAX_DURATION,
   parseJsonDuration,
+  parseJsonRetryDelay,
+  retryDelayOf,
 } from './duration.js';
 
 describe('formatJsonDuration', () => {
@@ -76,5 +79,49 @@ describe('conversions', () => {
     expect(isValidDuration({ seconds: 1n, nanos: -1 })).toBe(false);
     expect(isValidDuration({ seconds: 0n, nanos: 1_000_000_000 })).toBe(false);
     expect(isValidDuration({ seconds: 315_576_000_001n, nanos: 0 })).toBe(false);
+  });
+});
+
+describe('retry delays past protobuf range', () => {
+  it.each([
+    ['999999999999s', MAX_DURATION],
+    ['315576000001s', MAX_DURATION],
+    ['99999999999999999999999999s', MAX_DURATION],
+    ['999999999999.5s', MAX_DURATION],
+    ['99999999999s', { seconds: 99_999_999_999n, nanos: 0 }],
+    ['0000000000012s', { seconds: 12n, nanos: 0 }],
+    ['12s', { seconds: 12n, nanos: 0 }],
+  ])('parseJsonRetryDelay(%j)', (text, expected) => {
+    expect(parseJsonRetryDelay(text)).toEqual(expected);
+  });
+
+  it.each(['-999999999999s', '999999999999', '1e400s', '999999999999.0000000001s', '.5s', ''])(
+    'parseJsonRetryDelay rejects %j',
+    (text) => {
+      expect(parseJsonRetryDelay(text)).toBeUndefined();
+    },
+  );
+
+  it('reads any positive seconds past the range as MAX_DURATION, anything in range as it is (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }),
+        fc.integer({ min: 0, max: 999_999_999 }),
+        (seconds, nanos) => {
+          const text = `${seconds}${nanos === 0 ? '' : `.${String(nanos).padStart(9, '0')}`}s`;
+          const expected = seconds > 315_576_000_000n ? MAX_DURATION : { seconds, nanos };
+          expect(parseJsonRetryDelay(text)).toEqual(expected);
+          expect(retryDelayOf({ seconds, nanos })).toEqual(expected);
+        },
+      ),
+    );
+  });
+
+  it('retryDelayOf drops negative delays past the range and mixed signs; keeps valid ones', () => {
+    expect(retryDelayOf({ seconds: -(2n ** 63n), nanos: 0 })).toBeUndefined();
+    expect(retryDelayOf({ seconds: -1n, nanos: 0 })).toEqual({ seconds: -1n, nanos: 0 });
+    expect(retryDelayOf({ seconds: 2n ** 63n - 1n, nanos: -1 })).toBeUndefined();
+    expect(retryDelayOf({ seconds: 2n ** 63n - 1n, nanos: 1_000_000_000 })).toBeUndefined();
+    expect(durationToMs(MAX_DURATION)).toBe(315_576_000_000_000);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * @module duration
  * `google.protobuf.Duration` conversions: ProtoJSON strings (`"12s"`, `"1.500s"`) both ways, and
- * to / from milliseconds.
+ * to / from milliseconds; a retry delay past protobuf's range read as the longest one.
  */
 
 import type { Duration } from './google-rpc.js';
@@ -53,6 +53,64 @@ export function parseJsonDuration(text: unknown): Duration | undefined {
   if (seconds > MAX_DURATION_SECONDS) return undefined;
   if (minus === undefined) return { seconds, nanos };
   return { seconds: seconds === 0n ? 0n : -seconds, nanos: nanos === 0 ? 0 : -nanos };
+}
+
+/**
+ * The longest duration protobuf allows: 315,576,000,000 s (10,000 years).
+ *
+ * @example
+ * ```ts
+ * durationToMs(MAX_DURATION); // 315_576_000_000_000
+ * ```
+ */
+export const MAX_DURATION: Duration = Object.freeze({
+  seconds: MAX_DURATION_SECONDS,
+  nanos: 0,
+});
+
+const POSITIVE_JSON_DURATION = /^0*(\d*)(?:\.\d{1,9})?s$/;
+
+/**
+ * A `RetryInfo.retry_delay` as a client should read it: a valid duration as it is (a negative one
+ * too: the reader ignores it); a positive one past protobuf's range (int64-max seconds over gRPC)
+ * as {@link MAX_DURATION}, so an agent asking for longer than protobuf can say still asks for too
+ * long (not for nothing, which would mean backing off and retrying); anything else (past the range
+ * below zero, mixed signs, nanos out of range) undefined.
+ *
+ * @example
+ * ```ts
+ * retryDelayOf({ seconds: 12n, nanos: 0 });                   // { seconds: 12n, nanos: 0 }
+ * retryDelayOf({ seconds: 9_223_372_036_854_775_807n, nanos: 0 }); // MAX_DURATION
+ * retryDelayOf({ seconds: -(2n ** 63n), nanos: 0 });         // undefined
+ * ```
+ */
+export function retryDelayOf(duration: Duration): Duration | undefined {
+  const { seconds, nanos } = duration;
+  if (seconds > MAX_DURATION_SECONDS && Number.isInteger(nanos) && nanos >= 0) {
+    return nanos < NANOS_PER_SECOND ? MAX_DURATION : undefined;
+  }
+  return isValidDuration(duration) ? duration : undefined;
+}
+
+/**
+ * {@link parseJsonDuration} for a `RetryInfo.retryDelay`: the same, but a positive duration past
+ * protobuf's range (`"999999999999s"`, any number of digits) reads as {@link MAX_DURATION}.
+ *
+ * @example
+ * ```ts
+ * parseJsonRetryDelay('12s');            // { seconds: 12n, nanos: 0 }
+ * parseJsonRetryDelay('999999999999s');  // MAX_DURATION
+ * parseJsonRetryDelay('-999999999999s'); // undefined
+ * ```
+ */
+export function parseJsonRetryDelay(text: unknown): Duration | undefined {
+  const parsed = parseJsonDuration(text);
+  if (parsed !== undefined || typeof text !== 'string') return parsed;
+  const digits = POSITIVE_JSON_DURATION.exec(text)?.[1];
+  if (digits === undefined) return undefined;
+  // Past 12 significant digits, or past the range at 12: longer than protobuf can say.
+  if (digits.length > 12 || BigInt(digits) > MAX_DURATION_SECONDS) return MAX_DURATION;
+  return parseJsonDuration(text.replace(/^0+(?=\d)/, '')); // in range, zero-padded
 }
 
 /**

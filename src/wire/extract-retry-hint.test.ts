@@ -411,6 +411,57 @@ describe('extractRetryHint: real-world shapes', () => {
     expect(extractRetryHint(source, NOW)).toMatchObject(expected);
   });
 
+  it('a RetryInfo past Duration range is a delay longer than any budget, on every binding', () => {
+    const tooLongMs = 315_576_000_000_000;
+    const restBody = (delay: string) =>
+      JSON.stringify({
+        error: {
+          code: 429,
+          status: 'RESOURCE_EXHAUSTED',
+          message: 'slow down',
+          details: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: delay }],
+        },
+      });
+    for (const delay of ['999999999999s', '99999999999999999999s']) {
+      expect(
+        extractRetryHint({ kind: 'http', status: 429, headers: {}, body: restBody(delay) }, NOW),
+        delay,
+      ).toMatchObject({ kind: 'quota', delayMs: tooLongMs, delaySource: 'retry-info' });
+    }
+    const rpcBody = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      error: {
+        code: -32603,
+        message: 'slow down',
+        data: [
+          { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '999999999999s' },
+        ],
+      },
+    });
+    expect(
+      extractRetryHint({ kind: 'http', status: 200, headers: {}, body: rpcBody }, NOW),
+    ).toMatchObject({ delayMs: tooLongMs, delaySource: 'retry-info' });
+    const bin = encodeStatus({
+      code: 8,
+      message: 'slow down',
+      details: [
+        { type: 'RetryInfo', message: { retryDelay: { seconds: 2n ** 63n - 1n, nanos: 0 } } },
+      ],
+    });
+    expect(
+      extractRetryHint(
+        {
+          kind: 'grpc',
+          code: 8,
+          message: 'slow down',
+          metadata: { 'grpc-status-details-bin': base64Encode(bin, 'std_raw') },
+        },
+        NOW,
+      ),
+    ).toMatchObject({ kind: 'quota', delayMs: tooLongMs, delaySource: 'retry-info' });
+  });
+
   it('leaves out what the response did not say', () => {
     expect(extractRetryHint({ kind: 'http', status: 404, headers: {} }, NOW)).toEqual({
       kind: 'not-retryable',

@@ -4,6 +4,7 @@ import { base64Decode, base64Encode } from '@bufbuild/protobuf/wire';
 import fc from 'fast-check';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
+import { MAX_DURATION } from './duration.js';
 import type { Detail, Status } from './google-rpc.js';
 import { TYPE_URLS } from './google-rpc.js';
 import { encodeGrpcRejection } from './grpc-rejection.js';
@@ -296,6 +297,37 @@ describe('decodeStatus', () => {
         },
       ],
     });
+  });
+
+  it('reads a RetryInfo past Duration range (int64-max seconds) as the longest duration, not as none', () => {
+    const retryInfo = typesByUrl[TYPE_URLS.retryInfo];
+    if (retryInfo === undefined) throw new Error('schema');
+    for (const seconds of ['9223372036854775807', '315576000001']) {
+      const value = retryInfo
+        .encode(retryInfo.fromObject({ retryDelay: { seconds, nanos: 0 } }))
+        .finish();
+      const bytes = StatusType.encode(
+        StatusType.fromObject({
+          code: 8,
+          message: 'm',
+          details: [{ typeUrl: TYPE_URLS.retryInfo, value }],
+        }),
+      ).finish();
+      expect(decodeStatus(bytes).details, seconds).toEqual([
+        { type: 'RetryInfo', message: { retryDelay: MAX_DURATION } },
+      ]);
+    }
+    // Below the range, or with nanos of the wrong sign: no delay at all.
+    for (const retryDelay of [
+      { seconds: '-9223372036854775808', nanos: 0 },
+      { seconds: '9223372036854775807', nanos: -1 },
+    ]) {
+      const value = retryInfo.encode(retryInfo.fromObject({ retryDelay })).finish();
+      const bytes = StatusType.encode(
+        StatusType.fromObject({ code: 8, details: [{ typeUrl: TYPE_URLS.retryInfo, value }] }),
+      ).finish();
+      expect(decodeStatus(bytes).details).toEqual([{ type: 'RetryInfo', message: {} }]);
+    }
   });
 
   it('keeps unknown detail types as bytes and passes them through on re-encoding', () => {

@@ -8,7 +8,7 @@
  */
 
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
-import { isValidDuration } from './duration.js';
+import { retryDelayOf } from './duration.js';
 import {
   type AnyMessage,
   type Detail,
@@ -216,7 +216,9 @@ function readRetryInfo(bytes: Uint8Array): RetryInfo {
     retryDelay = readDuration(r.bytes());
     return true;
   });
-  return retryDelay === undefined || !isValidDuration(retryDelay) ? {} : { retryDelay };
+  // A delay past protobuf's range is the longest one: too long a hint, not no hint.
+  const delay = retryDelay === undefined ? undefined : retryDelayOf(retryDelay);
+  return delay === undefined ? {} : { retryDelay: delay };
 }
 
 function readViolation(bytes: Uint8Array): QuotaViolation {

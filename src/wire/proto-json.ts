@@ -6,7 +6,7 @@
  * original proto field names, int64 as string or number, and ignores members of the wrong type.
  */
 
-import { formatJsonDuration, parseJsonDuration } from './duration.js';
+import { formatJsonDuration, parseJsonRetryDelay } from './duration.js';
 import {
   type Detail,
   type ErrorInfo,
@@ -160,7 +160,7 @@ function errorInfoFromJson(object: JsonObject): ErrorInfo {
 }
 
 function retryInfoFromJson(object: JsonObject): RetryInfo {
-  const retryDelay = parseJsonDuration(member(object, 'retryDelay', 'retry_delay'));
+  const retryDelay = parseJsonRetryDelay(member(object, 'retryDelay', 'retry_delay'));
   return retryDelay === undefined ? {} : { retryDelay };
 }
 
