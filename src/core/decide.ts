@@ -101,8 +101,10 @@ export interface LeaseSet {
 export type LeasePolicy = CompiledConcurrencyPolicy | CompiledOverloadPolicy;
 
 /**
- * The key a store returns for subjects that did not fit under `maxKeys`: one shared bucket per
- * policy, limited together, never holding slots.
+ * The key a store returns for a subject it can neither keep nor give a key of its own (the
+ * in-process store at `maxKeys` when every key it could evict holds slots): a bucket shared by
+ * such subjects, limited together, never holding slots. Evicted keys' states go to hashed
+ * overflow buckets instead (see `MemoryStore`).
  *
  * @example
  * ```ts
