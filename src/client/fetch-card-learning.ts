@@ -41,9 +41,11 @@ async function jsonOf(response: Response): Promise<unknown> {
 }
 
 /**
- * Learns the policies of a public card that was just fetched: for the agent keys of every
- * interface it lists (through `agentKey` for HTTP ones, as written for gRPC ones) and of the URL
- * it came from. Never throws; the response is untouched.
+ * Learns the policies of a public card that was just fetched: for the agent keys of the URL it
+ * came from and of the interfaces it lists on that same host (HTTP interfaces of the card's own
+ * origin, gRPC targets on its host name). A card never plans for another host: a card served by
+ * one origin that lists another's URLs would otherwise set that agent's pace. Never throws; the
+ * response is untouched.
  *
  * @example
  * ```ts
@@ -59,16 +61,34 @@ export async function learnAgentCardResponse(
 ): Promise<void> {
   const card = await jsonOf(response);
   if (card === undefined) return;
+  let from: URL;
+  try {
+    from = new URL(url);
+  } catch {
+    return;
+  }
   const targets = agentCardTargets(card);
-  const agents = new Set<string>(targets.grpcTargets);
-  for (const u of [url, ...targets.httpUrls]) {
+  const agents = new Set<string>(
+    targets.grpcTargets.filter((target) => grpcHostOf(target) === from.hostname),
+  );
+  agents.add(agentKey(from));
+  for (const u of targets.httpUrls) {
     try {
-      agents.add(agentKey(new URL(u)));
+      const parsed = new URL(u);
+      if (parsed.origin === from.origin) agents.add(agentKey(parsed));
     } catch {
       // not an URL: no key
     }
   }
   scheduler.learnAgentCard(card, { agents: [...agents] });
+}
+
+/** The host name of a gRPC target (`host:port`, `[v6]:port`, `dns:///host:port`), lower case. */
+function grpcHostOf(target: string): string {
+  const bare = target.replace(/^[a-z]+:(\/\/\/)?/i, '');
+  const v6 = /^\[([^\]]+)\]/.exec(bare);
+  if (v6 !== null) return `[${(v6[1] as string).toLowerCase()}]`;
+  return (bare.split(':')[0] ?? '').toLowerCase();
 }
 
 /**

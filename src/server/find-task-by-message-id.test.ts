@@ -48,7 +48,7 @@ describe('findTaskByMessageId over the SDK task store', () => {
       pageSize: 10,
       maxPages: 1,
     });
-    expect(await short(send('alice', 'm3'))).toBeUndefined(); // beyond the pages it reads
+    expect(await short(send('alice', 'm3'))).toBeNull(); // beyond the pages it reads: unknown
   });
 
   it('rejects bad options', () => {

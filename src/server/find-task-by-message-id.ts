@@ -71,7 +71,7 @@ export interface FindTaskOptions<C> {
 export function findTaskByMessageId<C>(
   taskStore: TaskListingStore<C>,
   options: FindTaskOptions<C>,
-): (request: AdmissionRequest) => Promise<string | undefined> {
+): (request: AdmissionRequest) => Promise<string | undefined | null> {
   const pageSize = options.pageSize ?? 100;
   const maxPages = options.maxPages ?? 10;
   if (!Number.isSafeInteger(pageSize) || pageSize < 1 || pageSize > 100) {
@@ -107,6 +107,8 @@ export function findTaskByMessageId<C>(
       if (response.nextPageToken === '') return undefined;
       pageToken = response.nextPageToken;
     }
-    return undefined;
+    // More tasks than it reads: it cannot say there is none, so it says it does not know (a
+    // copy is then told to come back rather than run what may have run).
+    return null;
   };
 }

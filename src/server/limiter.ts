@@ -115,11 +115,12 @@ export interface DedupOptions {
    */
   readonly pendingTtlSeconds?: number;
   /**
-   * Shared stores: finds the task a message started in the shared task store (task id, or
-   * undefined when there is none). Asked when a record is orphaned (its owner stopped renewing it
+   * Shared stores: finds the task a message started in the shared task store: its task id,
+   * `undefined` when there is none, or `null` when it cannot tell (a copy is then told to come
+   * back instead of running). Asked when a record is orphaned (its owner stopped renewing it
    * before recording a task) and when the store cannot be reached. See `findTaskByMessageId`.
    */
-  readonly findTask?: (request: AdmissionRequest) => Promise<string | undefined>;
+  readonly findTask?: (request: AdmissionRequest) => Promise<string | undefined | null>;
   /**
    * Shared stores: what a message gets when the store cannot say whether it is a copy (outage,
    * timeout) and `findTask` does not find it: `reject` (default) answers a retryable 503
@@ -727,7 +728,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
   ): AdmissionOutcome | Promise<AdmissionOutcome> => {
     const input = inputOf(request);
     if (memory !== undefined) return finish(request, memory.decideSync(input), dedupKey);
-    return store.decide(input).then((d) => finish(request, d, dedupKey));
+    return store.decide(input).then(
+      (d) => finish(request, d, dedupKey),
+      (error: unknown) => {
+        // Nothing ran: the message's pending record must not outlive the failed decision.
+        if (dedupKey !== undefined) recordTask(request, dedupKey, MARK.retryable);
+        throw error;
+      },
+    );
   };
 
   const waitForTask = (key: string): Promise<string | undefined> =>
