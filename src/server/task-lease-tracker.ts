@@ -64,6 +64,27 @@ export class PendingRecordLostError extends Error {
   }
 }
 
+/**
+ * Thrown where the SDK would start a task for an admission that has already ended: its client
+ * went away before the SDK got to the executor, and the admission's leases and deduplication
+ * record are gone with it. Starting now would run outside every limit, and a retry could run the
+ * message a second time, so nothing starts (the SDK answers an internal error, to nobody).
+ *
+ * @example
+ * ```ts
+ * if (error instanceof AdmissionEndedError) console.log('the caller left before its task started');
+ * ```
+ */
+export class AdmissionEndedError extends Error {
+  override readonly name = 'AdmissionEndedError';
+
+  constructor(taskId: string) {
+    super(
+      `a2a-ratelimit: the admission of task ${taskId} ended (its client left) before the task started; not started`,
+    );
+  }
+}
+
 /** What the tracker needs from an admission ticket. */
 interface TrackedTicket {
   readonly bound: boolean;
@@ -212,6 +233,8 @@ export class TaskLeaseTracker {
       createOrGetByTaskId: (taskId, context) => {
         const ticketId = ticketIdOf(context, this.header);
         const ticket = ticketId === undefined ? undefined : this.options.ticketOf(ticketId);
+        // The adapter set this ticket's id on the request; it is gone once the ticket ended.
+        if (ticketId !== undefined && ticket === undefined) throw new AdmissionEndedError(taskId);
         if (ticket !== undefined && !ticket.bound && ticket.mayStart?.() === false) {
           // The SDK calls this right before it starts the executor: refusing here is the last
           // point where a message that may now run elsewhere is kept from running twice.
