@@ -171,7 +171,8 @@ export class PendingMessages {
 
   /** The outcome is known (a task id or a mark): record it, here and in the store (retried). */
   settle(caller: string, messageId: string, key: string, value: string): void {
-    this.owned.delete(key);
+    // The pending record stays owned (renewed) until the outcome is written: a write that fails
+    // in an outage must not leave a record that lapses into "orphaned" and runs again.
     this.local.recordKey(key, value, this.ttlMs, Date.now());
     this.record({ caller, messageId, value }, key);
   }
@@ -196,6 +197,7 @@ export class PendingMessages {
     this.store.recordMessageTask(outcome.caller, outcome.messageId, outcome.value, this.ttlMs).then(
       () => {
         if (this.unrecorded.get(key) === outcome) this.unrecorded.delete(key);
+        this.owned.delete(key);
       },
       () => {
         this.unrecorded.set(key, outcome);
