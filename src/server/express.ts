@@ -798,7 +798,17 @@ export function jsonRpcAdmission(
             writeHttp(res, 200, JSON_RPC_CONTENT, JSON.stringify(answer));
           }
         },
-        (failure: unknown) => next(failure),
+        (failure: unknown) => {
+          console.error(
+            `a2a-ratelimit: the agent card could not be read to check the A2A version: ${failure instanceof Error ? failure.message : String(failure)}`,
+          );
+          const answer = {
+            jsonrpc: '2.0',
+            id: jsonRpcId(req.body),
+            error: toJsonRpcError(failure),
+          };
+          writeHttp(res, 200, JSON_RPC_CONTENT, JSON.stringify(answer));
+        },
       );
     });
   };

@@ -144,7 +144,7 @@ const STRIP_ADMISSION: ConstructorParameters<typeof grpc.ServerInterceptingCall>
  * @example
  * ```ts
  * const server = new grpc.Server({ interceptors: [grpcAdmissionInterceptor(limiter, { userBuilder, requestHandler })] });
- * server.addService(A2AService, grpcService({ requestHandler, userBuilder }));
+ * server.addService(A2AService, rateLimitedGrpcService({ requestHandler, userBuilder }));
  * ```
  */
 export function grpcAdmissionInterceptor(
