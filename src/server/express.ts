@@ -745,8 +745,10 @@ export function jsonRpcAdmission(
     const headers = req.headers;
     if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
     if (headers[ADMISSION_HEADER] !== undefined) delete headers[ADMISSION_HEADER];
-    // The SDK's `post('/')` matches `/` and `//` (one optional trailing slash), whatever the query.
-    const path = req.path;
+    // The SDK's `post('/')` matches `/` and `//` (one optional trailing slash), whatever the query
+    // (`req.path` parses the URL: read only when the URL is not plainly `/`).
+    const url = req.url;
+    const path = url === '/' ? url : req.path;
     if (path !== '/' && path !== '//') {
       if (alone) writeJsonRpcMiss(res, 404, 'No JSON-RPC endpoint at this path');
       else pass(req, res, next);
