@@ -291,7 +291,9 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
         continue;
       }
       const hint = extractRetryHint(retrySourceOf(response), Date.now());
-      if (admitted === 0 && hint.kind !== 'quota' && hint.kind !== 'overload') {
+      // A gateway's page in place of a refusal is checked (and fails), never "failed before".
+      const gatewayPage = response.notA2A !== undefined;
+      if (admitted === 0 && !gatewayPage && hint.kind !== 'quota' && hint.kind !== 'overload') {
         throw firstFailure(options, transport, response, card);
       }
       const checked = checkRejection(response, {
