@@ -152,6 +152,8 @@ export interface ClientKindOutcome extends CallOutcomeCounts {
   readonly waitP99Seconds: number;
   /** Every request the agent saw, in order (for charts; left out of JSON summaries). */
   readonly requests: readonly SeenRequest[];
+  /** When each abandoned call was given up, ms of virtual time (for charts; left out of JSON summaries). */
+  readonly abandonedAtMs: readonly number[];
 }
 
 /**
@@ -385,9 +387,12 @@ function summarize(
   let heldByClient = 0;
   let endMs = 0;
   const waitsMs: number[] = [];
+  const abandonedAtMs: number[] = [];
   for (const t of tracks) {
-    if (t.admittedAttempt < 0) abandoned++;
-    else waitsMs.push(t.admittedAtMs - t.arrivalMs);
+    if (t.admittedAttempt < 0) {
+      abandoned++;
+      abandonedAtMs.push(t.endMs);
+    } else waitsMs.push(t.admittedAtMs - t.arrivalMs);
     if (t.firstSendMs > t.arrivalMs) heldByClient++;
     if (t.endMs > endMs) endMs = t.endMs;
   }
@@ -412,6 +417,7 @@ function summarize(
     waitP50Seconds: seconds(percentile(waitsMs, 50)),
     waitP99Seconds: seconds(percentile(waitsMs, 99)),
     requests,
+    abandonedAtMs,
   };
 }
 
