@@ -157,6 +157,25 @@ export interface ClientKindOutcome extends CallOutcomeCounts {
 }
 
 /**
+ * Progress of {@link simulate}: a client kind starts or is done (its real time, ms).
+ *
+ * @example
+ * ```ts
+ * const event: SimulationKindEvent = { kind: 'ours', index: 0, count: 3, phase: 'done', wallMs: 1_600 };
+ * ```
+ */
+export interface SimulationKindEvent {
+  readonly kind: ClientKind;
+  /** 0-based position of the kind in the scenario. */
+  readonly index: number;
+  /** Kinds in the scenario. */
+  readonly count: number;
+  readonly phase: 'start' | 'done';
+  /** Real time the kind took, ms (0 at `start`). */
+  readonly wallMs: number;
+}
+
+/**
  * The result of {@link simulate}: one outcome per client kind, in the scenario's order.
  *
  * @example
@@ -430,7 +449,10 @@ function summarize(
  * for (const o of report.outcomes) console.log(o.kind, o.admittedAtOnce, o.abandoned);
  * ```
  */
-export async function simulate(scenario: SimulationScenario): Promise<SimulationReport> {
+export async function simulate(
+  scenario: SimulationScenario,
+  onKind?: (event: SimulationKindEvent) => void,
+): Promise<SimulationReport> {
   const started = performance.now();
   const arrivals = arrivalTimesMs(
     scenario.arrival,
@@ -439,8 +461,12 @@ export async function simulate(scenario: SimulationScenario): Promise<Simulation
     scenario.seed,
   );
   const outcomes: ClientKindOutcome[] = [];
-  for (const kind of scenario.clients) {
+  for (const [index, kind] of scenario.clients.entries()) {
+    const count = scenario.clients.length;
+    const kindStarted = performance.now();
+    onKind?.({ kind, index, count, phase: 'start', wallMs: 0 });
     outcomes.push(await simulateClientKind(scenario, kind, arrivals));
+    onKind?.({ kind, index, count, phase: 'done', wallMs: performance.now() - kindStarted });
   }
   return { scenario, outcomes, wallMs: performance.now() - started };
 }
