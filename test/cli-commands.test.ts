@@ -257,7 +257,9 @@ describe('serve', () => {
     if (!up) ctx.skip();
     const serve = await startServeProcess(['--redis', url.href]);
     stops.push(() => serve.stop());
-    expect(serve.banner).toContain(`store       redis ${url.href} (when Redis fails: insurance)`);
+    expect(serve.banner).toContain(
+      `store       redis ${url.href}, keys a2arl:* (when Redis fails: insurance)`,
+    );
     const run = await runCliProcess([
       'probe',
       serve.baseUrl,

@@ -100,6 +100,10 @@ describe('demo without --json', () => {
     expect(run.stdout).toMatch(/admitted when paced\s+0\s+0\s+20/);
     expect(run.stdout).toMatch(/admitted on first retry\s+20\s+\d+\s+0/);
     expect(run.stdout).toMatch(/requests the agent saw\s+50\s+\d+\s+30/);
+    // The table says its clock is scaled, and shows the real seconds too.
+    expect(run.stdout).toMatch(/total seconds \(clock × 20\)\s+\d+\.\d\s+/);
+    expect(run.stdout).toMatch(/real seconds\s+\d+\.\d\s+/);
+    expect(run.stdout).toContain("Seconds are on the demo's scaled clock");
     expect(run.stdout).toContain('the difference is the response format');
     expect(run.stdout).toContain('Planning from the card, nothing was rejected');
   });

@@ -32,7 +32,9 @@ if (nginx === undefined && !inCi) {
 describe.skipIf(nginx === undefined && !inCi)('probe and client through nginx', () => {
   let serve: ServeProcess;
   const gateways: NginxGateway[] = [];
-  const gateway = async (mode: 'plain' | 'intercept'): Promise<NginxGateway> => {
+  const gateway = async (
+    mode: 'plain' | 'intercept' | 'page200' | 'json200' | 'own503',
+  ): Promise<NginxGateway> => {
     if (nginx === undefined)
       throw new Error('nginx is required when CI=true (apt-get install -y nginx)');
     const g = await startNginxGateway(nginx, {
@@ -168,6 +170,70 @@ describe.skipIf(nginx === undefined && !inCi)('probe and client through nginx', 
     expect(run.stdout).toContain('got text/html (a gateway page?)');
     expect(lastLine(run.stdout)).toMatch(
       /^FAIL: \d+ of \d+ checks failed; lost on the way: status, media type, body/,
+    );
+  });
+
+  it('nginx answering 429 with a static 200 HTML page: probe exits 1 naming the loss, never counts it as an admission', async () => {
+    const g = await gateway('page200');
+    const report = await runProbe({
+      baseUrl: g.baseUrl,
+      binding: 'rest',
+      method: 'SendMessage',
+      burst: 30,
+      callerToken: token('page200-rest'),
+    });
+    expect(report.passed).toBe(false);
+    // The serve agent admits 10 before refusing: the page is the 11th answer, not an admission.
+    expect(report.admittedBefore).toBe(10);
+    expect(report.lost).toEqual(expect.arrayContaining(['gateway', 'status', 'body', 'reason']));
+    const gatewayDetail = report.checks.find((c) => c.name === 'gateway')?.detail ?? '';
+    expect(gatewayDetail).toContain('HTTP 200 with an HTML page (text/html)');
+    expect(gatewayDetail).toContain('lost the rejection');
+    expect(g.accessLog()).toMatch(/POST \/a2a\/rest\/message:send HTTP\/1\.1" 200/);
+
+    const run = await runCliProcess([
+      'probe',
+      g.baseUrl,
+      '--binding',
+      'rest',
+      '--caller-token',
+      token('page200-cli'),
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain('FAIL  gateway');
+    expect(run.stdout).toContain('a gateway answered instead of the agent and lost the rejection');
+    expect(run.stdout).not.toContain('the agent never rejected');
+    expect(lastLine(run.stdout)).toMatch(/^FAIL: .*lost on the way: gateway, status/);
+  });
+
+  it('nginx answering 429 with static JSON and 200: named as a gateway that lost the rejection', async () => {
+    const g = await gateway('json200');
+    const report = await runProbe({
+      baseUrl: g.baseUrl,
+      binding: 'rest',
+      method: 'SendMessage',
+      burst: 30,
+      callerToken: token('json200-rest'),
+    });
+    expect(report.passed).toBe(false);
+    expect(report.admittedBefore).toBe(10);
+    expect(report.checks.find((c) => c.name === 'gateway')?.detail).toContain(
+      'HTTP 200 with JSON with no task or message',
+    );
+  });
+
+  it("nginx answering 429 with its own 503 page: says the gateway's 503 answered instead of the agent", async () => {
+    const g = await gateway('own503');
+    const report = await runProbe({
+      baseUrl: g.baseUrl,
+      binding: 'rest',
+      method: 'SendMessage',
+      burst: 30,
+      callerToken: token('own503-rest'),
+    });
+    expect(report.passed).toBe(false);
+    expect(report.checks.find((c) => c.name === 'gateway')?.detail).toContain(
+      "the gateway's own 503 answered instead of the agent",
     );
   });
 

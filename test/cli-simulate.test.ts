@@ -294,16 +294,28 @@ describe('simulate at 1,000 callers × 30 calls', () => {
     const legend = svg.match(/ecmeta_ssr_type="legend"/g) ?? [];
     expect(legend).toHaveLength(3);
     for (const kind of ['ours', 'naive', 'give-up-early']) expect(svg).toContain(`>${kind}</text>`);
-    // …and one line per kind in each panel (admissions, rejections), each in the kind's colour.
+    // …and one line per kind in each panel it has points in (admissions, rejections, abandoned
+    // calls), each in the kind's colour, dash and width: the widest drawn first, so where two
+    // lines coincide the later, narrower one leaves the earlier one's edges showing.
     const lines = [
       ...svg.matchAll(
-        /<path d="M[^"]+" fill="none"[^>]*stroke="(#[0-9a-f]{6})" stroke-width="1.5"/g,
+        /<path d="M[^"]+" fill="none"[^>]*stroke="(#[0-9a-f]{6})" stroke-width="([\d.]+)"([^>]*)/g,
       ),
     ];
-    const perColour = new Map<string, number>();
-    for (const [, colour] of lines)
-      perColour.set(colour as string, (perColour.get(colour as string) ?? 0) + 1);
-    expect([...perColour.values()]).toEqual([2, 2, 2]);
+    const styles = new Map<string, { count: number; width: string; dash: string }>();
+    for (const [, colour, width, rest] of lines) {
+      const dash = /stroke-dasharray="([^"]*)"/.exec(rest ?? '')?.[1] ?? 'solid';
+      const seen = styles.get(colour as string);
+      styles.set(colour as string, { count: (seen?.count ?? 0) + 1, width: width as string, dash });
+    }
+    const [ourColour, naiveColour, giveUpColour] = ['#2e7d32', '#c62828', '#1565c0'];
+    expect(styles.get(ourColour as string)?.count).toBe(2); // nothing abandoned
+    expect(styles.get(naiveColour as string)?.count).toBe(3); // > 1000 abandoned: a third line
+    expect(styles.get(giveUpColour as string)?.count).toBeGreaterThanOrEqual(2);
+    const all = [...styles.values()];
+    expect(new Set(all.map((s) => s.width)).size).toBe(3);
+    expect(new Set(all.map((s) => s.dash)).size).toBe(3);
+    expect(svg).toContain('abandoned / s (log)');
   });
 });
 
@@ -332,10 +344,10 @@ describe('simulate --callers 1000 --calls 30 --clients ours,planned,naive', () =
     for (const kind of ['ours', 'planned', 'naive']) expect(svg).toContain(`>${kind}</text>`);
     const colours = [
       ...svg.matchAll(
-        /<path d="M[^"]+" fill="none"[^>]*stroke="(#[0-9a-f]{6})" stroke-width="1.5"/g,
+        /<path d="M[^"]+" fill="none"[^>]*stroke="(#[0-9a-f]{6})" stroke-width="[\d.]+"/g,
       ),
     ].map((m) => m[1]);
-    // Planned (teal) has an admissions line and, never rejected, no rejections line.
+    // Planned (teal) has an admissions line and, never rejected nor abandoned, no other line.
     expect(colours.filter((c) => c === '#00838f')).toHaveLength(1);
   });
 });
@@ -443,8 +455,10 @@ describe('simulate: arrivals, policies and errors', () => {
     );
     const typo = capture();
     expect((await runSimulateCommand({ config: bad }, typo.io)).exitCode).toBe(2);
-    expect(typo.stderr[0]).toMatch(/bad\.json: policies\[0\]/);
-    expect(typo.stderr[0]).toMatch(/limt|limit/);
+    // Every problem at once: the missing field and the unknown one.
+    expect(typo.stderr[0]).toMatch(
+      /bad\.json: 2 problems: policies\[0\]\.limit: is required; policies\[0\]: unknown field "limt"/,
+    );
   });
 
   it('without echarts: says to install it and draws nothing, before simulating', async () => {

@@ -11,7 +11,11 @@ import { A2AService, grpcService, UserBuilder } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRetryInterceptor, retryErrorOf } from '../src/client/grpc.js';
-import { isRetryBudgetExceededError } from '../src/client/retry-errors.js';
+import {
+  isRateLimitedError,
+  isRetryBudgetExceededError,
+  isRetryError,
+} from '../src/client/retry-errors.js';
 import type { RetrySchedulerOptions } from '../src/client/retry-scheduler.js';
 import {
   agentCard,
@@ -178,6 +182,44 @@ describe('retry interceptor with the SDK gRPC client', () => {
     expect(typed?.hint.delayMs).toBe(1_000);
     expect(vt.nowMs()).toBe(startMs);
     expect(arrivals.filter((a) => a.messageId === 'second')).toHaveLength(1);
+  });
+
+  it('the guards recognise our errors through the SDK GrpcA2AErrorImpl; the budget error names the policy and option', async () => {
+    const { client } = await setup({ maxSingleWaitMs: 500 });
+    await client.sendMessage({ message: userMessage('first') } as never);
+    const error = await client
+      .sendMessage({ message: userMessage('second') } as never)
+      .catch((e: unknown) => e);
+    // What the caller catches is the SDK's error, not ours...
+    expect((error as Error).constructor.name).toBe('GrpcA2AErrorImpl');
+    expect(Object.hasOwn(error as object, 'isRetryBudgetExceededError')).toBe(false);
+    // ...and the guard sees ours behind it, with the hint readable on what was caught.
+    expect(isRetryBudgetExceededError(error)).toBe(true);
+    if (!isRetryBudgetExceededError(error)) return;
+    expect(error.hint.delayMs).toBe(1_000);
+    expect(error.hint.policy).toBe('per-caller');
+    expect(error.refusedBy).toBe('maxSingleWaitMs');
+    expect(error.requiredWaitMs).toBe(1_000);
+    expect(isRateLimitedError(error)).toBe(false);
+    expect(isRetryError(error)).toBe(true);
+    const ours = retryErrorOf(error);
+    expect(ours?.message).toContain('policy "per-caller"');
+    expect(ours?.message).toContain('maxSingleWaitMs');
+  });
+
+  it('isRateLimitedError recognises a quota stop through the SDK gRPC error', async () => {
+    const { client } = await setup({ maxRetries: 0 });
+    await client.sendMessage({ message: userMessage('first') } as never);
+    const error = await client
+      .sendMessage({ message: userMessage('second') } as never)
+      .catch((e: unknown) => e);
+    expect((error as Error).constructor.name).toBe('GrpcA2AErrorImpl');
+    expect(isRateLimitedError(error)).toBe(true);
+    if (!isRateLimitedError(error)) return;
+    expect(error.hint.kind).toBe('quota');
+    expect(error.hint.policy).toBe('per-caller');
+    expect(error.attempts).toBe(1);
+    expect(isRetryBudgetExceededError(error)).toBe(false);
   });
 
   it('a bare INTERNAL on SendMessage is not repeated unless the agent deduplicates', async () => {

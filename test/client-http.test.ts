@@ -12,7 +12,7 @@ import {
 } from '@a2a-js/sdk/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
-import { isRetryBudgetExceededError } from '../src/client/retry-errors.js';
+import { isRateLimitedError, isRetryBudgetExceededError } from '../src/client/retry-errors.js';
 import type { RetrySchedulerOptions } from '../src/client/retry-scheduler.js';
 import {
   type Gatekeeper,
@@ -133,8 +133,38 @@ describe.each(BINDINGS)('retrying fetch with the SDK %s client', (binding) => {
       .catch((e: unknown) => e);
     expect(isRetryBudgetExceededError(error)).toBe(true);
     expect(isRetryBudgetExceededError(error) && error.hint.delayMs).toBe(1_000);
+    expect(isRetryBudgetExceededError(error) && error.refusedBy).toBe('maxSingleWaitMs');
+    expect((error as Error).message).toContain('policy "per-caller"');
+    expect((error as Error).message).toContain('maxSingleWaitMs');
     expect(vt.nowMs()).toBe(startMs);
     expect(agent.arrivals.filter((a) => a.messageId === 'second')).toHaveLength(1);
+  });
+
+  it('a wait longer than what is left of budgetMs names budgetMs', async () => {
+    const { client } = await setup(limiter, binding, { budgetMs: 400 });
+    await client.sendMessage({ message: userMessage('first') } as never);
+    const error = await client
+      .sendMessage({ message: userMessage('second') } as never)
+      .catch((e: unknown) => e);
+    expect(isRetryBudgetExceededError(error)).toBe(true);
+    if (!isRetryBudgetExceededError(error)) return;
+    expect(error.refusedBy).toBe('budgetMs');
+    expect(error.message).toMatch(
+      /Retry budget exceeded \(budgetMs\): policy "per-caller" asks to wait 1000 ms/,
+    );
+  });
+
+  it('isRateLimitedError recognises a quota stop from the SDK client, with its hint', async () => {
+    const { client } = await setup(limiter, binding, { maxRetries: 0 });
+    await client.sendMessage({ message: userMessage('first') } as never);
+    const error = await client
+      .sendMessage({ message: userMessage('second') } as never)
+      .catch((e: unknown) => e);
+    expect(isRateLimitedError(error)).toBe(true);
+    if (!isRateLimitedError(error)) return;
+    expect(error.hint.kind).toBe('quota');
+    expect(error.hint.policy).toBe('per-caller');
+    expect(error.hint.delayMs).toBe(1_000);
   });
 });
 

@@ -1,12 +1,20 @@
 /**
  * The README's quick starts compile: each `ts` code block is written out with the package's
- * subpaths mapped to the sources and type-checked with the project's strict settings. The server
- * block gets the three things it says are "your agent as usual" (`card`, `executor`, `app`).
+ * subpaths mapped to the sources and type-checked with the project's strict settings (a block
+ * that uses `card`, `executor`, `app` without defining them gets them declared). The server quick
+ * start also RUNS as written (its subpaths mapped to the sources, its ports from PORT / GRPC_PORT):
+ * the README's curl lines get the card and an answer on JSON-RPC and REST, the SDK's gRPC client
+ * gets one on gRPC, and the 11th SendMessage is refused with 429, Retry-After and RateLimit.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { SendMessageRequest } from '@a2a-js/sdk';
+import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from './fixtures/nginx/nginx-gateway.js';
 
 const root = resolve(import.meta.dirname, '..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -47,7 +55,9 @@ describe('README', () => {
         if (target === undefined) throw new Error(`README imports ${spec}: add it to SUBPATHS`);
         return `from '${target}'`;
       });
-      if (code.includes('createLimiter')) code = YOUR_AGENT + code;
+      // A block that defines its own agent (the server quick start) needs nothing added.
+      if (code.includes('createLimiter') && !code.includes('const card = '))
+        code = YOUR_AGENT + code;
       const file = join(dir, `block-${i}.ts`);
       writeFileSync(file, `${code}\nexport {};\n`);
       files.push(file);
@@ -67,6 +77,99 @@ describe('README', () => {
       throw new Error(
         `README quick start does not compile:\n${(error as { stdout?: string }).stdout ?? ''}`,
       );
+    }
+  });
+
+  it('the server quick start runs as written; the curl lines and a gRPC call get answers, the 11th call a 429', async () => {
+    const server = blocks.find((b) => b.includes('createLimiter') && b.includes('const card = '));
+    expect(server).toBeDefined();
+    mkdirSync(dir, { recursive: true });
+    const code = (server ?? '').replace(/from '(a2a-ratelimit[^']*)'/g, (_, spec: string) => {
+      const target = SUBPATHS[spec];
+      if (target === undefined) throw new Error(`README imports ${spec}: add it to SUBPATHS`);
+      return `from '${target.replace(/\.js$/, '.ts')}'`;
+    });
+    const file = join(dir, 'server-quick-start.ts');
+    writeFileSync(file, code);
+    const [port, grpcPort] = [await freePort(), await freePort()];
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+      cwd: root,
+      env: { ...process.env, PORT: String(port), GRPC_PORT: String(grpcPort) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+    try {
+      for (let i = 0; i < 300 && !output.includes('A2A gRPC on'); i++) {
+        if (child.exitCode !== null) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(output).toContain(`A2A agent on http://127.0.0.1:${port}`);
+      expect(output).toContain(`A2A gRPC on 127.0.0.1:${grpcPort}`);
+
+      // The README's curl lines, on this run's ports.
+      const shell = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
+      const curls = shell
+        .flatMap((b) => b.split('\n'))
+        .filter((l) => l.startsWith('curl '))
+        .map((l) => l.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`));
+      expect(curls).toHaveLength(3);
+      for (const line of curls) expect(line).toContain("-H 'A2A-Version: 1.0'");
+      const run = promisify(execFile);
+      const outputs: string[] = [];
+      for (const line of curls) outputs.push((await run('bash', ['-c', line])).stdout);
+      const [cardText = '', jsonRpc = '', rest = ''] = outputs;
+      expect(JSON.parse(cardText).capabilities.extensions[0].uri).toContain('ratelimit');
+      expect(JSON.parse(jsonRpc)).toMatchObject({
+        jsonrpc: '2.0',
+        id: 1,
+        result: { message: { parts: [{ text: 'on it' }] } },
+      });
+      expect(rest).toMatch(/^HTTP\/1\.1 200/);
+      expect(rest.toLowerCase()).toContain('ratelimit-policy:');
+
+      // gRPC through the SDK's client, from the card the agent serves.
+      const factory = new ClientFactory(
+        ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+          transports: [new GrpcTransportFactory()],
+          preferredTransports: ['GRPC'],
+        }),
+      );
+      const client = await factory.createFromUrl(`http://127.0.0.1:${port}`);
+      const answer = await client.sendMessage(
+        SendMessageRequest.fromJSON({
+          message: { messageId: 'readme-grpc', role: 'ROLE_USER', parts: [{ text: 'x' }] },
+        }),
+      );
+      expect(JSON.stringify(answer)).toContain('on it');
+
+      // Three calls so far from this address; the burst is 10: the 11th is refused.
+      const statuses: number[] = [];
+      let refused: Response | undefined;
+      for (let i = 0; i < 8 && refused === undefined; i++) {
+        const response = await fetch(`http://127.0.0.1:${port}/a2a/rest/message:send`, {
+          method: 'POST',
+          headers: { 'a2a-version': '1.0', 'content-type': 'application/a2a+json' },
+          body: JSON.stringify({
+            message: { messageId: `burst-${i}`, role: 'ROLE_USER', parts: [{ text: 'x' }] },
+          }),
+        });
+        statuses.push(response.status);
+        if (response.status === 429) refused = response;
+        else await response.text();
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 200, 429]);
+      expect(Number(refused?.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(refused?.headers.get('ratelimit')).toContain('"per-caller";r=0');
+      const body = (await refused?.json()) as { error: { status: string } };
+      expect(body.error.status).toBe('RESOURCE_EXHAUSTED');
+    } finally {
+      child.kill('SIGTERM');
     }
   });
 });

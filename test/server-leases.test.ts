@@ -380,7 +380,7 @@ describe('operating it', () => {
     );
     expect(text).toContain('a2a_ratelimit_leases_held 0');
     expect(text).toMatch(
-      /a2a_ratelimit_admissions_total\{method="SendMessage",binding="jsonrpc"\} 5/,
+      /a2a_ratelimit_admissions_total\{method="SendMessage",binding="jsonrpc",policy="per-caller"\} 5/,
     );
 
     const card = (await (await fetch(`${agent.baseUrl}/.well-known/agent-card.json`)).json()) as {

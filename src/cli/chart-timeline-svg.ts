@@ -1,7 +1,9 @@
 /**
  * @module chart-timeline-svg
- * The chart of `a2a-ratelimit simulate --chart FILE.svg`: admissions and rejections per second over
- * time, one line per client kind in each of two stacked panels, drawn headless as SVG by Apache
+ * The chart of `a2a-ratelimit simulate --chart FILE.svg`: admissions, rejections and abandoned
+ * calls per second over time, one line per client kind in each of three stacked panels (each kind
+ * with its own colour, dash and width, the widest drawn first, so no line hides another), drawn
+ * headless as SVG by Apache
  * ECharts' server-side renderer (no canvas, no DOM). ECharts is an optional peer dependency and is
  * imported only here, only when a chart is asked for.
  */
@@ -70,6 +72,38 @@ const KIND_COLORS: Readonly<Record<ClientKind, string>> = {
   planned: '#00838f',
 };
 
+/**
+ * Dash pattern per series position (px): with the colour, every kind looks different even where
+ * two lines coincide.
+ */
+const SERIES_DASHES: readonly (readonly number[])[] = [
+  [],
+  [9, 4],
+  [2, 3],
+  [12, 3, 2, 3],
+  [5, 5],
+  [1, 4],
+];
+
+/**
+ * How the `index`-th of `count` kinds is drawn: its dash pattern and width (px). Widths fall with
+ * the draw order, so a line drawn later over an earlier one leaves the earlier one's edges showing.
+ *
+ * @example
+ * ```ts
+ * seriesStyle(0, 3); // { dash: [], widthPx: 4.5 }
+ * ```
+ */
+export function seriesStyle(
+  index: number,
+  count: number,
+): { dash: readonly number[]; widthPx: number } {
+  return {
+    dash: SERIES_DASHES[index % SERIES_DASHES.length] ?? [],
+    widthPx: 1.5 + 1.5 * (count - 1 - index),
+  };
+}
+
 const NICE_BINS_MS = [100, 250, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 300_000];
 const MAX_BINS = 150;
 
@@ -99,6 +133,8 @@ export interface KindTimeline {
   readonly kind: ClientKind;
   readonly admittedPerSecond: number[];
   readonly rejectedPerSecond: number[];
+  /** Calls given up per second (the client stopped without an admission). */
+  readonly abandonedPerSecond: number[];
 }
 
 /**
@@ -117,11 +153,17 @@ export function timelineOf(outcome: ClientKindOutcome, binMs: number, bins: numb
     if (r.admitted) admitted[bin] = (admitted[bin] ?? 0) + 1;
     else rejected[bin] = (rejected[bin] ?? 0) + 1;
   }
+  const abandoned = new Array<number>(bins).fill(0);
+  for (const atMs of outcome.abandonedAtMs) {
+    const bin = Math.min(bins - 1, Math.floor(atMs / binMs));
+    abandoned[bin] = (abandoned[bin] ?? 0) + 1;
+  }
   const perSecond = (n: number): number => (n * 1000) / binMs;
   return {
     kind: outcome.kind,
     admittedPerSecond: admitted.map(perSecond),
     rejectedPerSecond: rejected.map(perSecond),
+    abandonedPerSecond: abandoned.map(perSecond),
   };
 }
 
@@ -130,7 +172,7 @@ export function timelineOf(outcome: ClientKindOutcome, binMs: number, bins: numb
  *
  * @example
  * ```ts
- * const options: TimelineChartOptions = { title: '1000 callers × 30 calls', widthPx: 1000, heightPx: 640 };
+ * const options: TimelineChartOptions = { title: '1000 callers × 30 calls', widthPx: 1000, heightPx: 800 };
  * ```
  */
 export interface TimelineChartOptions {
@@ -138,13 +180,14 @@ export interface TimelineChartOptions {
   readonly title?: string;
   /** @defaultValue 1000 */
   readonly widthPx?: number;
-  /** @defaultValue 640 */
+  /** @defaultValue 800 */
   readonly heightPx?: number;
 }
 
 /**
- * The SVG chart of admissions (top panel) and rejections (bottom panel) per second over virtual
- * time, one line per client kind in each panel, with a legend naming the kinds.
+ * The SVG chart of admissions (top panel), rejections (middle) and abandoned calls (bottom) per
+ * second over virtual time, one line per client kind in each panel (its colour, dash and width:
+ * see {@link seriesStyle}), with a legend naming the kinds.
  *
  * @example
  * ```ts
@@ -158,33 +201,44 @@ export function chartTimelineSvg(
   options: TimelineChartOptions = {},
 ): string {
   let spanMs = 1;
-  for (const o of outcomes)
+  for (const o of outcomes) {
     for (const r of o.requests) if (r.atMs + 1 > spanMs) spanMs = r.atMs + 1;
+    for (const atMs of o.abandonedAtMs) if (atMs + 1 > spanMs) spanMs = atMs + 1;
+  }
   const binMs = timelineBinMs(spanMs);
   const bins = Math.max(1, Math.ceil(spanMs / binMs));
   const timelines = outcomes.map((o) => timelineOf(o, binMs, bins));
   const xs = Array.from({ length: bins }, (_, i) => (i * binMs) / 1000);
   /** A whole second past the last bin, so the axis ends on a round label. */
   const xMax = Math.ceil((bins * binMs) / 1000);
-  const line = (t: KindTimeline, panel: 0 | 1) => ({
-    name: t.kind,
-    type: 'line',
-    step: 'end',
-    showSymbol: false,
-    xAxisIndex: panel,
-    yAxisIndex: panel,
-    color: KIND_COLORS[t.kind],
-    lineStyle: { width: 1.5 },
-    // Log scale: the opening burst (thousands per second) must not flatten the steady pace;
-    // an empty bin has no point (a gap) since log(0) is not drawn.
-    data: (panel === 0 ? t.admittedPerSecond : t.rejectedPerSecond).map((y, i) => [
-      xs[i],
-      y > 0 ? y : null,
-    ]),
-  });
+  const valuesOf = (t: KindTimeline, panel: 0 | 1 | 2): number[] =>
+    panel === 0 ? t.admittedPerSecond : panel === 1 ? t.rejectedPerSecond : t.abandonedPerSecond;
+  const line = (t: KindTimeline, index: number, panel: 0 | 1 | 2) => {
+    const style = seriesStyle(index, timelines.length);
+    return {
+      name: t.kind,
+      type: 'line',
+      step: 'end',
+      showSymbol: false,
+      xAxisIndex: panel,
+      yAxisIndex: panel,
+      color: KIND_COLORS[t.kind],
+      lineStyle: { width: style.widthPx, type: [...style.dash] },
+      // Log scale: the opening burst (thousands per second) must not flatten the steady pace;
+      // an empty bin has no point (a gap) since log(0) is not drawn.
+      data: valuesOf(t, panel).map((y, i) => [xs[i], y > 0 ? y : null]),
+    };
+  };
+  /** The log axis starts at the power of ten below the smallest rate drawn (a slow rate is not cut off). */
+  const yMin = (panel: 0 | 1 | 2): number => {
+    let least = 1;
+    for (const t of timelines)
+      for (const y of valuesOf(t, panel)) if (y > 0 && y < least) least = y;
+    return 10 ** Math.floor(Math.log10(least));
+  };
   const axisName = (name: string) => ({ name, nameLocation: 'middle', nameGap: 40 });
   const widthPx = options.widthPx ?? 1000;
-  const heightPx = options.heightPx ?? 640;
+  const heightPx = options.heightPx ?? 800;
   const chart = echarts.init(null, null, {
     renderer: 'svg',
     ssr: true,
@@ -197,24 +251,33 @@ export function chartTimelineSvg(
       aria: { enabled: true },
       backgroundColor: '#ffffff',
       title: {
-        text: 'Admissions and rejections over time, per client kind',
+        text: 'Admissions, rejections and abandoned calls over time, per client kind',
         subtext: `${options.title ?? ''}${options.title ? ' — ' : ''}bins of ${binMs / 1000} s`,
         left: 'center',
       },
       legend: { bottom: 8, itemGap: 28, data: timelines.map((t) => t.kind) },
       grid: [
-        { top: 90, height: '30%', left: 70, right: 30 },
-        { bottom: 100, height: '30%', left: 70, right: 30 },
+        { top: 90, height: '20%', left: 70, right: 30 },
+        { top: '42%', height: '20%', left: 70, right: 30 },
+        { bottom: 100, height: '20%', left: 70, right: 30 },
       ],
       xAxis: [
         { type: 'value', gridIndex: 0, min: 0, max: xMax },
-        { type: 'value', gridIndex: 1, min: 0, max: xMax, ...axisName('virtual time (s)') },
+        { type: 'value', gridIndex: 1, min: 0, max: xMax },
+        { type: 'value', gridIndex: 2, min: 0, max: xMax, ...axisName('virtual time (s)') },
       ],
-      yAxis: [
-        { type: 'log', logBase: 10, min: 1, gridIndex: 0, ...axisName('admitted / s (log)') },
-        { type: 'log', logBase: 10, min: 1, gridIndex: 1, ...axisName('rejected / s (log)') },
-      ],
-      series: [...timelines.map((t) => line(t, 0)), ...timelines.map((t) => line(t, 1))],
+      yAxis: ([0, 1, 2] as const).map((panel) => ({
+        type: 'log',
+        logBase: 10,
+        min: yMin(panel),
+        gridIndex: panel,
+        ...axisName(
+          ['admitted / s (log)', 'rejected / s (log)', 'abandoned / s (log)'][panel] ?? '',
+        ),
+      })),
+      series: ([0, 1, 2] as const).flatMap((panel) =>
+        timelines.map((t, index) => line(t, index, panel)),
+      ),
     });
     return chart.renderToSVGString();
   } finally {

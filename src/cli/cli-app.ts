@@ -7,7 +7,7 @@
 
 import { readFileSync } from 'node:fs';
 import { type CAC, cac } from 'cac';
-import { CliError, exitCodeOf, formatCliError } from './cli-error.js';
+import { CliError, EXIT_CODES, exitCodeOf, formatCliError } from './cli-error.js';
 import { registerDemoCommand } from './demo-command.js';
 import { registerProbeCommand } from './probe-command.js';
 import { registerServeCommand } from './serve-command.js';
@@ -45,6 +45,35 @@ export function createCli(): CAC {
   return cli;
 }
 
+/** A negative number as a flag value: `-5`, `-0.5`, `-.5`, `-1e3`. */
+const NEGATIVE_NUMBER = /^-(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i;
+
+/**
+ * Joins a negative number to the long flag before it (`--callers -5` → `--callers=-5`), so the
+ * parser reads it as the flag's value (and the command says what is wrong with it) rather than
+ * as an unknown short flag `-5`.
+ *
+ * @example
+ * ```ts
+ * joinNegativeValues(['simulate', '--callers', '-5']); // ['simulate', '--callers=-5']
+ * ```
+ */
+export function joinNegativeValues(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const arg of args) {
+    const previous = out[out.length - 1];
+    if (
+      NEGATIVE_NUMBER.test(arg) &&
+      previous !== undefined &&
+      /^--[^=]+$/.test(previous) &&
+      !previous.startsWith('--no-')
+    ) {
+      out[out.length - 1] = `${previous}=${arg}`;
+    } else out.push(arg);
+  }
+  return out;
+}
+
 /**
  * Runs the program on `argv` (as `process.argv`: node, script, then arguments) and resolves with
  * the exit code. Errors are written to `stderr` as one line.
@@ -61,13 +90,16 @@ export async function runCli(
   const debug = argv.includes('--debug');
   try {
     const cli = createCli();
-    const parsed = cli.parse([...argv], { run: false });
+    const [node = 'node', script = 'a2a-ratelimit', ...rest] = argv;
+    const parsed = cli.parse([node, script, ...joinNegativeValues(rest)], { run: false });
     if (parsed.options.help === true || parsed.options.version === true) return 0;
     if (cli.matchedCommand === undefined) {
       const name = parsed.args[0];
       if (name === undefined) {
+        // No command is a usage error: the help, and a non-zero exit (scripts notice).
         cli.outputHelp();
-        return 0;
+        stderr.write('a2a-ratelimit: no command given; commands: demo, serve, simulate, probe\n');
+        return EXIT_CODES.usage;
       }
       throw new CliError(
         `unknown command "${name}"; commands: demo, serve, simulate, probe (see --help)`,

@@ -89,6 +89,7 @@ export async function runDemo(
  */
 export function renderDemoTable(report: DemoReport): string {
   const { ours, naive, planned } = report;
+  const scaled = report.timeScale !== 1;
   const row = (label: string, pick: (r: FanOutResult) => TableCell): TableCell[] => [
     label,
     pick(ours),
@@ -106,9 +107,16 @@ export function renderDemoTable(report: DemoReport): string {
       row('later retries (2nd and on)', (r) => r.laterRetries),
       row('retries rejected again', (r) => r.rejectedRetries),
       row('abandoned', (r) => r.abandoned),
-      row('total seconds', (r) => r.totalSeconds.toFixed(1)),
+      row(scaled ? `total seconds (clock × ${report.timeScale})` : 'total seconds', (r) =>
+        r.totalSeconds.toFixed(1),
+      ),
+      ...(scaled ? [row('real seconds', (r) => r.realSeconds.toFixed(1))] : []),
       row('requests the agent saw', (r) => r.requestsSeenByAgent),
     ],
+  ).concat(
+    scaled
+      ? `Seconds are on the demo's scaled clock: agent and client share one clock running ${report.timeScale}× real time (the wire still says whole seconds).\n`
+      : '',
   );
 }
 

@@ -175,7 +175,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 
 /**
  * Validates a parsed configuration value and compiles its policies. Throws a {@link CliError}
- * whose one-line message starts with `source` and names the first bad field.
+ * whose one-line message starts with `source` and names every bad field (unknown ones too).
  *
  * @example
  * ```ts
@@ -186,11 +186,12 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 export function parsePolicyConfig(value: unknown, source: string): PolicyConfig {
   const result = POLICY_CONFIG_SCHEMA.safeParse(value);
   if (!result.success) {
-    const [first, ...more] = result.error.issues;
-    const extra =
-      more.length === 0 ? '' : ` (and ${more.length} more problem${more.length > 1 ? 's' : ''})`;
+    // Every problem, unknown fields included, so one edit fixes the file.
+    const problems = [...new Set(result.error.issues.map(describeIssue))];
     throw new CliError(
-      `${source}: ${first === undefined ? 'invalid' : describeIssue(first)}${extra}`,
+      problems.length <= 1
+        ? `${source}: ${problems[0] ?? 'invalid'}`
+        : `${source}: ${problems.length} problems: ${problems.join('; ')}`,
     );
   }
   const data = result.data;

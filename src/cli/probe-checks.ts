@@ -324,6 +324,34 @@ function firstErrorInfo(details: readonly Detail[]): ErrorInfo | undefined {
 }
 
 /**
+ * Whether a gateway, not the agent, answered: a 2xx that is no A2A answer (the gateway lost the
+ * rejection: it answered a refusal with its own page and a success status), or an HTTP 503 whose
+ * body is no A2A error (the gateway's own 503: its upstream down, its own limit). Undefined when
+ * the answer looks like the agent's.
+ *
+ * @example
+ * ```ts
+ * gatewayCheck(captured)?.detail; // 'HTTP 200 with an HTML page (text/html): a gateway answered …'
+ * ```
+ */
+export function gatewayCheck(response: CapturedResponse): ProbeCheck | undefined {
+  if (response.binding === 'grpc') return undefined;
+  if (response.notA2A !== undefined) {
+    return fail(
+      'gateway',
+      `HTTP ${response.status} with ${response.notA2A}: a gateway answered instead of the agent and lost the rejection (a refusal turned into a success page; not counted as an admission)`,
+    );
+  }
+  if (response.status === 503 && parseErrorBody(response.body) === undefined) {
+    return fail(
+      'gateway',
+      `HTTP 503 with ${describeContent(response)}: the gateway's own 503 answered instead of the agent (its upstream down or its own limit?), not the agent's AGENT_OVERLOADED`,
+    );
+  }
+  return undefined;
+}
+
+/**
  * Runs every check on a captured rejection.
  *
  * @example
@@ -334,6 +362,8 @@ function firstErrorInfo(details: readonly Detail[]): ErrorInfo | undefined {
  */
 export function checkRejection(response: CapturedResponse, context: CheckContext): RejectionChecks {
   const checks: ProbeCheck[] = [];
+  const gateway = gatewayCheck(response);
+  if (gateway !== undefined) checks.push(gateway);
   const status = statusCheck(response);
   checks.push(status.check, mediaTypeCheck(response));
   const body = response.binding === 'grpc' ? grpcBody(response) : httpBody(response);

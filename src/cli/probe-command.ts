@@ -16,6 +16,7 @@ import {
 } from './cli-options.js';
 import type { ProbeOptions, ProbeReport } from './probe.js';
 import { PROBE_METHODS, type ProbeMethod } from './probe-methods.js';
+import { createStatusLine } from './status-line.js';
 
 const METHODS: readonly ProbeMethod[] = Object.values(PROBE_METHODS);
 
@@ -120,7 +121,15 @@ export function registerProbeCommand(cli: CAC): void {
     .action(async (baseUrl: unknown, flags: Record<string, unknown>) => {
       // Loaded here, so `--help` and other commands need none of the probe's peers.
       const { runProbe } = await import('./probe.js');
-      const report = await runProbe(parseProbeOptions(baseUrl, flags));
+      const json = flags.json === true;
+      const status = json
+        ? undefined
+        : createStatusLine({
+            write: (text) => process.stderr.write(text),
+            tty: process.stderr.isTTY === true,
+          });
+      const parsed = parseProbeOptions(baseUrl, flags);
+      const report = await runProbe(status === undefined ? parsed : { ...parsed, status });
       process.stdout.write(
         flags.json === true ? `${JSON.stringify(report)}\n` : renderProbeReport(report),
       );

@@ -41,6 +41,11 @@ export interface CapturedResponse {
   readonly synthesized?: boolean;
   /** Task id of a successful SendMessage, when it answered with a task. */
   readonly taskId?: string;
+  /**
+   * HTTP: a 2xx whose body is no A2A answer (an HTML page, or JSON with no task, message or
+   * JSON-RPC envelope): what it was. Such a response is not `ok` — a gateway answered, not the agent.
+   */
+  readonly notA2A?: string;
 }
 
 /**
@@ -140,6 +145,40 @@ function taskIdOf(text: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Why a 2xx HTTP body is not an A2A answer (undefined when it is one): JSON-RPC needs an envelope
+ * (`jsonrpc` with `result` or `error`); REST a JSON object with a task, a message, or (GetTask /
+ * ListTasks) the task fields or `tasks`. Streams are taken as they come.
+ */
+function notA2AAnswer(
+  binding: 'jsonrpc' | 'rest',
+  mediaType: string | undefined,
+  text: string,
+): string | undefined {
+  if (mediaType === 'text/event-stream') return undefined;
+  const html = mediaType === 'text/html' || /^\s*<(!doctype|html)/i.test(text);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    if (text.trim() === '') return 'an empty body';
+    return html
+      ? `an HTML page (${mediaType ?? 'no Content-Type'})`
+      : `${mediaType ?? 'no Content-Type'}, not JSON`;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    return 'JSON that is not an object';
+  }
+  const o = parsed as Record<string, unknown>;
+  if (binding === 'jsonrpc') {
+    return o.jsonrpc === '2.0' && ('result' in o || 'error' in o)
+      ? undefined
+      : 'JSON with no JSON-RPC envelope';
+  }
+  const a2a = 'task' in o || 'message' in o || 'tasks' in o || ('id' in o && 'status' in o);
+  return a2a ? undefined : 'JSON with no task or message';
 }
 
 function hasJsonRpcError(text: string): boolean {
@@ -256,9 +295,11 @@ export function httpProbeTransport(
         headers[name.toLowerCase()] = value;
       });
       const mediaType = mediaTypeOf(response.headers.get('content-type'));
+      const twoHundred = response.status >= 200 && response.status < 300;
+      const notA2A = twoHundred ? notA2AAnswer(options.binding, mediaType, text) : undefined;
       const success =
-        response.status >= 200 &&
-        response.status < 300 &&
+        twoHundred &&
+        notA2A === undefined &&
         (options.binding === 'rest' || mediaType === 'text/event-stream' || !hasJsonRpcError(text));
       const taskId = success ? taskIdOf(text) : undefined;
       return {
@@ -269,6 +310,7 @@ export function httpProbeTransport(
         ...(mediaType === undefined ? {} : { mediaType }),
         body: text.slice(0, MAX_BODY_CHARS),
         ...(taskId === undefined ? {} : { taskId }),
+        ...(notA2A === undefined ? {} : { notA2A }),
       };
     },
     close() {},

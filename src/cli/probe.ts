@@ -23,6 +23,7 @@ import {
   networkReason,
   type ProbeTransport,
 } from './probe-transport.js';
+import type { StatusLine } from './status-line.js';
 
 /**
  * Options of {@link runProbe}.
@@ -53,6 +54,8 @@ export interface ProbeOptions {
   readonly fetch?: typeof fetch;
   /** Waits before the retry; default real timers. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** Shows the wait for the retry slot (a countdown in a terminal, a plain line otherwise). */
+  readonly status?: StatusLine;
 }
 
 /**
@@ -291,7 +294,9 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
         continue;
       }
       const hint = extractRetryHint(retrySourceOf(response), Date.now());
-      if (admitted === 0 && hint.kind !== 'quota' && hint.kind !== 'overload') {
+      // A gateway's page in place of a refusal is checked (and fails), never "failed before".
+      const gatewayPage = response.notA2A !== undefined;
+      if (admitted === 0 && !gatewayPage && hint.kind !== 'quota' && hint.kind !== 'overload') {
         throw firstFailure(options, transport, response, card);
       }
       const checked = checkRejection(response, {
@@ -315,10 +320,18 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
           detail: `the hinted ${Math.ceil(delayMs / 1000)} s is longer than --max-wait ${maxWaitMs / 1000} s`,
         });
       } else {
-        await sleep(delayMs + marginMs);
-        const again = await transport.send(call);
         const waited = `${(delayMs / 1000).toFixed(delayMs % 1000 === 0 ? 0 : 1)} s + ${marginMs} ms`;
         const same = call.messageId === undefined ? 'the same request' : 'the same messageId';
+        if (options.status === undefined) await sleep(delayMs + marginMs);
+        else {
+          await options.status.wait(
+            `refused on call ${calls}; waiting for the retry slot (${waited}), then re-sending ${same}`,
+            delayMs + marginMs,
+            sleep,
+          );
+          options.status.done();
+        }
+        const again = await transport.send(call);
         checks.push(
           again.ok
             ? {

@@ -46,6 +46,8 @@ export interface ServeOptions {
   /** Redis URL; limits are shared through it. */
   readonly redis?: string;
   readonly redisOnError: RedisFailureMode;
+  /** Prefix of every Redis key (`--redis-prefix`); default the store's `a2arl:`. */
+  readonly redisPrefix?: string;
   /** JSON-RPC rejections with HTTP 429 / 503 instead of 200. */
   readonly mirrorHttpStatus: boolean;
   /** Base URL to advertise in the agent card (e.g. the gateway's). */
@@ -86,6 +88,7 @@ async function connectRedis(
   policies: readonly Policy[],
   holds: HoldOptions | undefined,
   onError: RedisFailureMode,
+  keyPrefix: string | undefined,
 ): Promise<Store> {
   let Redis: typeof import('ioredis')['Redis'];
   try {
@@ -122,6 +125,7 @@ async function connectRedis(
     ...(holds === undefined ? {} : { holds }),
     onError,
     quitClientOnClose: true,
+    ...(keyPrefix === undefined ? {} : { keyPrefix }),
   });
 }
 
@@ -141,7 +145,13 @@ export async function startServe(options: ServeOptions): Promise<ResearchAgent> 
   const store =
     options.redis === undefined
       ? undefined
-      : await connectRedis(options.redis, policies, holds, options.redisOnError);
+      : await connectRedis(
+          options.redis,
+          policies,
+          holds,
+          options.redisOnError,
+          options.redisPrefix,
+        );
   try {
     // Loaded here, so `--help` and other commands need none of the agent's peers.
     const { startResearchAgent } = await import('./research-agent.js');
@@ -185,7 +195,7 @@ export function readyBanner(agent: ResearchAgent, options: ServeOptions): string
     ...agent.limiter.policySet.policies.map(
       (p, i) => `  ${i === 0 ? 'policies   ' : '           '} ${describePolicy(p)}`,
     ),
-    `  store       ${options.redis === undefined ? 'memory (this process)' : `redis ${options.redis} (when Redis fails: ${options.redisOnError})`}`,
+    `  store       ${options.redis === undefined ? 'memory (this process)' : `redis ${options.redis}, keys ${options.redisPrefix ?? 'a2arl:'}* (when Redis fails: ${options.redisOnError})`}`,
     '  callers     Authorization: Bearer <caller name> (demo authentication: the token is the name); no token = anonymous, keyed by client address',
     'Press Ctrl-C to stop.',
   ];
@@ -217,6 +227,13 @@ export function parseServeOptions(flags: Record<string, unknown>): ServeOptions 
   if (redis !== undefined && !/^rediss?:\/\//.test(redis)) {
     throw new CliError(`--redis must be a redis:// or rediss:// URL, got "${redis}"`);
   }
+  const redisPrefix = parseOptionalString(flags.redisPrefix, '--redis-prefix');
+  if (redisPrefix !== undefined && redis === undefined) {
+    throw new CliError('--redis-prefix needs --redis <url>');
+  }
+  if (redisPrefix !== undefined && /[{}]/.test(redisPrefix)) {
+    throw new CliError(`--redis-prefix must not contain { or }, got "${redisPrefix}"`);
+  }
   return {
     host: parseOptionalString(flags.host, '--host') ?? '127.0.0.1',
     port: parsePort(flags.port, '--port', 8080),
@@ -226,6 +243,7 @@ export function parseServeOptions(flags: Record<string, unknown>): ServeOptions 
     ...(domain === undefined ? {} : { domain }),
     ...(config === undefined ? {} : { config }),
     ...(redis === undefined ? {} : { redis }),
+    ...(redisPrefix === undefined ? {} : { redisPrefix }),
     ...(publicUrl === undefined ? {} : { publicUrl }),
     ...(publicGrpcTarget === undefined ? {} : { publicGrpcTarget }),
   };
@@ -282,6 +300,10 @@ export function registerServeCommand(cli: CAC): void {
     .option(
       '--redis <url>',
       'Share limits with other replicas through Redis, e.g. redis://127.0.0.1:6379',
+    )
+    .option(
+      '--redis-prefix <prefix>',
+      'Prefix of every Redis key, e.g. "myagent:" to share one Redis between agents (default: a2arl:)',
     )
     .option(
       '--redis-on-error <mode>',

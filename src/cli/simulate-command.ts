@@ -16,6 +16,7 @@ import { parseOptionalString } from './cli-options.js';
 import { CLIENT_KINDS, type SimulationReport, simulate } from './simulation.js';
 import { type SimulateFlags, scenarioFromFlags } from './simulation-options.js';
 import { describeArrival, formatSimulationTable, simulationJson } from './simulation-report.js';
+import { createStatusLine } from './status-line.js';
 
 /**
  * The flags of `simulate`, including output: `json` prints one JSON object instead of the table,
@@ -46,6 +47,8 @@ export interface SimulateIo {
   readonly writeText: (path: string, text: string) => Promise<void>;
   /** Imports an optional module (ECharts). */
   readonly importModule: (specifier: string) => Promise<unknown>;
+  /** stderr is a terminal: progress redraws one line; otherwise plain lines. Default false. */
+  readonly stderrIsTty?: boolean;
 }
 
 /**
@@ -62,6 +65,7 @@ export function processSimulateIo(): SimulateIo {
     stderr: (text) => process.stderr.write(text),
     writeText: (path, text) => writeFile(path, text, 'utf8'),
     importModule: (specifier) => import(specifier),
+    stderrIsTty: process.stderr.isTTY === true,
   };
 }
 
@@ -104,7 +108,22 @@ export async function runSimulateCommand(
     const echarts: EchartsModule | undefined =
       chartPath === undefined ? undefined : await loadEcharts(io.importModule);
 
-    report = await simulate(scenario);
+    // Progress on stderr (stdout keeps the table or the JSON); none with --json.
+    const status = json
+      ? undefined
+      : createStatusLine({ write: io.stderr, tty: io.stderrIsTty === true });
+    const calls = scenario.callers * scenario.callsPerCaller;
+    try {
+      report = await simulate(scenario, (e) =>
+        status?.step(
+          e.phase === 'start'
+            ? `simulating ${e.kind} (${e.index + 1} of ${e.count}): ${calls} calls…`
+            : `${e.kind} done in ${(e.wallMs / 1000).toFixed(1)} s (${e.index + 1} of ${e.count})`,
+        ),
+      );
+    } finally {
+      status?.done();
+    }
     if (!json) io.stdout(formatSimulationTable(report));
     if (chartPath !== undefined && echarts !== undefined) {
       const title = `${scenario.callers} caller(s) × ${scenario.callsPerCaller} calls, ${describeArrival(scenario.arrival)}, seed ${scenario.seed}`;

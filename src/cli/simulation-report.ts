@@ -23,7 +23,7 @@ import { renderTable, type TableCell } from './text-table.js';
  * s.admittedOnFirstRetry; // 20
  * ```
  */
-export type OutcomeSummary = Omit<ClientKindOutcome, 'requests' | 'kind'>;
+export type OutcomeSummary = Omit<ClientKindOutcome, 'requests' | 'abandonedAtMs' | 'kind'>;
 
 /**
  * The JSON form of a report: `scenario`, `wallMs` and one key per client kind.
@@ -64,7 +64,7 @@ export interface ScenarioSummary {
  * ```
  */
 export function summaryOf(outcome: ClientKindOutcome): OutcomeSummary {
-  const { requests: _requests, kind: _kind, ...summary } = outcome;
+  const { requests: _requests, abandonedAtMs: _abandonedAtMs, kind: _kind, ...summary } = outcome;
   return summary;
 }
 

@@ -152,6 +152,27 @@ export interface ClientKindOutcome extends CallOutcomeCounts {
   readonly waitP99Seconds: number;
   /** Every request the agent saw, in order (for charts; left out of JSON summaries). */
   readonly requests: readonly SeenRequest[];
+  /** When each abandoned call was given up, ms of virtual time (for charts; left out of JSON summaries). */
+  readonly abandonedAtMs: readonly number[];
+}
+
+/**
+ * Progress of {@link simulate}: a client kind starts or is done (its real time, ms).
+ *
+ * @example
+ * ```ts
+ * const event: SimulationKindEvent = { kind: 'ours', index: 0, count: 3, phase: 'done', wallMs: 1_600 };
+ * ```
+ */
+export interface SimulationKindEvent {
+  readonly kind: ClientKind;
+  /** 0-based position of the kind in the scenario. */
+  readonly index: number;
+  /** Kinds in the scenario. */
+  readonly count: number;
+  readonly phase: 'start' | 'done';
+  /** Real time the kind took, ms (0 at `start`). */
+  readonly wallMs: number;
 }
 
 /**
@@ -385,9 +406,12 @@ function summarize(
   let heldByClient = 0;
   let endMs = 0;
   const waitsMs: number[] = [];
+  const abandonedAtMs: number[] = [];
   for (const t of tracks) {
-    if (t.admittedAttempt < 0) abandoned++;
-    else waitsMs.push(t.admittedAtMs - t.arrivalMs);
+    if (t.admittedAttempt < 0) {
+      abandoned++;
+      abandonedAtMs.push(t.endMs);
+    } else waitsMs.push(t.admittedAtMs - t.arrivalMs);
     if (t.firstSendMs > t.arrivalMs) heldByClient++;
     if (t.endMs > endMs) endMs = t.endMs;
   }
@@ -412,6 +436,7 @@ function summarize(
     waitP50Seconds: seconds(percentile(waitsMs, 50)),
     waitP99Seconds: seconds(percentile(waitsMs, 99)),
     requests,
+    abandonedAtMs,
   };
 }
 
@@ -424,7 +449,10 @@ function summarize(
  * for (const o of report.outcomes) console.log(o.kind, o.admittedAtOnce, o.abandoned);
  * ```
  */
-export async function simulate(scenario: SimulationScenario): Promise<SimulationReport> {
+export async function simulate(
+  scenario: SimulationScenario,
+  onKind?: (event: SimulationKindEvent) => void,
+): Promise<SimulationReport> {
   const started = performance.now();
   const arrivals = arrivalTimesMs(
     scenario.arrival,
@@ -433,8 +461,12 @@ export async function simulate(scenario: SimulationScenario): Promise<Simulation
     scenario.seed,
   );
   const outcomes: ClientKindOutcome[] = [];
-  for (const kind of scenario.clients) {
+  for (const [index, kind] of scenario.clients.entries()) {
+    const count = scenario.clients.length;
+    const kindStarted = performance.now();
+    onKind?.({ kind, index, count, phase: 'start', wallMs: 0 });
     outcomes.push(await simulateClientKind(scenario, kind, arrivals));
+    onKind?.({ kind, index, count, phase: 'done', wallMs: performance.now() - kindStarted });
   }
   return { scenario, outcomes, wallMs: performance.now() - started };
 }

@@ -26,7 +26,7 @@ import { type A2AMethod, toA2AMethod } from '../core/a2a-methods.js';
 import { extractRetryHint } from '../wire/extract-retry-hint.js';
 import { readRateLimitHeaders } from '../wire/ratelimit-headers.js';
 import { callerFingerprint } from './caller-fingerprint.js';
-import { isRetryError, type RetryError } from './retry-errors.js';
+import { isRetryError, RETRY_ERROR_PROPERTY } from './retry-errors.js';
 import {
   type AttemptOutcome,
   RetryScheduler,
@@ -57,41 +57,7 @@ export interface RetryInterceptorOptions extends RetrySchedulerOptions {
   readonly callerKey?: (metadata: Metadata) => string;
 }
 
-/**
- * The property of a grpc-js `ServiceError` (and of the SDK's error `cause`) that carries the
- * client's typed error when it stopped on a limit.
- *
- * @example
- * ```ts
- * (serviceError as Record<string, unknown>)[RETRY_ERROR_PROPERTY]; // RateLimitedError | …
- * ```
- */
-export const RETRY_ERROR_PROPERTY = 'a2aRetryError';
-
-/**
- * Finds the client's typed error behind an error thrown by a gRPC call: grpc-js copies the final
- * status onto its `ServiceError`, and the SDK keeps that as `cause`. Returns `undefined` when the
- * call did not stop on a limit.
- *
- * @example
- * ```ts
- * try { await client.sendMessage(params); }
- * catch (e) {
- *   const limit = retryErrorOf(e);
- *   if (isRetryBudgetExceededError(limit)) console.log(limit.requiredWaitMs);
- * }
- * ```
- */
-export function retryErrorOf(error: unknown): RetryError | undefined {
-  let current: unknown = error;
-  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
-    if (isRetryError(current)) return current;
-    const attached = (current as Record<string, unknown>)[RETRY_ERROR_PROPERTY];
-    if (isRetryError(attached)) return attached;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
+export { RETRY_ERROR_PROPERTY, retryErrorOf } from './retry-errors.js';
 
 /**
  * Creates the retrying client interceptor. Unary and server-streaming methods of the A2A service

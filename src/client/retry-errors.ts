@@ -4,7 +4,9 @@
  * quota), `AgentOverloadedError` (the agent is failing for everyone) and `RetryBudgetExceededError`
  * (the wait the agent asked for does not fit in what is left of the caller's budget). Each carries
  * the last {@link RetryHint}. They are recognised by a readonly brand property, not by
- * `instanceof`, so the guards work across duplicate installs of this package.
+ * `instanceof`, so the guards work across duplicate installs of this package, and through the
+ * errors the SDK's clients wrap them in (its `cause` chain, or the grpc-js `ServiceError` property
+ * {@link RETRY_ERROR_PROPERTY}), so one `catch` works on every binding.
  * Failures that are not rate limits (not retryable, or unsafe to repeat) are never wrapped: the
  * transport's own error or response reaches the caller unchanged.
  */
@@ -116,6 +118,17 @@ export class AgentOverloadedError extends HintedRetryError {
 }
 
 /**
+ * The client option that refused a wait: `budgetMs` (the call's budget, or its `deadlineMs`, has
+ * less time left than the wait) or `maxSingleWaitMs` (no single wait may be that long).
+ *
+ * @example
+ * ```ts
+ * if (e.refusedBy === 'maxSingleWaitMs') console.log('raise maxSingleWaitMs to wait this out');
+ * ```
+ */
+export type BudgetOption = 'budgetMs' | 'maxSingleWaitMs';
+
+/**
  * Options of {@link RetryBudgetExceededError}.
  *
  * @example
@@ -128,6 +141,11 @@ export interface RetryBudgetExceededOptions extends RetryErrorOptions {
   readonly requiredWaitMs: number;
   /** What was left of the caller's budget, ms (`Infinity` when only `maxSingleWaitMs` applied). */
   readonly remainingMs: number;
+  /**
+   * The option that refused; default `budgetMs` when the wait exceeds `remainingMs`, else
+   * `maxSingleWaitMs`.
+   */
+  readonly refusedBy?: BudgetOption;
 }
 
 /**
@@ -151,15 +169,26 @@ export class RetryBudgetExceededError extends HintedRetryError {
   readonly requiredWaitMs: number;
   /** What was left of the budget, ms. */
   readonly remainingMs: number;
+  /** The client option that refused the wait. */
+  readonly refusedBy: BudgetOption;
 
   constructor(hint: RetryHint, options: RetryBudgetExceededOptions) {
+    const refusedBy =
+      options.refusedBy ??
+      (options.requiredWaitMs > options.remainingMs ? 'budgetMs' : 'maxSingleWaitMs');
+    const who = hint.policy ? `policy "${hint.policy}"` : 'the agent';
+    const limit =
+      refusedBy === 'budgetMs'
+        ? `more than the ${Math.max(0, Math.floor(options.remainingMs))} ms left of budgetMs`
+        : 'longer than maxSingleWaitMs allows';
     super(
-      `Retry budget exceeded: needed to wait ${Math.ceil(options.requiredWaitMs)} ms, ${Number.isFinite(options.remainingMs) ? `${Math.max(0, Math.floor(options.remainingMs))} ms left` : 'above maxSingleWaitMs'}${hint.policy ? ` (policy "${hint.policy}")` : ''}`,
+      `Retry budget exceeded (${refusedBy}): ${who} asks to wait ${Math.ceil(options.requiredWaitMs)} ms, ${limit}`,
       hint,
       options,
     );
     this.requiredWaitMs = options.requiredWaitMs;
     this.remainingMs = options.remainingMs;
+    this.refusedBy = refusedBy;
   }
 }
 
@@ -173,16 +202,89 @@ export class RetryBudgetExceededError extends HintedRetryError {
  */
 export type RetryError = RateLimitedError | AgentOverloadedError | RetryBudgetExceededError;
 
+/**
+ * The property of a grpc-js `ServiceError` (and so of the SDK's gRPC error's `cause`) that carries
+ * the client's typed error when it stopped on a limit.
+ *
+ * @example
+ * ```ts
+ * (serviceError as Record<string, unknown>)[RETRY_ERROR_PROPERTY]; // RateLimitedError | …
+ * ```
+ */
+export const RETRY_ERROR_PROPERTY = 'a2aRetryError';
+
+const BRANDS = ['isRateLimitedError', 'isAgentOverloadedError', 'isRetryBudgetExceededError'];
+
 function hasBrand(value: unknown, brand: string): boolean {
   return (
     typeof value === 'object' &&
     value !== null &&
+    Object.hasOwn(value, brand) &&
     (value as Record<string, unknown>)[brand] === true
   );
 }
 
 /**
- * Whether `value` is a {@link RateLimitedError} (from any copy of this package).
+ * Finds the client's typed error in `error` or behind it: the error itself, its `cause` chain
+ * (the SDK's `A2AError` keeps what it wrapped as `cause`), or the {@link RETRY_ERROR_PROPERTY} of
+ * any error on that chain (grpc-js `ServiceError`). Undefined when the call did not stop on a
+ * limit.
+ *
+ * @example
+ * ```ts
+ * try { await client.sendMessage(params); }
+ * catch (e) { console.log(retryErrorOf(e)?.hint.delayMs); }
+ * ```
+ */
+export function retryErrorOf(error: unknown): RetryError | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && typeof current === 'object' && current !== null; depth++) {
+    // A wrapper a guard already recognised shows our brand; `retryError` is ours itself.
+    const adopted = Object.hasOwn(current, 'retryError')
+      ? (current as { retryError?: unknown }).retryError
+      : undefined;
+    if (BRANDS.some((brand) => hasBrand(adopted, brand))) return adopted as RetryError;
+    if (BRANDS.some((brand) => hasBrand(current, brand))) return current as RetryError;
+    const attached = (current as Record<string, unknown>)[RETRY_ERROR_PROPERTY];
+    if (BRANDS.some((brand) => hasBrand(attached, brand))) return attached as RetryError;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Our error's fields a wrapper shows once a guard recognised it (its own `code` is kept). */
+const ADOPTED = ['hint', 'attempts', 'code', 'requiredWaitMs', 'remainingMs', 'refusedBy'];
+
+/**
+ * A guard's answer for `brand`: true for our error itself; for a wrapper (an SDK error whose chain
+ * leads to ours), true once the wrapper shows our error's brand and fields as read-only getters
+ * (and `retryError`: our error itself), so the narrowed type is what the wrapper really has. A
+ * frozen wrapper is not recognised (use {@link retryErrorOf}).
+ */
+function recognise(value: unknown, brand: string): boolean {
+  if (hasBrand(value, brand)) return true;
+  const found = retryErrorOf(value);
+  if (found === undefined || !hasBrand(found, brand)) return false;
+  const wrapper = value as Record<string, unknown>;
+  if (!Object.isExtensible(wrapper)) return false;
+  const source = found as unknown as Record<string, unknown>;
+  const properties: PropertyDescriptorMap = {
+    [brand]: { value: true, enumerable: false },
+    retryError: { value: found, enumerable: false },
+  };
+  for (const key of ADOPTED) {
+    if (key in source && !(key in wrapper)) {
+      properties[key] = { get: () => source[key], enumerable: false };
+    }
+  }
+  Object.defineProperties(wrapper, properties);
+  return true;
+}
+
+/**
+ * Whether `value` is a {@link RateLimitedError} (from any copy of this package), or an error of
+ * the SDK's clients wrapping one (then `hint` and `attempts` are readable on it, and `retryError`
+ * is ours; its own `message` and `code` stay).
  *
  * @example
  * ```ts
@@ -190,11 +292,12 @@ function hasBrand(value: unknown, brand: string): boolean {
  * ```
  */
 export function isRateLimitedError(value: unknown): value is RateLimitedError {
-  return hasBrand(value, 'isRateLimitedError');
+  return recognise(value, 'isRateLimitedError');
 }
 
 /**
- * Whether `value` is an {@link AgentOverloadedError} (from any copy of this package).
+ * Whether `value` is an {@link AgentOverloadedError} (from any copy of this package), or an SDK
+ * error wrapping one (see {@link isRateLimitedError}).
  *
  * @example
  * ```ts
@@ -202,23 +305,24 @@ export function isRateLimitedError(value: unknown): value is RateLimitedError {
  * ```
  */
 export function isAgentOverloadedError(value: unknown): value is AgentOverloadedError {
-  return hasBrand(value, 'isAgentOverloadedError');
+  return recognise(value, 'isAgentOverloadedError');
 }
 
 /**
- * Whether `value` is a {@link RetryBudgetExceededError} (from any copy of this package).
+ * Whether `value` is a {@link RetryBudgetExceededError} (from any copy of this package), or an SDK
+ * error wrapping one (see {@link isRateLimitedError}).
  *
  * @example
  * ```ts
- * if (isRetryBudgetExceededError(e)) console.log(e.requiredWaitMs, e.remainingMs);
+ * if (isRetryBudgetExceededError(e)) console.log(e.requiredWaitMs, e.remainingMs, e.refusedBy);
  * ```
  */
 export function isRetryBudgetExceededError(value: unknown): value is RetryBudgetExceededError {
-  return hasBrand(value, 'isRetryBudgetExceededError');
+  return recognise(value, 'isRetryBudgetExceededError');
 }
 
 /**
- * Whether `value` is any of the client's retry errors.
+ * Whether `value` is any of the client's retry errors (or an SDK error wrapping one).
  *
  * @example
  * ```ts

@@ -331,7 +331,9 @@ export class RetryScheduler {
     const cause = 'error' in failure ? failure.error : undefined;
     const options = cause === undefined ? { attempts } : { attempts, cause };
     if (reason === 'budget') {
-      throw new RetryBudgetExceededError(hint, { ...options, ...budget });
+      const refusedBy =
+        budget.requiredWaitMs > this.rules.maxSingleWaitMs ? 'maxSingleWaitMs' : 'budgetMs';
+      throw new RetryBudgetExceededError(hint, { ...options, ...budget, refusedBy });
     }
     if (reason === 'retries-exhausted' || reason === 'do-not-retry') {
       if (hint.kind === 'quota') throw new RateLimitedError(hint, options);

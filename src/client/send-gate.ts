@@ -17,7 +17,7 @@
 import type { Clock } from '../core/clock.js';
 import type { AnnouncedPolicy, AnnouncedState, RetryHint } from '../wire/retry-hint.js';
 import type { CallPlan } from './policy-plan.js';
-import { RetryBudgetExceededError } from './retry-errors.js';
+import { type BudgetOption, RetryBudgetExceededError } from './retry-errors.js';
 import type { Sleep } from './sleep.js';
 
 /**
@@ -158,7 +158,8 @@ export class SendGate {
     const estimateMs = this.estimateReleaseMs(nowMs, this.waiters.length, plan);
     const waitMs = estimateMs - nowMs;
     if (waitMs > limits.maxWaitMs || estimateMs > limits.deadlineMs) {
-      return Promise.reject(this.budgetError(waitMs, limits.deadlineMs - nowMs));
+      const refusedBy = waitMs > limits.maxWaitMs ? 'maxSingleWaitMs' : 'budgetMs';
+      return Promise.reject(this.budgetError(waitMs, limits.deadlineMs - nowMs, refusedBy));
     }
     return new Promise<void>((resolve, reject) => {
       const cleanup = new AbortController();
@@ -179,7 +180,14 @@ export class SendGate {
       const limitMs = Math.min(limits.deadlineMs - nowMs, limits.maxWaitMs);
       if (Number.isFinite(limitMs)) {
         this.sleep(Math.max(0, limitMs), cleanup.signal).then(
-          () => leave(this.budgetError(limitMs, limits.deadlineMs - this.clock.nowMs())),
+          () =>
+            leave(
+              this.budgetError(
+                limitMs,
+                limits.deadlineMs - this.clock.nowMs(),
+                limitMs === limits.maxWaitMs ? 'maxSingleWaitMs' : 'budgetMs',
+              ),
+            ),
           () => {},
         );
       }
@@ -382,14 +390,23 @@ export class SendGate {
     );
   }
 
-  private budgetError(requiredWaitMs: number, remainingMs: number): RetryBudgetExceededError {
+  private budgetError(
+    requiredWaitMs: number,
+    remainingMs: number,
+    refusedBy: BudgetOption,
+  ): RetryBudgetExceededError {
     const hint: RetryHint = this.lastHint ?? {
       kind: 'quota',
       delayMs: requiredWaitMs,
       delaySource: 'ratelimit',
       policy: this.group,
     };
-    return new RetryBudgetExceededError(hint, { attempts: 0, requiredWaitMs, remainingMs });
+    return new RetryBudgetExceededError(hint, {
+      attempts: 0,
+      requiredWaitMs,
+      remainingMs,
+      refusedBy,
+    });
   }
 }
 

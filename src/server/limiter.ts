@@ -91,6 +91,25 @@ export interface LimiterObserver {
   holds?(event: 'made' | 'claimed' | 'expired', policy: string, count: number): void;
   /** Leases this process currently holds, after every change. */
   leasesHeld?(count: number): void;
+  /** Called once by `createLimiter` with readers metrics poll when scraped (the overload inputs, the store). */
+  attached?(gauges: LimiterGauges): void;
+}
+
+/**
+ * What a limiter shows an observer to poll (see {@link LimiterObserver.attached}).
+ *
+ * @example
+ * ```ts
+ * const observer: LimiterObserver = { attached: (g) => setInterval(() => console.log(g.requestsInFlight()), 1000) };
+ * ```
+ */
+export interface LimiterGauges {
+  /** Requests this process holds in flight under overload policies (their leases, open responses). */
+  requestsInFlight(): number;
+  /** The event-loop delay overload policies see now, ms; undefined when no policy reads it. */
+  eventLoopDelayMs(): number | undefined;
+  /** The limiter's store (a `RedisStore` also has `stats()`). */
+  readonly store: Store;
 }
 
 /**
@@ -521,6 +540,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   holdSweep?.unref();
 
   let leaseCount = 0;
+  /** Leases of overload policies held (the requests in flight they count), for metrics. */
+  let overloadLeaseCount = 0;
+  const overloadLeases = (leases: readonly LeaseRef[]): number =>
+    leases.filter((l) => policySet.policies[l.policyIndex]?.kind === 'overload').length;
   const leaseDelta = (delta: number): void => {
     if (delta === 0) return;
     leaseCount += delta;
@@ -529,6 +552,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const releaseLeases = (leases: readonly LeaseRef[]): void => {
     if (leases.length === 0) return;
     leaseDelta(-leases.length);
+    overloadLeaseCount -= overloadLeases(leases);
     if (memory !== undefined) memory.releaseSync(leases);
     else void store.release(leases).catch(() => undefined);
   };
@@ -615,6 +639,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
           (until === 'task' ? this.taskLeases : this.responseLeases).push(lease);
         }
         leaseDelta(leases.length);
+        overloadLeaseCount += overloadLeases(leases);
       }
       this.needsEnd = this.dedupPending || leases.length > 0;
     }
@@ -929,5 +954,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await store.close();
     },
   };
+  observer?.attached?.({
+    requestsInFlight: () => overloadLeaseCount,
+    eventLoopDelayMs: () => lag?.(),
+    store,
+  });
   return limiter;
 }

@@ -1,14 +1,50 @@
 /**
  * @module server/metrics
  * Prometheus metrics (prom-client, an optional peer; the only file importing it): rejections by
- * reason, policy, method and caller (caller label capped, or off), admissions, deduplicated
- * copies, holds made / claimed / expired, a retry-delay histogram in seconds and the leases held.
- * Plug it into the limiter as its `observer`.
+ * reason, policy, method and caller (caller label capped, or off), admissions by policy,
+ * deduplicated copies, holds made / claimed / expired, a retry-delay histogram in seconds, the
+ * leases held, the overload inputs (requests in flight, event-loop delay) and the store's mode and
+ * errors (read from the limiter when scraped). Plug it into the limiter as its `observer`.
  */
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Admission } from '../core/rejection.js';
 import { rejectionReason, wireDelaySeconds } from '../core/rejection.js';
-import type { LimiterObserver } from './limiter.js';
+import type { Store } from '../store/store.js';
+import type { LimiterGauges, LimiterObserver } from './limiter.js';
+
+/** Modes a store reports: `memory` (in-process), `redis` (shared), or a failure policy (degraded). */
+const STORE_MODES = ['memory', 'redis', 'fail-open', 'fail-closed', 'insurance'] as const;
+
+/** What a shared store's `stats()` gives metrics (`RedisStore` has it; read structurally). */
+interface StoreStatsLike {
+  readonly mode: string;
+  readonly errors: number;
+  readonly timeouts: number;
+}
+
+/** The store's stats when it has them (a `RedisStore`), else undefined (in-process store). */
+function storeStats(store: Store): StoreStatsLike | undefined {
+  const stats = (store as { stats?: () => unknown }).stats;
+  if (typeof stats !== 'function') return undefined;
+  const value = stats.call(store) as Partial<StoreStatsLike> | undefined;
+  return typeof value?.mode === 'string' ? (value as StoreStatsLike) : undefined;
+}
+
+/**
+ * The policy an admission is counted under: its tightest rate policy (fewest requests left for
+ * its limit), else its first lease's policy, else `none`.
+ */
+function admissionPolicy(admission: Admission, policyName: (index: number) => string): string {
+  let best: { policy: string; share: number } | undefined;
+  for (const limit of admission.limits) {
+    const share = limit.limit > 0 ? limit.remaining / limit.limit : 0;
+    if (best === undefined || share < best.share) best = { policy: limit.policy, share };
+  }
+  if (best !== undefined) return best.policy;
+  const lease = admission.leases[0];
+  return lease === undefined ? 'none' : policyName(lease.policyIndex);
+}
 
 /**
  * Options of {@link createRateLimitMetrics}.
@@ -47,11 +83,18 @@ export interface RateLimitMetrics {
 
 /**
  * Creates the metrics. Names (with the default prefix): `a2a_ratelimit_rejections_total{reason,
- * policy, method, binding, caller}`, `a2a_ratelimit_admissions_total{method, binding}`,
+ * policy, method, binding, caller}`, `a2a_ratelimit_admissions_total{method, binding, policy}`
+ * (one per request, under its tightest rate policy, else its first lease's policy, else `none`),
  * `a2a_ratelimit_deduplicated_total{method, binding}`, `a2a_ratelimit_holds_total{event, policy}`
  * (event `made` / `claimed` / `expired`, as seen by this process), `a2a_ratelimit_retry_delay_seconds{reason,
  * policy}` (the delay each rejection named, in the whole seconds the wire carries) and
- * `a2a_ratelimit_leases_held`.
+ * `a2a_ratelimit_leases_held`; read from the limiter when scraped:
+ * `a2a_ratelimit_requests_in_flight` (requests held under overload policies),
+ * `a2a_ratelimit_event_loop_delay_seconds` (the delay overload policies see; absent when none reads
+ * it), `a2a_ratelimit_store_mode{mode}` (1 for the current mode: `memory`, `redis` when shared,
+ * or the failure policy — `fail-open` / `fail-closed` / `insurance` — while degraded),
+ * `a2a_ratelimit_store_degraded` (1 while a failure policy answers) and
+ * `a2a_ratelimit_store_errors_total{kind}` (`error` / `timeout`, shared stores).
  *
  * @example
  * ```ts
@@ -85,8 +128,8 @@ export function createRateLimitMetrics(options: RateLimitMetricsOptions = {}): R
   });
   const admissions = new Counter({
     name: `${prefix}admissions_total`,
-    help: 'Requests admitted, by method and binding.',
-    labelNames: ['method', 'binding'],
+    help: 'Requests admitted, by method, binding and policy (the tightest rate policy charged, else the first lease policy, else none).',
+    labelNames: ['method', 'binding', 'policy'],
     registers: [registry],
   });
   const deduplicated = new Counter({
@@ -114,8 +157,75 @@ export function createRateLimitMetrics(options: RateLimitMetricsOptions = {}): R
     registers: [registry],
   });
 
+  let gauges: LimiterGauges | undefined;
+  let policyNames: readonly string[] = [];
+  new Gauge({
+    name: `${prefix}requests_in_flight`,
+    help: 'Requests this process holds in flight under overload policies (an overload input).',
+    registers: [registry],
+    collect() {
+      this.set(gauges?.requestsInFlight() ?? 0);
+    },
+  });
+  new Gauge({
+    name: `${prefix}event_loop_delay_seconds`,
+    help: 'Event-loop delay overload policies see now, seconds (an overload input; absent when no policy reads it).',
+    registers: [registry],
+    collect() {
+      this.reset();
+      const delayMs = gauges?.eventLoopDelayMs();
+      if (delayMs !== undefined) this.set(delayMs / 1000);
+    },
+  });
+  const modeOf = (): string | undefined => {
+    if (gauges === undefined) return undefined;
+    return storeStats(gauges.store)?.mode ?? 'memory';
+  };
+  new Gauge({
+    name: `${prefix}store_mode`,
+    help: 'Who decides: 1 for the current mode (memory; redis when shared; fail-open, fail-closed or insurance while degraded).',
+    labelNames: ['mode'],
+    registers: [registry],
+    collect() {
+      const mode = modeOf();
+      if (mode === undefined) return;
+      for (const m of new Set<string>([...STORE_MODES, mode]))
+        this.set({ mode: m }, m === mode ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: `${prefix}store_degraded`,
+    help: '1 while the shared store is unavailable and its failure policy answers, else 0.',
+    registers: [registry],
+    collect() {
+      const mode = modeOf();
+      this.set(mode === undefined || mode === 'memory' || mode === 'redis' ? 0 : 1);
+    },
+  });
+  new Counter({
+    name: `${prefix}store_errors_total`,
+    help: 'Shared-store calls that failed (kind error) or took longer than the timeout (kind timeout).',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      const stats = gauges === undefined ? undefined : storeStats(gauges.store);
+      this.reset();
+      this.inc({ kind: 'error' }, stats?.errors ?? 0);
+      this.inc({ kind: 'timeout' }, stats?.timeouts ?? 0);
+    },
+  });
+
   const observer: LimiterObserver = {
-    admitted: (request) => admissions.inc({ method: request.method, binding: request.binding }),
+    attached: (limiterGauges) => {
+      gauges = limiterGauges;
+      policyNames = limiterGauges.store.policySet.policies.map((p) => p.name);
+    },
+    admitted: (request, admission) =>
+      admissions.inc({
+        method: request.method,
+        binding: request.binding,
+        policy: admissionPolicy(admission, (i) => policyNames[i] ?? 'none'),
+      }),
     rejected: (request, rejection) => {
       const reason = rejectionReason(rejection);
       const labels: Record<string, string> = {
