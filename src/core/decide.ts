@@ -165,8 +165,8 @@ export interface DecisionInput extends RequestIdentity {
 }
 
 /**
- * The policies a decision applies: `input.policyIndexes` when given, else those of the method.
- * Every store selects with this function.
+ * The policies a decision applies: `input.policyIndexes` when given, else those of the method;
+ * tiered rate policies as the variant of `input.tier`. Every store selects with this function.
  *
  * @example
  * ```ts
@@ -178,10 +178,10 @@ export function policiesOf(
   input: DecisionInput,
 ): readonly CompiledPolicy[] {
   const indexes = input.policyIndexes;
-  if (indexes === undefined) return policySet.forMethod(input.method);
+  if (indexes === undefined) return policySet.forMethod(input.method, input.tier);
   const out: CompiledPolicy[] = [];
   for (const i of indexes) {
-    const p = policySet.policies[i];
+    const p = policySet.atIndex(i, input.tier);
     if (p !== undefined) out.push(p);
   }
   return out;
@@ -506,8 +506,10 @@ function policyQuotaText(p: CompiledPolicy): string {
 
 function quotaText(p: CompiledPolicy): string {
   switch (p.kind) {
-    case 'rate':
-      return describeQuota({ limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 });
+    case 'rate': {
+      const text = describeQuota({ limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 });
+      return p.tier === undefined ? text : `tier ${p.tier}: ${text}`;
+    }
     case 'concurrency':
       return describeQuota({ limit: p.max, remaining: 0 });
     case 'overload':
@@ -557,6 +559,7 @@ export function rejectionOf(
     }
   }
   if (reserved !== undefined) rejection.reserved = reserved;
+  if (p.kind === 'rate' && p.tier !== undefined) rejection.tier = p.tier;
   return rejection;
 }
 

@@ -6,6 +6,13 @@
  */
 
 import { A2A_METHODS, type A2AMethod, ALL_A2A_METHODS, isA2AMethod } from './a2a-methods.js';
+import {
+  compileTierVariants,
+  type RateTierLimits,
+  rateParams,
+  tierSelections,
+  variantFor,
+} from './policy-tiers.js';
 
 /**
  * Who a request is, as the limiter sees it. Built by the server adapters from the authenticated
@@ -27,6 +34,12 @@ export interface RequestIdentity {
   readonly skill?: string | undefined;
   /** `message.messageId` of SendMessage / SendStreamingMessage; absent for other methods. */
   readonly messageId?: string | undefined;
+  /**
+   * The caller's tier (chooses the limits of tiered rate policies), resolved by the server from
+   * the authenticated user (`createLimiter({ tierOf })`), never from a request header. Undefined,
+   * or a tier a policy does not list: that policy's `defaultTier`.
+   */
+  readonly tier?: string | undefined;
 }
 
 /**
@@ -105,14 +118,25 @@ export interface RatePolicy extends PolicyBase {
   readonly kind: 'rate';
   /** Whose bucket; default `caller`. */
   readonly scope?: PolicyScope;
-  /** Requests per window, a positive integer (`q` of `RateLimit-Policy`). */
-  readonly limit: number;
-  /** Window length in whole seconds (`w` of `RateLimit-Policy`). */
-  readonly windowSeconds: number;
+  /**
+   * Requests per window, a positive integer (`q` of `RateLimit-Policy`). Required unless `tiers`
+   * is given (then leave it out: the tiers say).
+   */
+  readonly limit?: number;
+  /** Window length in whole seconds (`w` of `RateLimit-Policy`); required unless `tiers`. */
+  readonly windowSeconds?: number;
   /** Requests allowed at once from a full bucket, integer ≥ 1; default `limit`. */
   readonly burst?: number;
   /** Default `quota`; set `overload` for an agent-wide protective rate. */
   readonly rejectAs?: RejectionKind;
+  /**
+   * Limits per caller tier (`{ free: { limit: 60, windowSeconds: 60, burst: 10 }, pro: … }`),
+   * tier names `[a-z0-9][a-z0-9_-]{0,31}`. A caller keeps one bucket whatever its tier; the tier
+   * chooses the limits it is measured by. Give `defaultTier` with it.
+   */
+  readonly tiers?: Readonly<Record<string, RateTierLimits>>;
+  /** The tier of callers with no tier (or one `tiers` does not list); required with `tiers`. */
+  readonly defaultTier?: string;
 }
 
 /**
@@ -223,6 +247,11 @@ export class PolicyError extends Error {
 interface CompiledBase {
   /** Position in the compiled set; stable across stores (used in storage keys). */
   readonly index: number;
+  /**
+   * Row of these parameters in the Redis script's policy table: `index`, except for the
+   * non-default tiers of a tiered rate policy (rows after the last policy).
+   */
+  readonly paramIndex: number;
   readonly name: string;
   /** Scope label for the wire. */
   readonly scopeName: string;
@@ -262,6 +291,10 @@ export interface CompiledRatePolicy extends CompiledBase {
   readonly toleranceUs: number;
   /** Window, µs. */
   readonly windowUs: number;
+  /** The tier these limits are of (tiered policies only). */
+  readonly tier: string | undefined;
+  /** Every tier's variant, in declared order (empty when the policy is not tiered). */
+  readonly tierVariants: readonly CompiledRatePolicy[];
 }
 
 /**
@@ -344,10 +377,20 @@ export interface CompiledHoldOptions {
  * ```
  */
 export interface CompiledPolicySet {
+  /** The policies in declared order; a tiered rate policy as its default tier's variant. */
   readonly policies: readonly CompiledPolicy[];
+  /** Every parameter row, by `paramIndex`: the policies, then the non-default tier variants. */
+  readonly rows: readonly CompiledPolicy[];
+  /** True when some rate policy has tiers. */
+  readonly tiered: boolean;
   readonly holds: CompiledHoldOptions;
-  /** Policies that apply to `method`, in declared order (precomputed; no allocation). */
-  forMethod(method: A2AMethod): readonly CompiledPolicy[];
+  /**
+   * Policies that apply to `method`, in declared order, tiered ones as their `tier` variant
+   * (precomputed; no allocation).
+   */
+  forMethod(method: A2AMethod, tier?: string): readonly CompiledPolicy[];
+  /** The variant of policy `index` for `tier` (the policy itself when untiered). */
+  atIndex(index: number, tier: string | undefined): CompiledPolicy | undefined;
 }
 
 /**
@@ -526,7 +569,13 @@ function optionalPositive(label: string, field: string, value: unknown, fallback
   return value;
 }
 
-function compileOne(raw: unknown, index: number, names: Set<string>): CompiledPolicy {
+function compileOne(
+  raw: unknown,
+  index: number,
+  names: Set<string>,
+  extraRows: CompiledPolicy[],
+  nextRow: () => number,
+): CompiledPolicy {
   if (typeof raw !== 'object' || raw === null) {
     throw new PolicyError(`#${index}`, 'policy', `must be an object, got ${describe(raw)}`);
   }
@@ -546,47 +595,35 @@ function compileOne(raw: unknown, index: number, names: Set<string>): CompiledPo
 
   switch (p.kind) {
     case 'rate': {
-      if (!isPositiveInteger(p.limit)) {
-        throw new PolicyError(
-          name,
-          'limit',
-          `must be a positive integer, got ${describe(p.limit)}`,
+      const scoped = compileScope(name, p.scope, 'caller');
+      const rejectAs = compileRejectAs(name, p.rejectAs);
+      const common = { kind: 'rate' as const, index, paramIndex: index, name, ...scoped };
+      if (p.tiers !== undefined || p.defaultTier !== undefined) {
+        for (const field of ['limit', 'windowSeconds', 'burst'] as const) {
+          if (p[field] !== undefined) {
+            throw new PolicyError(name, field, 'must be left out when tiers are given');
+          }
+        }
+        const compiled = compileTierVariants(
+          { ...common, rejectAs, methods, source },
+          p.tiers,
+          p.defaultTier,
+          nextRow,
         );
+        if ('problem' in compiled) throw new PolicyError(name, compiled.field, compiled.problem);
+        extraRows.push(...compiled.extraRows);
+        return compiled.policy;
       }
-      if (!isPositiveInteger(p.windowSeconds)) {
-        throw new PolicyError(
-          name,
-          'windowSeconds',
-          `must be a positive whole number of seconds, got ${describe(p.windowSeconds)}`,
-        );
-      }
-      const burst = p.burst ?? p.limit;
-      if (!isPositiveInteger(burst)) {
-        throw new PolicyError(name, 'burst', `must be an integer ≥ 1, got ${describe(p.burst)}`);
-      }
-      const windowUs = p.windowSeconds * 1_000_000;
-      if (p.limit > windowUs) {
-        throw new PolicyError(
-          name,
-          'limit',
-          `must be at most 1,000,000 per second, got ${p.limit}`,
-        );
-      }
-      const emissionUs = Math.ceil(windowUs / p.limit);
+      const params = rateParams(p, '');
+      if ('problem' in params) throw new PolicyError(name, params.field, params.problem);
       return {
-        kind: 'rate',
-        index,
-        name,
-        ...compileScope(name, p.scope, 'caller'),
-        rejectAs: compileRejectAs(name, p.rejectAs),
+        ...common,
+        rejectAs,
         methods,
         source,
-        limit: p.limit,
-        windowSeconds: p.windowSeconds,
-        burst,
-        emissionUs,
-        toleranceUs: (burst - 1) * emissionUs,
-        windowUs,
+        ...params,
+        tier: undefined,
+        tierVariants: [],
       };
     }
     case 'concurrency': {
@@ -596,6 +633,7 @@ function compileOne(raw: unknown, index: number, names: Set<string>): CompiledPo
       return {
         kind: 'concurrency',
         index,
+        paramIndex: index,
         name,
         ...compileScope(name, p.scope, 'caller'),
         rejectAs: compileRejectAs(name, p.rejectAs),
@@ -633,6 +671,7 @@ function compileOne(raw: unknown, index: number, names: Set<string>): CompiledPo
       return {
         kind: 'overload',
         index,
+        paramIndex: index,
         name,
         ...compileScope(name, 'agent', 'agent'),
         rejectAs: 'overload',
@@ -717,7 +756,10 @@ export function compilePolicies(
     throw new PolicyError('(policy set)', 'policies', 'must be an array');
   }
   const names = new Set<string>();
-  const compiled = policies.map((p, i) => compileOne(p, i, names));
+  const extraRows: CompiledPolicy[] = [];
+  let rowCount = policies.length;
+  const nextRow = () => rowCount++;
+  const compiled = policies.map((p, i) => compileOne(p, i, names, extraRows, nextRow));
   const byMethod = new Map<A2AMethod, readonly CompiledPolicy[]>();
   for (const method of ALL_A2A_METHODS) {
     byMethod.set(
@@ -726,9 +768,22 @@ export function compilePolicies(
     );
   }
   const none: readonly CompiledPolicy[] = [];
+  const plain = (method: A2AMethod) => byMethod.get(method) ?? none;
+  const byTier = tierSelections(compiled, ALL_A2A_METHODS, plain);
+  const forMethod =
+    byTier.size === 0
+      ? plain
+      : (method: A2AMethod, tier?: string) =>
+          (tier === undefined ? undefined : byTier.get(tier)?.get(method)) ?? plain(method);
   return {
     policies: compiled,
+    rows: [...compiled, ...extraRows],
+    tiered: byTier.size > 0,
     holds: compileHolds(holdOptions),
-    forMethod: (method) => byMethod.get(method) ?? none,
+    forMethod,
+    atIndex: (i, tier) => {
+      const p = compiled[i];
+      return p === undefined ? undefined : variantFor(p, tier);
+    },
   };
 }

@@ -564,7 +564,7 @@ function luaNumber(value: number): string {
 function luaPolicyRow(p: CompiledPolicy): string {
   switch (p.kind) {
     case 'rate':
-      return `[${p.index}] = { k = 1, e = ${luaNumber(p.emissionUs)}, tol = ${luaNumber(p.toleranceUs)}, w = ${luaNumber(p.windowUs)}, cs = ${p.callerScoped} }`;
+      return `[${p.paramIndex}] = { k = 1, e = ${luaNumber(p.emissionUs)}, tol = ${luaNumber(p.toleranceUs)}, w = ${luaNumber(p.windowUs)}, cs = ${p.callerScoped} }`;
     case 'concurrency':
       return `[${p.index}] = { k = 2, lim = ${luaNumber(p.max)}, ttl = ${luaNumber(p.leaseTtlMs)}, init = ${luaNumber(p.initialHoldEstimateMs)}, lag = -1 }`;
     case 'overload':
@@ -585,7 +585,7 @@ export function decisionScriptHeader(
   keyTtlPaddingMs: number,
   keyPrefix: string,
 ): string {
-  const rows = policySet.policies.map(luaPolicyRow);
+  const rows = policySet.rows.map(luaPolicyRow);
   const h = policySet.holds;
   return [
     '-- a2a-ratelimit decision script (generated header; body in decision-script.ts)',

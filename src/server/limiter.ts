@@ -172,6 +172,13 @@ export interface LimiterOptions {
   };
   /** Outcome observer (metrics). */
   readonly observer?: LimiterObserver;
+  /**
+   * The caller's tier, for tiered rate policies: a function of the identified request (its
+   * `caller` is the authenticated user's key, as the adapter's `identify` made it). Never read a
+   * header the caller sets here. Undefined, or a tier a policy does not list: its `defaultTier`.
+   * A request that already carries `tier` keeps it.
+   */
+  readonly tierOf?: (request: RequestIdentity) => string | undefined;
 }
 
 /**
@@ -278,6 +285,11 @@ export interface Limiter {
   readonly dedupMethods: ReadonlySet<A2AMethod>;
   /** Decides one request. Synchronous for a `MemoryStore` unless deduplication needs the store. */
   admit(request: AdmissionRequest): AdmissionOutcome | Promise<AdmissionOutcome>;
+  /**
+   * The tier a request is decided under: its own `tier`, else `tierOf(request)`; undefined when
+   * neither says (tiered policies then apply their `defaultTier`).
+   */
+  tierOf(request: RequestIdentity): string | undefined;
   /**
    * Decides the resubscription a copy of a still-running streamed message becomes (after
    * {@link admit} answered `duplicate`): a stream like any other, decided under the policies of
@@ -855,13 +867,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return { status: 'rejected', rejection, limits: [] };
   };
 
+  const tierOf = options.tierOf;
+  const withTier = <R extends AdmissionRequest>(request: R): R => {
+    if (tierOf === undefined || request.tier !== undefined) return request;
+    const tier = tierOf(request);
+    return tier === undefined ? request : { ...request, tier };
+  };
+
   const limiter: Limiter = {
     policySet,
     store,
     clock,
     domain,
     dedupMethods,
-    admit(request) {
+    tierOf: (request) => request.tier ?? tierOf?.(request),
+    admit(raw) {
+      const request = withTier(raw);
       const messageId = request.messageId;
       if (messageId === undefined || !dedupMethods.has(request.method)) {
         return decideNow(request, undefined);
@@ -892,9 +913,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
         binding: request.binding,
         tenant: request.tenant,
         skill: request.skill,
+        tier: request.tier,
         policyIndexes: resubscriptionPolicyIndexes,
       };
-      return decideNow(resubscription, undefined);
+      return decideNow(withTier(resubscription), undefined);
     },
     encodeRest: (rejection, limits) =>
       encodeRestRejection(rejection, limits === undefined ? { domain } : { domain, limits }),
