@@ -124,7 +124,9 @@ describe('tiers on every binding', () => {
       }
     }
     // The public card lists every tier and the default.
-    const publicCard = await (await fetch(`${agent.baseUrl}/.well-known/agent-card.json`)).json();
+    const publicCard = (await (
+      await fetch(`${agent.baseUrl}/.well-known/agent-card.json`)
+    ).json()) as { capabilities: { extensions: unknown[] } };
     const read = readRateLimitCard(publicCard);
     expect(read?.policies[0]).toMatchObject({
       name: 'per-caller',

@@ -100,6 +100,12 @@ interface PolicyBase {
   readonly methods?: readonly A2AMethod[];
   /** Free text for the agent card. */
   readonly description?: string;
+  /**
+   * `enforce` (default) or `shadow`: a dry run. A shadow policy is decided and counted in a
+   * bucket of its own for every request the enforced policies admit, and never refuses; what it
+   * would have refused goes to the observer (metrics) and a log line. It is left off the card.
+   */
+  readonly mode?: 'enforce' | 'shadow';
 }
 
 /**
@@ -258,6 +264,8 @@ interface CompiledBase {
   /** Key names one caller: rate rejections may reserve. */
   readonly callerScoped: boolean;
   readonly rejectAs: RejectionKind;
+  /** `mode: 'shadow'`: decided apart, after the enforced policies admitted; never refuses. */
+  readonly shadow: boolean;
   readonly methods: ReadonlySet<A2AMethod>;
   /** The subject of a request under this policy (`caller:x`, `tenant:t`, `agent`), or undefined if it does not apply. */
   readonly subjectOf: (request: RequestIdentity) => string | undefined;
@@ -391,6 +399,8 @@ export interface CompiledPolicySet {
   forMethod(method: A2AMethod, tier?: string): readonly CompiledPolicy[];
   /** The variant of policy `index` for `tier` (the policy itself when untiered). */
   atIndex(index: number, tier: string | undefined): CompiledPolicy | undefined;
+  /** Indexes of the shadow policies of `method` (empty for most sets; precomputed). */
+  shadowIndexes(method: A2AMethod): readonly number[];
 }
 
 /**
@@ -592,12 +602,16 @@ function compileOne(
   names.add(name);
   const methods = compileMethods(name, p.methods);
   const source = raw as Policy;
+  if (p.mode !== undefined && p.mode !== 'enforce' && p.mode !== 'shadow') {
+    throw new PolicyError(name, 'mode', `must be "enforce" or "shadow", got ${describe(p.mode)}`);
+  }
+  const shadow = p.mode === 'shadow';
 
   switch (p.kind) {
     case 'rate': {
       const scoped = compileScope(name, p.scope, 'caller');
       const rejectAs = compileRejectAs(name, p.rejectAs);
-      const common = { kind: 'rate' as const, index, paramIndex: index, name, ...scoped };
+      const common = { kind: 'rate' as const, index, paramIndex: index, name, shadow, ...scoped };
       if (p.tiers !== undefined || p.defaultTier !== undefined) {
         for (const field of ['limit', 'windowSeconds', 'burst'] as const) {
           if (p[field] !== undefined) {
@@ -634,6 +648,7 @@ function compileOne(
         kind: 'concurrency',
         index,
         paramIndex: index,
+        shadow,
         name,
         ...compileScope(name, p.scope, 'caller'),
         rejectAs: compileRejectAs(name, p.rejectAs),
@@ -672,6 +687,7 @@ function compileOne(
         kind: 'overload',
         index,
         paramIndex: index,
+        shadow,
         name,
         ...compileScope(name, 'agent', 'agent'),
         rejectAs: 'overload',
@@ -761,13 +777,19 @@ export function compilePolicies(
   const nextRow = () => rowCount++;
   const compiled = policies.map((p, i) => compileOne(p, i, names, extraRows, nextRow));
   const byMethod = new Map<A2AMethod, readonly CompiledPolicy[]>();
+  const shadowByMethod = new Map<A2AMethod, readonly number[]>();
   for (const method of ALL_A2A_METHODS) {
     byMethod.set(
       method,
-      compiled.filter((p) => p.methods.has(method)),
+      compiled.filter((p) => p.methods.has(method) && !p.shadow),
+    );
+    shadowByMethod.set(
+      method,
+      compiled.filter((p) => p.methods.has(method) && p.shadow).map((p) => p.index),
     );
   }
   const none: readonly CompiledPolicy[] = [];
+  const noIndexes: readonly number[] = [];
   const plain = (method: A2AMethod) => byMethod.get(method) ?? none;
   const byTier = tierSelections(compiled, ALL_A2A_METHODS, plain);
   const forMethod =
@@ -781,6 +803,7 @@ export function compilePolicies(
     tiered: byTier.size > 0,
     holds: compileHolds(holdOptions),
     forMethod,
+    shadowIndexes: (method) => shadowByMethod.get(method) ?? noIndexes,
     atIndex: (i, tier) => {
       const p = compiled[i];
       return p === undefined ? undefined : variantFor(p, tier);

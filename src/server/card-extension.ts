@@ -142,7 +142,9 @@ export function rateLimitExtension(
     (options.caller === undefined
       ? undefined
       : limiter.tierOf({ caller: options.caller, method: 'GetExtendedAgentCard' }));
-  const policies: PublishedPolicy[] = limiter.policySet.policies.map((base) => {
+  // Shadow policies refuse no one: a client must not plan with them.
+  const enforced = limiter.policySet.policies.filter((p) => !p.shadow);
+  const policies: PublishedPolicy[] = enforced.map((base) => {
     const p = extended ? variantFor(base, callerTier) : base;
     const published = {
       name: p.name,

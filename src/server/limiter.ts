@@ -37,6 +37,7 @@ import {
 } from './event-loop-monitor.js';
 import { type AgentCardLike, resolveOperatorDomain } from './operator-domain.js';
 import { PendingMessages } from './pending-messages.js';
+import { ShadowLog } from './shadow-log.js';
 import { type EventBusManagerLike, TaskLeaseTracker } from './task-lease-tracker.js';
 
 /**
@@ -91,6 +92,11 @@ export interface LimiterObserver {
   holds?(event: 'made' | 'claimed' | 'expired', policy: string, count: number): void;
   /** Leases this process currently holds, after every change. */
   leasesHeld?(count: number): void;
+  /**
+   * A shadow (`mode: 'shadow'`) policy would have refused this admitted request; it was not
+   * refused and the shadow buckets were not charged.
+   */
+  shadowRejected?(request: AdmissionRequest, rejection: Rejection): void;
 }
 
 /**
@@ -179,6 +185,11 @@ export interface LimiterOptions {
    * A request that already carries `tier` keeps it.
    */
   readonly tierOf?: (request: RequestIdentity) => string | undefined;
+  /**
+   * Where the line of a shadow policy's would-be refusal goes (at most one per policy per
+   * second); default `console.warn`; `false`: no lines (the observer still counts each).
+   */
+  readonly shadowLog?: false | ((line: string) => void);
 }
 
 /**
@@ -504,8 +515,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const resubscriptionPolicyIndexes = policySet.policies
     .filter(
       (p) =>
-        p.methods.has('SubscribeToTask') ||
-        (p.methods.has('SendStreamingMessage') &&
+        (!p.shadow && p.methods.has('SubscribeToTask')) ||
+        (!p.shadow &&
+          p.methods.has('SendStreamingMessage') &&
           p.kind !== 'rate' &&
           (policyHoldUntil[p.index] ?? (p.kind === 'concurrency' ? 'task' : 'response')) ===
             'response'),
@@ -733,13 +745,64 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return delayMs === undefined ? request : { ...request, eventLoopDelayMs: delayMs };
   };
 
+  // Shadow policies: decided apart, only for requests the enforced ones admitted, without a
+  // messageId (a dry run holds no slot), all-or-nothing among themselves; never refusing.
+  const shadowLog =
+    options.shadowLog === false
+      ? undefined
+      : new ShadowLog(options.shadowLog ?? ((line) => console.warn(line)));
+  const shadowInputOf = (input: DecisionInput): DecisionInput | undefined => {
+    if (input.policyIndexes !== undefined) return undefined;
+    const policyIndexes = policySet.shadowIndexes(input.method);
+    if (policyIndexes.length === 0) return undefined;
+    return {
+      caller: input.caller,
+      method: input.method,
+      tenant: input.tenant,
+      skill: input.skill,
+      tier: input.tier,
+      eventLoopDelayMs: input.eventLoopDelayMs,
+      policyIndexes,
+    };
+  };
+  const withShadow = (
+    request: AdmissionRequest,
+    decision: Decision,
+    shadow: Decision,
+  ): Decision => {
+    if (!shadow.admitted) {
+      observer?.shadowRejected?.(request, shadow.rejection);
+      shadowLog?.refused(shadow.rejection, clock.nowMs());
+      return decision;
+    }
+    if (!decision.admitted || shadow.leases.length === 0) return decision;
+    return { ...decision, leases: [...decision.leases, ...shadow.leases] };
+  };
+
   const decideNow = (
     request: AdmissionRequest,
     dedupKey: string | undefined,
   ): AdmissionOutcome | Promise<AdmissionOutcome> => {
     const input = inputOf(request);
-    if (memory !== undefined) return finish(request, memory.decideSync(input), dedupKey);
-    return store.decide(input).then((d) => finish(request, d, dedupKey));
+    if (memory !== undefined) {
+      const decision = memory.decideSync(input);
+      const shadowInput = decision.admitted ? shadowInputOf(input) : undefined;
+      if (shadowInput === undefined) return finish(request, decision, dedupKey);
+      return finish(
+        request,
+        withShadow(request, decision, memory.decideSync(shadowInput)),
+        dedupKey,
+      );
+    }
+    return store.decide(input).then((decision) => {
+      const shadowInput = decision.admitted ? shadowInputOf(input) : undefined;
+      if (shadowInput === undefined) return finish(request, decision, dedupKey);
+      return store.decide(shadowInput).then(
+        (shadow) => finish(request, withShadow(request, decision, shadow), dedupKey),
+        // A dry run never turns an admission into a failure.
+        () => finish(request, decision, dedupKey),
+      );
+    });
   };
 
   const waitForTask = (key: string): Promise<string | undefined> =>
