@@ -106,6 +106,11 @@ interface PolicyBase {
    * would have refused goes to the observer (metrics) and a log line. It is left off the card.
    */
   readonly mode?: 'enforce' | 'shadow';
+  /**
+   * Requests this policy does not apply to: caller names (e.g. `['health-checker']`), or a
+   * predicate of the request (true = exempt). Other policies still apply to them.
+   */
+  readonly exempt?: readonly string[] | ((request: RequestIdentity) => boolean);
 }
 
 /**
@@ -543,6 +548,30 @@ function compileScope(label: string, scope: unknown, fallback: BuiltinScope): Sc
   );
 }
 
+/** A scope whose key and subject are undefined (the policy does not apply) for exempt requests. */
+function withExemptions(label: string, exempt: unknown, scoped: Scoped): Scoped {
+  if (exempt === undefined) return scoped;
+  let isExempt: (r: RequestIdentity) => boolean;
+  if (typeof exempt === 'function') {
+    isExempt = exempt as (r: RequestIdentity) => boolean;
+  } else if (Array.isArray(exempt) && exempt.every((c) => typeof c === 'string' && c !== '')) {
+    const callers = new Set<string>(exempt as string[]);
+    isExempt = (r) => callers.has(r.caller);
+  } else {
+    throw new PolicyError(
+      label,
+      'exempt',
+      `must be a list of caller names or a function (request) => boolean, got ${describe(exempt)}`,
+    );
+  }
+  const { keyOf, subjectOf } = scoped;
+  return {
+    ...scoped,
+    keyOf: (r) => (isExempt(r) ? undefined : keyOf(r)),
+    subjectOf: (r) => (isExempt(r) ? undefined : subjectOf(r)),
+  };
+}
+
 function compileHoldUntil(label: string, value: unknown): 'task' | 'response' | undefined {
   if (value === undefined || value === 'task' || value === 'response') return value;
   throw new PolicyError(label, 'holdUntil', `must be "task" or "response", got ${describe(value)}`);
@@ -609,7 +638,7 @@ function compileOne(
 
   switch (p.kind) {
     case 'rate': {
-      const scoped = compileScope(name, p.scope, 'caller');
+      const scoped = withExemptions(name, p.exempt, compileScope(name, p.scope, 'caller'));
       const rejectAs = compileRejectAs(name, p.rejectAs);
       const common = { kind: 'rate' as const, index, paramIndex: index, name, shadow, ...scoped };
       if (p.tiers !== undefined || p.defaultTier !== undefined) {
@@ -650,7 +679,7 @@ function compileOne(
         paramIndex: index,
         shadow,
         name,
-        ...compileScope(name, p.scope, 'caller'),
+        ...withExemptions(name, p.exempt, compileScope(name, p.scope, 'caller')),
         rejectAs: compileRejectAs(name, p.rejectAs),
         methods,
         source,
@@ -689,7 +718,7 @@ function compileOne(
         paramIndex: index,
         shadow,
         name,
-        ...compileScope(name, 'agent', 'agent'),
+        ...withExemptions(name, p.exempt, compileScope(name, 'agent', 'agent')),
         rejectAs: 'overload',
         methods,
         source,
