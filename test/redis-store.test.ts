@@ -284,6 +284,30 @@ describe.skipIf(!redisUp)('RedisStore against a real Redis', () => {
           },
         ],
       },
+      {
+        name: 'token budget + estimate + caller rate',
+        policies: [
+          { name: 'per-caller', kind: 'rate', limit: 4, windowSeconds: 5, burst: 3 },
+          {
+            name: 'tokens',
+            kind: 'rate',
+            unit: 'tokens',
+            methods: ['SendMessage', 'SendStreamingMessage'],
+            limit: 3_000,
+            windowSeconds: 7,
+            burst: 2_000,
+          },
+          {
+            name: 'tenant-tokens',
+            kind: 'rate',
+            unit: 'tokens',
+            scope: 'tenant',
+            limit: 5_000,
+            windowSeconds: 3,
+            estimate: 700,
+          },
+        ],
+      },
     ];
 
     for (const set of POLICY_SETS) {

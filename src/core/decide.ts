@@ -436,7 +436,13 @@ export function limitStateOf(
   tatUs: number | undefined,
   nowUs: number,
 ): LimitState {
-  const { remaining, nextUs } = availableNow(tatUs, nowUs, p);
+  const { remaining, nextUs } = availableNow(
+    tatUs,
+    nowUs,
+    p.unit === undefined
+      ? p
+      : { burst: p.burst, emissionUs: p.unitUs, toleranceUs: (p.burst - 1) * p.unitUs },
+  );
   return {
     policy: p.name,
     limit: p.limit,
@@ -507,6 +513,7 @@ function policyQuotaText(p: CompiledPolicy): string {
 function quotaText(p: CompiledPolicy): string {
   switch (p.kind) {
     case 'rate': {
+      if (p.unit !== undefined) return `${p.limit} ${p.unit} per ${p.windowSeconds} s`;
       const text = describeQuota({ limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 });
       return p.tier === undefined ? text : `tier ${p.tier}: ${text}`;
     }
@@ -699,6 +706,31 @@ function admit(count: number, nowMs: number, nowUs: number, state: DecisionState
     }
   }
   return { admitted: true, limits, leases, claimedHold };
+}
+
+/**
+ * Charges `units` of reported usage to a usage policy's key (`policy.keyOf` of the request that
+ * used them): the budget's timestamp moves `units · unitUs` later from `max(tat, now)`, with no
+ * conformance check — usage already happened, so the budget may go into debt, and the next
+ * admission waits exactly until it holds a unit again. Every store charges with this rule.
+ *
+ * @example
+ * ```ts
+ * chargeUsage(tokensPolicy, 'alice', 4_000, clock.nowMs(), tables);
+ * ```
+ */
+export function chargeUsage(
+  policy: CompiledRatePolicy,
+  key: string,
+  units: number,
+  nowMs: number,
+  state: DecisionState,
+): void {
+  const nowUs = Math.floor(nowMs * 1000);
+  const k = state.rateKey(policy, key, nowUs);
+  const tatUs = state.getTat(policy, k);
+  const from = tatUs === undefined || tatUs < nowUs ? nowUs : tatUs;
+  state.putRate(policy, k, from + units * policy.unitUs, state.getExtra(policy, k), nowUs);
 }
 
 /**

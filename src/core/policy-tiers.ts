@@ -170,7 +170,7 @@ export function variantFor(p: CompiledPolicy, tier: string | undefined): Compile
  * ```
  */
 export function compileTierVariants(
-  base: Omit<CompiledRatePolicy, keyof RateParams | 'tier' | 'tierVariants'>,
+  base: Omit<CompiledRatePolicy, keyof RateParams | 'tier' | 'tierVariants' | 'unit' | 'unitUs'>,
   tiers: unknown,
   defaultTier: unknown,
   nextRow: () => number,
@@ -210,6 +210,8 @@ export function compileTierVariants(
       tier,
       paramIndex: isDefault ? base.paramIndex : nextRow(),
       tierVariants: variants,
+      unit: undefined,
+      unitUs: params.emissionUs,
     };
     variants.push(variant);
     if (isDefault) policy = variant;

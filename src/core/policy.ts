@@ -148,6 +148,15 @@ export interface RatePolicy extends PolicyBase {
   readonly tiers?: Readonly<Record<string, RateTierLimits>>;
   /** The tier of callers with no tier (or one `tiers` does not list); required with `tiers`. */
   readonly defaultTier?: string;
+  /**
+   * A usage budget instead of a request rate: `limit` / `burst` are in this unit (e.g.
+   * `tokens`: `limit` tokens per window, a budget of `burst`). Admission refuses while the
+   * budget is exhausted (charging `estimate` up front); `limiter.reportUsage` charges what a
+   * task really used, possibly into debt. Name `[a-z][a-z0-9_-]{0,31}`.
+   */
+  readonly unit?: string;
+  /** Usage policies: units charged at admission, integer 0 ≤ estimate ≤ burst; default 0. */
+  readonly estimate?: number;
 }
 
 /**
@@ -308,6 +317,14 @@ export interface CompiledRatePolicy extends CompiledBase {
   readonly tier: string | undefined;
   /** Every tier's variant, in declared order (empty when the policy is not tiered). */
   readonly tierVariants: readonly CompiledRatePolicy[];
+  /**
+   * Usage policies: the unit of `limit` and `burst`. Then `emissionUs` is what admission charges
+   * (`estimate` · `unitUs`) and `toleranceUs` is set so that admission conforms exactly when the
+   * budget holds at least `max(estimate, 1)` units.
+   */
+  readonly unit: string | undefined;
+  /** µs of budget per unit, `ceil(windowSeconds · 10⁶ / limit)`; = `emissionUs` for request rates. */
+  readonly unitUs: number;
 }
 
 /**
@@ -642,6 +659,9 @@ function compileOne(
       const rejectAs = compileRejectAs(name, p.rejectAs);
       const common = { kind: 'rate' as const, index, paramIndex: index, name, shadow, ...scoped };
       if (p.tiers !== undefined || p.defaultTier !== undefined) {
+        if (p.unit !== undefined) {
+          throw new PolicyError(name, 'unit', 'cannot be combined with tiers (not supported yet)');
+        }
         for (const field of ['limit', 'windowSeconds', 'burst'] as const) {
           if (p[field] !== undefined) {
             throw new PolicyError(name, field, 'must be left out when tiers are given');
@@ -659,14 +679,52 @@ function compileOne(
       }
       const params = rateParams(p, '');
       if ('problem' in params) throw new PolicyError(name, params.field, params.problem);
+      if (p.unit === undefined) {
+        if (p.estimate !== undefined) {
+          throw new PolicyError(name, 'estimate', 'is for usage policies (give `unit`)');
+        }
+        return {
+          ...common,
+          rejectAs,
+          methods,
+          source,
+          ...params,
+          tier: undefined,
+          tierVariants: [],
+          unit: undefined,
+          unitUs: params.emissionUs,
+        };
+      }
+      if (typeof p.unit !== 'string' || !/^[a-z][a-z0-9_-]{0,31}$/.test(p.unit)) {
+        throw new PolicyError(
+          name,
+          'unit',
+          `must match [a-z][a-z0-9_-]{0,31}, got ${describe(p.unit)}`,
+        );
+      }
+      const estimate = (p.estimate ?? 0) as number;
+      if (!Number.isSafeInteger(estimate) || estimate < 0 || estimate > params.burst) {
+        throw new PolicyError(
+          name,
+          'estimate',
+          `must be an integer from 0 to burst (${params.burst}), got ${describe(p.estimate)}`,
+        );
+      }
+      const unitUs = params.emissionUs;
       return {
         ...common,
+        // A budget is not a queue of slots: usage policies never hold.
+        callerScoped: false,
         rejectAs,
         methods,
         source,
         ...params,
+        emissionUs: estimate * unitUs,
+        toleranceUs: params.toleranceUs - Math.max(0, estimate - 1) * unitUs,
         tier: undefined,
         tierVariants: [],
+        unit: p.unit,
+        unitUs,
       };
     }
     case 'concurrency': {

@@ -507,6 +507,36 @@ export class RedisStore implements Store {
    * When Redis cannot answer, a lease is reported alive (`true`): an outage must not abort work
    * that is already running.
    */
+  /**
+   * {@inheritDoc Store.chargeUsage} One script call per usage policy key (mode `g`). While Redis
+   * is unreachable the usage is charged to the insurance limiter, if any, else dropped (counted
+   * as an error).
+   */
+  async chargeUsage(request: DecisionInput, units: number): Promise<void> {
+    const charges: Promise<unknown>[] = [];
+    for (const p of policiesOf(this.policySet, request)) {
+      if (p.kind !== 'rate' || p.unit === undefined) continue;
+      const tableKey = p.keyOf(request);
+      if (tableKey === undefined) continue;
+      if (this.mode !== 'redis') continue;
+      const step = this.stepOf(p, request, tableKey);
+      charges.push(
+        this.withTimeout(
+          this.run(
+            [step.key],
+            [SCRIPT_MODES.usage, this.now(), String(p.paramIndex), String(units)],
+          ),
+        ),
+      );
+    }
+    if (this.mode !== 'redis') this.insurance?.chargeUsageSync(request, units);
+    try {
+      await Promise.all(charges);
+    } catch (error) {
+      this.countError(error);
+    }
+  }
+
   async renew(leases: readonly LeaseRef[]): Promise<boolean[]> {
     return Promise.all(
       leases.map(async (lease) => {

@@ -302,6 +302,15 @@ export interface Limiter {
    */
   tierOf(request: RequestIdentity): string | undefined;
   /**
+   * Charges `units` (a positive integer) of real usage — e.g. the model tokens a task burned —
+   * to every usage policy (`unit` set) that applies to `request` (the identity the task was
+   * admitted with: caller, method, tenant; its tier is resolved as at admission). The budget may
+   * go into debt; the caller's next admission then waits exactly until it is positive again.
+   * Usage is charged to the store, so it counts after the task ended and whether or not the
+   * caller is still connected.
+   */
+  reportUsage(request: RequestIdentity, units: number): Promise<void>;
+  /**
    * Decides the resubscription a copy of a still-running streamed message becomes (after
    * {@link admit} answered `duplicate`): a stream like any other, decided under the policies of
    * SubscribeToTask and the stream limits of SendStreamingMessage (its overload policies, and
@@ -944,6 +953,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
     domain,
     dedupMethods,
     tierOf: (request) => request.tier ?? tierOf?.(request),
+    reportUsage(request, units) {
+      if (!Number.isSafeInteger(units) || units < 0) {
+        return Promise.reject(
+          new RangeError(`reportUsage: units must be a whole number ≥ 0, got ${units}`),
+        );
+      }
+      if (units === 0 || store.chargeUsage === undefined) return Promise.resolve();
+      const tier = request.tier ?? tierOf?.(request);
+      return store.chargeUsage(tier === undefined ? request : { ...request, tier }, units);
+    },
     admit(raw) {
       const request = withTier(raw);
       const messageId = request.messageId;
