@@ -110,6 +110,29 @@ const workloads = {
     },
     rlf: undefined,
   },
+  // Issue 14: a tiered caller policy (pro tier), a token budget and a plain tenant policy.
+  tieredBudget: {
+    ours: () => {
+      const s = ours([
+        {
+          name: 'per-caller',
+          kind: 'rate',
+          defaultTier: 'free',
+          tiers: {
+            free: { limit: huge, windowSeconds: 1000, burst: huge },
+            pro: { limit: huge, windowSeconds: 1000, burst: huge },
+          },
+        },
+        { ...open, name: 'tokens', unit: 'tokens' },
+        { ...open, name: 'per-tenant', scope: 'tenant' },
+      ]);
+      return () =>
+        measureSync(() =>
+          s.decideSync({ caller: 'hot', tenant: 'acme', tier: 'pro', method: 'SendMessage' }),
+        );
+    },
+    rlf: undefined,
+  },
 } as const;
 
 type Name = keyof typeof workloads;
@@ -191,6 +214,7 @@ const summary = {
   decisionsPerSecHotKeyRejected: m('hotKeyRejected:ours'),
   decisionsPerSec100kKeys: m('keys100k:ours'),
   decisionsPerSec3Policies: m('threePolicies:ours'),
+  decisionsPerSecTieredBudget: m('tieredBudget:ours'),
   bytesPerActiveKey: Math.round(bytesOurs),
   rlfPerSecHotKey: m('hotKey:rlf'),
   rlfPerSecHotKeyRejected: m('hotKeyRejected:rlf'),

@@ -47,6 +47,27 @@ const threePolicies = new RedisStore({
   keyPrefix: `${prefix}three:`,
   logger: false,
 });
+// Issue 14: a tiered caller policy (decided as tier pro), a token budget and a tenant policy.
+const tieredBudget = new RedisStore({
+  client,
+  policies: [
+    {
+      name: 'per-caller',
+      kind: 'rate',
+      defaultTier: 'free',
+      tiers: {
+        free: { limit: 1_000_000, windowSeconds: 1 },
+        pro: { limit: 1_000_000, windowSeconds: 1 },
+      },
+    },
+    { name: 'tokens', kind: 'rate', unit: 'tokens', limit: 1_000_000, windowSeconds: 1 },
+    { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 1_000_000, windowSeconds: 1 },
+  ],
+  onError: 'fail-closed',
+  timeoutMs: 5_000,
+  keyPrefix: `${prefix}tiered:`,
+  logger: false,
+});
 const rlf = new RateLimiterRedis({
   storeClient: client,
   points: 1_000_000_000,
@@ -74,6 +95,15 @@ const ops: Record<string, Op> = {
     });
     if (!d.admitted) throw new Error('bench: ours (3 policies) rejected');
   },
+  oursTieredBudget: async () => {
+    const d = await tieredBudget.decide({
+      caller: nextCaller(),
+      tenant: 'acme',
+      tier: 'pro',
+      method: 'GetTask',
+    });
+    if (!d.admitted) throw new Error('bench: ours (tiers + budget) rejected');
+  },
   rlf: () => rlf.consume(nextCaller()),
   ping: () => client.ping(),
   evalsha: () => client.evalsha(trivialSha, 0),
@@ -100,6 +130,7 @@ const plan: [key: string, op: string, concurrency: number][] = [
   ['oursC64', 'ours', 64],
   ['rlfC64', 'rlf', 64],
   ['oursC64ThreePolicies', 'oursThree', 64],
+  ['oursC64TieredBudget', 'oursTieredBudget', 64],
   ['pingC64', 'ping', 64],
   ['evalshaC64', 'evalsha', 64],
 ];
@@ -151,7 +182,10 @@ console.log(
     ratioOursOverRlfSeq: Number(((m.oursSeq ?? 0) / (m.rlfSeq ?? 1)).toFixed(3)),
     ratioOursOverPingC64: Number(((m.oursC64 ?? 0) / (m.pingC64 ?? 1)).toFixed(3)),
     roundTripsPerDecision: 1,
-    oursFallbackDecisions: stats.fallbackDecisions + threePolicies.stats().fallbackDecisions,
+    oursFallbackDecisions:
+      stats.fallbackDecisions +
+      threePolicies.stats().fallbackDecisions +
+      tieredBudget.stats().fallbackDecisions,
   }),
 );
 

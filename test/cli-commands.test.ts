@@ -159,7 +159,7 @@ describe('serve', () => {
     expect(serve.banner).toContain(`REST        ${serve.baseUrl}/a2a/rest`);
     expect(serve.banner).toContain(`metrics     ${serve.baseUrl}/metrics`);
     expect(serve.banner).toContain('per-caller (rate, per caller): 60 per 60 s, burst 10');
-    expect(serve.banner).toContain('Authorization: Bearer <caller name>');
+    expect(serve.banner).toContain('Authorization: Bearer <caller>[@<tier>]');
     const card = (await (await fetch(`${serve.baseUrl}/.well-known/agent-card.json`)).json()) as {
       supportedInterfaces: { url: string; protocolBinding: string }[];
     };

@@ -290,6 +290,62 @@ describe.skipIf(!redisUp)('RedisStore against a real Redis', () => {
         ],
         holds: { maxNoShows: 1, maxHoldsPerKey: 2 },
       },
+      {
+        name: 'tiered caller policy + tiered tenant policy + concurrency',
+        policies: [
+          {
+            name: 'per-caller',
+            kind: 'rate',
+            methods: ['SendMessage', 'SendStreamingMessage', 'GetTask'],
+            tiers: {
+              free: { limit: 3, windowSeconds: 6, burst: 2 },
+              pro: { limit: 7, windowSeconds: 3, burst: 4 },
+            },
+            defaultTier: 'free',
+          },
+          {
+            name: 'per-tenant',
+            kind: 'rate',
+            scope: 'tenant',
+            tiers: {
+              pro: { limit: 20, windowSeconds: 5 },
+              free: { limit: 9, windowSeconds: 5, burst: 3 },
+            },
+            defaultTier: 'pro',
+          },
+          {
+            name: 'tasks',
+            kind: 'concurrency',
+            methods: ['SendMessage'],
+            max: 2,
+            leaseTtlSeconds: 20,
+          },
+        ],
+      },
+      {
+        name: 'token budget + estimate + caller rate',
+        policies: [
+          { name: 'per-caller', kind: 'rate', limit: 4, windowSeconds: 5, burst: 3 },
+          {
+            name: 'tokens',
+            kind: 'rate',
+            unit: 'tokens',
+            methods: ['SendMessage', 'SendStreamingMessage'],
+            limit: 3_000,
+            windowSeconds: 7,
+            burst: 2_000,
+          },
+          {
+            name: 'tenant-tokens',
+            kind: 'rate',
+            unit: 'tokens',
+            scope: 'tenant',
+            limit: 5_000,
+            windowSeconds: 3,
+            estimate: 700,
+          },
+        ],
+      },
     ];
 
     for (const set of POLICY_SETS) {

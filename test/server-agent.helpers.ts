@@ -277,6 +277,7 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
       withRateLimitExtension(
         { ...card, description: `extended for ${ctx.user?.userName}` },
         limiter,
+        { caller: ctx.user?.userName ?? '' },
       ),
   );
   const sdkHandler = recordingHandler(requestHandler, handlerCalls);

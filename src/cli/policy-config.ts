@@ -68,16 +68,32 @@ const scope = z.enum(BUILTIN_SCOPES, says(`must be one of ${BUILTIN_SCOPES.join(
 const rejectAs = z.enum(['quota', 'overload'], says('must be "quota" or "overload"'));
 const description = z.string(says('must be a string')).optional();
 
+const mode = z.enum(['enforce', 'shadow'], says('must be "enforce" or "shadow"')).optional();
+const exempt = z.array(name, says('must be a list of caller names')).optional();
+const tier = z.strictObject({
+  limit: positiveInteger,
+  windowSeconds: positiveInteger,
+  burst: positiveInteger.optional(),
+});
 const ratePolicy = z.strictObject({
   name,
   kind: z.literal('rate'),
   scope: scope.optional(),
   methods: methods.optional(),
   description,
-  limit: positiveInteger,
-  windowSeconds: positiveInteger,
+  // Required unless `tiers` (compilePolicies says which is missing).
+  limit: positiveInteger.optional(),
+  windowSeconds: positiveInteger.optional(),
   burst: positiveInteger.optional(),
   rejectAs: rejectAs.optional(),
+  tiers: z
+    .record(z.string(), tier, says('must map tier names to { limit, windowSeconds, burst }'))
+    .optional(),
+  defaultTier: name.optional(),
+  unit: name.optional(),
+  estimate: nonNegativeInteger.optional(),
+  mode,
+  exempt,
 });
 const concurrencyPolicy = z.strictObject({
   name,
@@ -90,6 +106,8 @@ const concurrencyPolicy = z.strictObject({
   initialHoldEstimateMs: positiveNumber.optional(),
   holdUntil: z.enum(['task', 'response']).optional(),
   rejectAs: rejectAs.optional(),
+  mode,
+  exempt,
 });
 const overloadPolicy = z.strictObject({
   name,
@@ -101,6 +119,8 @@ const overloadPolicy = z.strictObject({
   maxEventLoopDelayMs: positiveNumber.optional(),
   leaseTtlSeconds: positiveNumber.optional(),
   initialHoldEstimateMs: positiveNumber.optional(),
+  mode,
+  exempt,
 });
 
 /**

@@ -180,8 +180,45 @@ export interface ResearchAgent {
 export function bearerUser(value: unknown): User {
   const text = Array.isArray(value) ? value[0] : value;
   const match = typeof text === 'string' ? /^Bearer\s+(\S.*)$/i.exec(text.trim()) : null;
-  const name = match?.[1]?.trim() ?? '';
+  const name = demoToken(match?.[1]?.trim() ?? '').caller;
   return { isAuthenticated: name !== '', userName: name };
+}
+
+/**
+ * The demo token's parts: `<caller>@<tier>` authenticates `<caller>` with tier `<tier>`; a plain
+ * `<caller>` has no tier (each policy's default tier).
+ *
+ * @example
+ * ```ts
+ * demoToken('alice@pro'); // { caller: 'alice', tier: 'pro' }
+ * ```
+ */
+export function demoToken(token: string): { caller: string; tier?: string } {
+  const at = token.lastIndexOf('@');
+  if (at <= 0 || at === token.length - 1) return { caller: token };
+  return { caller: token.slice(0, at), tier: token.slice(at + 1) };
+}
+
+/** Demo tokens per message a task reports as its usage (`limiter.reportUsage`), units. */
+export const DEMO_TOKENS_PER_MESSAGE = 4_000;
+
+/** The tier the demo authentication last saw for each caller (bounded; a real agent asks its accounts). */
+class DemoTiers {
+  private readonly tiers = new Map<string, string>();
+  note(value: unknown): void {
+    const text = Array.isArray(value) ? value[0] : value;
+    const match = typeof text === 'string' ? /^Bearer\s+(\S.*)$/i.exec(text.trim()) : null;
+    const { caller, tier } = demoToken(match?.[1]?.trim() ?? '');
+    if (caller === '') return;
+    if (tier === undefined) this.tiers.delete(caller);
+    else {
+      if (this.tiers.size >= 10_000 && !this.tiers.has(caller)) return;
+      this.tiers.set(caller, tier);
+    }
+  }
+  of(caller: string): string | undefined {
+    return this.tiers.get(caller);
+  }
 }
 
 function textOf(message: Message): string {
@@ -199,7 +236,11 @@ interface TaskCounter {
 }
 
 /** The agent's work: a task that is worked on (for `task.durationMs`) and completed with a note. */
-function researchExecutor(counter: TaskCounter, task: ResearchAgentOptions['task']): AgentExecutor {
+function researchExecutor(
+  counter: TaskCounter,
+  task: ResearchAgentOptions['task'],
+  used: (ctx: Parameters<AgentExecutor['execute']>[0]) => void,
+): AgentExecutor {
   return {
     async execute(ctx, bus) {
       counter.running++;
@@ -208,6 +249,7 @@ function researchExecutor(counter: TaskCounter, task: ResearchAgentOptions['task
         await researchTask(ctx, bus, task);
       } finally {
         counter.running--;
+        used(ctx);
       }
     },
     cancelTask,
@@ -392,8 +434,10 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
     options.domain ??
     (publicUrl !== undefined ? publicUrl.hostname : isWildcard(host) ? 'localhost' : host);
 
+  const demoTiers = new DemoTiers();
   const decided = createLimiter({
     ...(options.store === undefined ? { policies: options.policies } : { store: options.store }),
+    tierOf: (request) => demoTiers.of(request.caller),
     ...(options.holds === undefined ? {} : { holds: options.holds }),
     ...(clock === undefined ? {} : { clock }),
     domain: domain.replace(/^\[|\]$/g, ''),
@@ -430,17 +474,33 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
   const requestHandler = new DefaultRequestHandler(
     card,
     new InMemoryTaskStore(),
-    researchExecutor(counter, options.task),
+    researchExecutor(counter, options.task, (ctx) => {
+      // The demo's usage: a fixed, documented number of tokens per message, charged once the
+      // task has run to the usage policies (unit set) of its authenticated caller.
+      const user = ctx.context?.user;
+      if (user?.isAuthenticated !== true || user.userName === '') return;
+      void decided
+        .reportUsage(
+          { caller: user.userName, method: 'SendMessage', tenant: ctx.context?.tenant },
+          DEMO_TOKENS_PER_MESSAGE,
+        )
+        .catch(() => undefined);
+    }),
     limiter.trackTasks(new DefaultExecutionEventBusManager()),
     undefined,
     undefined,
     extendedCard === undefined ? undefined : async (ctx) => extendedCard(card, ctx.user),
   );
 
-  const expressUsers = async (req: express.Request): Promise<User> =>
-    bearerUser(req.headers.authorization);
-  const grpcUsers = async (call: { metadata: grpc.Metadata }): Promise<User> =>
-    bearerUser(call.metadata.get('authorization')[0]);
+  const expressUsers = async (req: express.Request): Promise<User> => {
+    demoTiers.note(req.headers.authorization);
+    return bearerUser(req.headers.authorization);
+  };
+  const grpcUsers = async (call: { metadata: grpc.Metadata }): Promise<User> => {
+    const value = call.metadata.get('authorization')[0];
+    demoTiers.note(value);
+    return bearerUser(value);
+  };
   const mirror =
     options.mirrorHttpStatus === undefined ? {} : { mirrorHttpStatus: options.mirrorHttpStatus };
 

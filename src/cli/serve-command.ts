@@ -196,7 +196,7 @@ export function readyBanner(agent: ResearchAgent, options: ServeOptions): string
       (p, i) => `  ${i === 0 ? 'policies   ' : '           '} ${describePolicy(p)}`,
     ),
     `  store       ${options.redis === undefined ? 'memory (this process)' : `redis ${options.redis}, keys ${options.redisPrefix ?? 'a2arl:'}* (when Redis fails: ${options.redisOnError})`}`,
-    '  callers     Authorization: Bearer <caller name> (demo authentication: the token is the name); no token = anonymous, keyed by client address',
+    '  callers     Authorization: Bearer <caller>[@<tier>] (demo authentication: the token is the name, @<tier> its tier); no token = anonymous, keyed by client address',
     'Press Ctrl-C to stop.',
   ];
   return `${lines.join('\n')}\n`;

@@ -131,7 +131,7 @@ export function parseClientKinds(value: unknown): ClientKind[] {
 
 /** The worked example's per-caller policy with the flags' numbers, for `method`. */
 function perCallerPolicy(flags: SimulateFlags, method: Policy['methods']): Policy {
-  const base = WORKED_EXAMPLE_POLICY as Extract<Policy, { kind: 'rate' }>;
+  const base = WORKED_EXAMPLE_POLICY;
   const limit = parsePositiveInteger(flags.limit, '--limit', base.limit);
   const policy: Policy = {
     ...base,

@@ -167,8 +167,8 @@ export interface DecisionInput extends RequestIdentity {
 }
 
 /**
- * The policies a decision applies: `input.policyIndexes` when given, else those of the method.
- * Every store selects with this function.
+ * The policies a decision applies: `input.policyIndexes` when given, else those of the method;
+ * tiered rate policies as the variant of `input.tier`. Every store selects with this function.
  *
  * @example
  * ```ts
@@ -180,10 +180,10 @@ export function policiesOf(
   input: DecisionInput,
 ): readonly CompiledPolicy[] {
   const indexes = input.policyIndexes;
-  if (indexes === undefined) return policySet.forMethod(input.method);
+  if (indexes === undefined) return policySet.forMethod(input.method, input.tier);
   const out: CompiledPolicy[] = [];
   for (const i of indexes) {
-    const p = policySet.policies[i];
+    const p = policySet.atIndex(i, input.tier);
     if (p !== undefined) out.push(p);
   }
   return out;
@@ -438,7 +438,13 @@ export function limitStateOf(
   tatUs: number | undefined,
   nowUs: number,
 ): LimitState {
-  const { remaining, nextUs } = availableNow(tatUs, nowUs, p);
+  const { remaining, nextUs } = availableNow(
+    tatUs,
+    nowUs,
+    p.unit === undefined
+      ? p
+      : { burst: p.burst, emissionUs: p.unitUs, toleranceUs: (p.burst - 1) * p.unitUs },
+  );
   return {
     policy: p.name,
     limit: p.limit,
@@ -508,8 +514,11 @@ function policyQuotaText(p: CompiledPolicy): string {
 
 function quotaText(p: CompiledPolicy): string {
   switch (p.kind) {
-    case 'rate':
-      return describeQuota({ limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 });
+    case 'rate': {
+      if (p.unit !== undefined) return `${p.limit} ${p.unit} per ${p.windowSeconds} s`;
+      const text = describeQuota({ limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 });
+      return p.tier === undefined ? text : `tier ${p.tier}: ${text}`;
+    }
     case 'concurrency':
       return describeQuota({ limit: p.max, remaining: 0 });
     case 'overload':
@@ -559,6 +568,7 @@ export function rejectionOf(
     }
   }
   if (reserved !== undefined) rejection.reserved = reserved;
+  if (p.kind === 'rate' && p.tier !== undefined) rejection.tier = p.tier;
   return rejection;
 }
 
@@ -698,6 +708,31 @@ function admit(count: number, nowMs: number, nowUs: number, state: DecisionState
     }
   }
   return { admitted: true, limits, leases, claimedHold };
+}
+
+/**
+ * Charges `units` of reported usage to a usage policy's key (`policy.keyOf` of the request that
+ * used them): the budget's timestamp moves `units · unitUs` later from `max(tat, now)`, with no
+ * conformance check — usage already happened, so the budget may go into debt, and the next
+ * admission waits exactly until it holds a unit again. Every store charges with this rule.
+ *
+ * @example
+ * ```ts
+ * chargeUsage(tokensPolicy, 'alice', 4_000, clock.nowMs(), tables);
+ * ```
+ */
+export function chargeUsage(
+  policy: CompiledRatePolicy,
+  key: string,
+  units: number,
+  nowMs: number,
+  state: DecisionState,
+): void {
+  const nowUs = Math.floor(nowMs * 1000);
+  const k = state.rateKey(policy, key, nowUs);
+  const tatUs = state.getTat(policy, k);
+  const from = tatUs === undefined || tatUs < nowUs ? nowUs : tatUs;
+  state.putRate(policy, k, from + units * policy.unitUs, state.getExtra(policy, k), nowUs);
 }
 
 /**

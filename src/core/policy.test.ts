@@ -163,3 +163,21 @@ describe('compilePolicies', () => {
     expect(compilePolicies([], { minGraceMs: 2000 }).holds.minGraceUs).toBe(2_000_000);
   });
 });
+
+describe('mode', () => {
+  it('keeps shadow policies out of the enforced selection and refuses an unknown mode', () => {
+    const set = compilePolicies([
+      { name: 'real', kind: 'rate', limit: 5, windowSeconds: 1 },
+      { name: 'dry', kind: 'rate', limit: 1, windowSeconds: 60, mode: 'shadow' },
+      { name: 'on', kind: 'concurrency', max: 1, mode: 'enforce' },
+    ]);
+    expect(set.forMethod('SendMessage').map((p) => p.name)).toEqual(['real', 'on']);
+    expect(set.shadowIndexes('SendMessage')).toEqual([1]);
+    expect(set.policies.map((p) => p.shadow)).toEqual([false, true, false]);
+    expect(() =>
+      compilePolicies([
+        { name: 'x', kind: 'rate', limit: 1, windowSeconds: 1, mode: 'dry' as never },
+      ]),
+    ).toThrow(new PolicyError('x', 'mode', 'must be "enforce" or "shadow", got "dry"'));
+  });
+});

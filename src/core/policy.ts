@@ -6,6 +6,13 @@
  */
 
 import { A2A_METHODS, type A2AMethod, ALL_A2A_METHODS, isA2AMethod } from './a2a-methods.js';
+import {
+  compileTierVariants,
+  type RateTierLimits,
+  rateParams,
+  tierSelections,
+  variantFor,
+} from './policy-tiers.js';
 
 /**
  * Who a request is, as the limiter sees it. Built by the server adapters from the authenticated
@@ -27,6 +34,12 @@ export interface RequestIdentity {
   readonly skill?: string | undefined;
   /** `message.messageId` of SendMessage / SendStreamingMessage; absent for other methods. */
   readonly messageId?: string | undefined;
+  /**
+   * The caller's tier (chooses the limits of tiered rate policies), resolved by the server from
+   * the authenticated user (`createLimiter({ tierOf })`), never from a request header. Undefined,
+   * or a tier a policy does not list: that policy's `defaultTier`.
+   */
+  readonly tier?: string | undefined;
 }
 
 /**
@@ -87,6 +100,17 @@ interface PolicyBase {
   readonly methods?: readonly A2AMethod[];
   /** Free text for the agent card. */
   readonly description?: string;
+  /**
+   * `enforce` (default) or `shadow`: a dry run. A shadow policy is decided and counted in a
+   * bucket of its own for every request the enforced policies admit, and never refuses; what it
+   * would have refused goes to the observer (metrics) and a log line. It is left off the card.
+   */
+  readonly mode?: 'enforce' | 'shadow';
+  /**
+   * Requests this policy does not apply to: caller names (e.g. `['health-checker']`), or a
+   * predicate of the request (true = exempt). Other policies still apply to them.
+   */
+  readonly exempt?: readonly string[] | ((request: RequestIdentity) => boolean);
 }
 
 /**
@@ -105,14 +129,34 @@ export interface RatePolicy extends PolicyBase {
   readonly kind: 'rate';
   /** Whose bucket; default `caller`. */
   readonly scope?: PolicyScope;
-  /** Requests per window, a positive integer (`q` of `RateLimit-Policy`). */
-  readonly limit: number;
-  /** Window length in whole seconds (`w` of `RateLimit-Policy`). */
-  readonly windowSeconds: number;
+  /**
+   * Requests per window, a positive integer (`q` of `RateLimit-Policy`). Required unless `tiers`
+   * is given (then leave it out: the tiers say).
+   */
+  readonly limit?: number;
+  /** Window length in whole seconds (`w` of `RateLimit-Policy`); required unless `tiers`. */
+  readonly windowSeconds?: number;
   /** Requests allowed at once from a full bucket, integer ≥ 1; default `limit`. */
   readonly burst?: number;
   /** Default `quota`; set `overload` for an agent-wide protective rate. */
   readonly rejectAs?: RejectionKind;
+  /**
+   * Limits per caller tier (`{ free: { limit: 60, windowSeconds: 60, burst: 10 }, pro: … }`),
+   * tier names `[a-z0-9][a-z0-9_-]{0,31}`. A caller keeps one bucket whatever its tier; the tier
+   * chooses the limits it is measured by. Give `defaultTier` with it.
+   */
+  readonly tiers?: Readonly<Record<string, RateTierLimits>>;
+  /** The tier of callers with no tier (or one `tiers` does not list); required with `tiers`. */
+  readonly defaultTier?: string;
+  /**
+   * A usage budget instead of a request rate: `limit` / `burst` are in this unit (e.g.
+   * `tokens`: `limit` tokens per window, a budget of `burst`). Admission refuses while the
+   * budget is exhausted (charging `estimate` up front); `limiter.reportUsage` charges what a
+   * task really used, possibly into debt. Name `[a-z][a-z0-9_-]{0,31}`.
+   */
+  readonly unit?: string;
+  /** Usage policies: units charged at admission, integer 0 ≤ estimate ≤ burst; default 0. */
+  readonly estimate?: number;
 }
 
 /**
@@ -223,12 +267,19 @@ export class PolicyError extends Error {
 interface CompiledBase {
   /** Position in the compiled set; stable across stores (used in storage keys). */
   readonly index: number;
+  /**
+   * Row of these parameters in the Redis script's policy table: `index`, except for the
+   * non-default tiers of a tiered rate policy (rows after the last policy).
+   */
+  readonly paramIndex: number;
   readonly name: string;
   /** Scope label for the wire. */
   readonly scopeName: string;
   /** Key names one caller: rate rejections may reserve. */
   readonly callerScoped: boolean;
   readonly rejectAs: RejectionKind;
+  /** `mode: 'shadow'`: decided apart, after the enforced policies admitted; never refuses. */
+  readonly shadow: boolean;
   readonly methods: ReadonlySet<A2AMethod>;
   /** The subject of a request under this policy (`caller:x`, `tenant:t`, `agent`), or undefined if it does not apply. */
   readonly subjectOf: (request: RequestIdentity) => string | undefined;
@@ -262,6 +313,18 @@ export interface CompiledRatePolicy extends CompiledBase {
   readonly toleranceUs: number;
   /** Window, µs. */
   readonly windowUs: number;
+  /** The tier these limits are of (tiered policies only). */
+  readonly tier: string | undefined;
+  /** Every tier's variant, in declared order (empty when the policy is not tiered). */
+  readonly tierVariants: readonly CompiledRatePolicy[];
+  /**
+   * Usage policies: the unit of `limit` and `burst`. Then `emissionUs` is what admission charges
+   * (`estimate` · `unitUs`) and `toleranceUs` is set so that admission conforms exactly when the
+   * budget holds at least `max(estimate, 1)` units.
+   */
+  readonly unit: string | undefined;
+  /** µs of budget per unit, `ceil(windowSeconds · 10⁶ / limit)`; = `emissionUs` for request rates. */
+  readonly unitUs: number;
 }
 
 /**
@@ -344,10 +407,22 @@ export interface CompiledHoldOptions {
  * ```
  */
 export interface CompiledPolicySet {
+  /** The policies in declared order; a tiered rate policy as its default tier's variant. */
   readonly policies: readonly CompiledPolicy[];
+  /** Every parameter row, by `paramIndex`: the policies, then the non-default tier variants. */
+  readonly rows: readonly CompiledPolicy[];
+  /** True when some rate policy has tiers. */
+  readonly tiered: boolean;
   readonly holds: CompiledHoldOptions;
-  /** Policies that apply to `method`, in declared order (precomputed; no allocation). */
-  forMethod(method: A2AMethod): readonly CompiledPolicy[];
+  /**
+   * Policies that apply to `method`, in declared order, tiered ones as their `tier` variant
+   * (precomputed; no allocation).
+   */
+  forMethod(method: A2AMethod, tier?: string): readonly CompiledPolicy[];
+  /** The variant of policy `index` for `tier` (the policy itself when untiered). */
+  atIndex(index: number, tier: string | undefined): CompiledPolicy | undefined;
+  /** Indexes of the shadow policies of `method` (empty for most sets; precomputed). */
+  shadowIndexes(method: A2AMethod): readonly number[];
 }
 
 /**
@@ -490,6 +565,30 @@ function compileScope(label: string, scope: unknown, fallback: BuiltinScope): Sc
   );
 }
 
+/** A scope whose key and subject are undefined (the policy does not apply) for exempt requests. */
+function withExemptions(label: string, exempt: unknown, scoped: Scoped): Scoped {
+  if (exempt === undefined) return scoped;
+  let isExempt: (r: RequestIdentity) => boolean;
+  if (typeof exempt === 'function') {
+    isExempt = exempt as (r: RequestIdentity) => boolean;
+  } else if (Array.isArray(exempt) && exempt.every((c) => typeof c === 'string' && c !== '')) {
+    const callers = new Set<string>(exempt as string[]);
+    isExempt = (r) => callers.has(r.caller);
+  } else {
+    throw new PolicyError(
+      label,
+      'exempt',
+      `must be a list of caller names or a function (request) => boolean, got ${describe(exempt)}`,
+    );
+  }
+  const { keyOf, subjectOf } = scoped;
+  return {
+    ...scoped,
+    keyOf: (r) => (isExempt(r) ? undefined : keyOf(r)),
+    subjectOf: (r) => (isExempt(r) ? undefined : subjectOf(r)),
+  };
+}
+
 function compileHoldUntil(label: string, value: unknown): 'task' | 'response' | undefined {
   if (value === undefined || value === 'task' || value === 'response') return value;
   throw new PolicyError(label, 'holdUntil', `must be "task" or "response", got ${describe(value)}`);
@@ -526,7 +625,13 @@ function optionalPositive(label: string, field: string, value: unknown, fallback
   return value;
 }
 
-function compileOne(raw: unknown, index: number, names: Set<string>): CompiledPolicy {
+function compileOne(
+  raw: unknown,
+  index: number,
+  names: Set<string>,
+  extraRows: CompiledPolicy[],
+  nextRow: () => number,
+): CompiledPolicy {
   if (typeof raw !== 'object' || raw === null) {
     throw new PolicyError(`#${index}`, 'policy', `must be an object, got ${describe(raw)}`);
   }
@@ -543,50 +648,83 @@ function compileOne(raw: unknown, index: number, names: Set<string>): CompiledPo
   names.add(name);
   const methods = compileMethods(name, p.methods);
   const source = raw as Policy;
+  if (p.mode !== undefined && p.mode !== 'enforce' && p.mode !== 'shadow') {
+    throw new PolicyError(name, 'mode', `must be "enforce" or "shadow", got ${describe(p.mode)}`);
+  }
+  const shadow = p.mode === 'shadow';
 
   switch (p.kind) {
     case 'rate': {
-      if (!isPositiveInteger(p.limit)) {
+      const scoped = withExemptions(name, p.exempt, compileScope(name, p.scope, 'caller'));
+      const rejectAs = compileRejectAs(name, p.rejectAs);
+      const common = { kind: 'rate' as const, index, paramIndex: index, name, shadow, ...scoped };
+      if (p.tiers !== undefined || p.defaultTier !== undefined) {
+        if (p.unit !== undefined) {
+          throw new PolicyError(name, 'unit', 'cannot be combined with tiers (not supported yet)');
+        }
+        for (const field of ['limit', 'windowSeconds', 'burst'] as const) {
+          if (p[field] !== undefined) {
+            throw new PolicyError(name, field, 'must be left out when tiers are given');
+          }
+        }
+        const compiled = compileTierVariants(
+          { ...common, rejectAs, methods, source },
+          p.tiers,
+          p.defaultTier,
+          nextRow,
+        );
+        if ('problem' in compiled) throw new PolicyError(name, compiled.field, compiled.problem);
+        extraRows.push(...compiled.extraRows);
+        return compiled.policy;
+      }
+      const params = rateParams(p, '');
+      if ('problem' in params) throw new PolicyError(name, params.field, params.problem);
+      if (p.unit === undefined) {
+        if (p.estimate !== undefined) {
+          throw new PolicyError(name, 'estimate', 'is for usage policies (give `unit`)');
+        }
+        return {
+          ...common,
+          rejectAs,
+          methods,
+          source,
+          ...params,
+          tier: undefined,
+          tierVariants: [],
+          unit: undefined,
+          unitUs: params.emissionUs,
+        };
+      }
+      if (typeof p.unit !== 'string' || !/^[a-z][a-z0-9_-]{0,31}$/.test(p.unit)) {
         throw new PolicyError(
           name,
-          'limit',
-          `must be a positive integer, got ${describe(p.limit)}`,
+          'unit',
+          `must match [a-z][a-z0-9_-]{0,31}, got ${describe(p.unit)}`,
         );
       }
-      if (!isPositiveInteger(p.windowSeconds)) {
+      const estimate = (p.estimate ?? 0) as number;
+      if (!Number.isSafeInteger(estimate) || estimate < 0 || estimate > params.burst) {
         throw new PolicyError(
           name,
-          'windowSeconds',
-          `must be a positive whole number of seconds, got ${describe(p.windowSeconds)}`,
+          'estimate',
+          `must be an integer from 0 to burst (${params.burst}), got ${describe(p.estimate)}`,
         );
       }
-      const burst = p.burst ?? p.limit;
-      if (!isPositiveInteger(burst)) {
-        throw new PolicyError(name, 'burst', `must be an integer ≥ 1, got ${describe(p.burst)}`);
-      }
-      const windowUs = p.windowSeconds * 1_000_000;
-      if (p.limit > windowUs) {
-        throw new PolicyError(
-          name,
-          'limit',
-          `must be at most 1,000,000 per second, got ${p.limit}`,
-        );
-      }
-      const emissionUs = Math.ceil(windowUs / p.limit);
+      const unitUs = params.emissionUs;
       return {
-        kind: 'rate',
-        index,
-        name,
-        ...compileScope(name, p.scope, 'caller'),
-        rejectAs: compileRejectAs(name, p.rejectAs),
+        ...common,
+        // A budget is not a queue of slots: usage policies never hold.
+        callerScoped: false,
+        rejectAs,
         methods,
         source,
-        limit: p.limit,
-        windowSeconds: p.windowSeconds,
-        burst,
-        emissionUs,
-        toleranceUs: (burst - 1) * emissionUs,
-        windowUs,
+        ...params,
+        emissionUs: estimate * unitUs,
+        toleranceUs: params.toleranceUs - Math.max(0, estimate - 1) * unitUs,
+        tier: undefined,
+        tierVariants: [],
+        unit: p.unit,
+        unitUs,
       };
     }
     case 'concurrency': {
@@ -596,8 +734,10 @@ function compileOne(raw: unknown, index: number, names: Set<string>): CompiledPo
       return {
         kind: 'concurrency',
         index,
+        paramIndex: index,
+        shadow,
         name,
-        ...compileScope(name, p.scope, 'caller'),
+        ...withExemptions(name, p.exempt, compileScope(name, p.scope, 'caller')),
         rejectAs: compileRejectAs(name, p.rejectAs),
         methods,
         source,
@@ -633,8 +773,10 @@ function compileOne(raw: unknown, index: number, names: Set<string>): CompiledPo
       return {
         kind: 'overload',
         index,
+        paramIndex: index,
+        shadow,
         name,
-        ...compileScope(name, 'agent', 'agent'),
+        ...withExemptions(name, p.exempt, compileScope(name, 'agent', 'agent')),
         rejectAs: 'overload',
         methods,
         source,
@@ -717,18 +859,41 @@ export function compilePolicies(
     throw new PolicyError('(policy set)', 'policies', 'must be an array');
   }
   const names = new Set<string>();
-  const compiled = policies.map((p, i) => compileOne(p, i, names));
+  const extraRows: CompiledPolicy[] = [];
+  let rowCount = policies.length;
+  const nextRow = () => rowCount++;
+  const compiled = policies.map((p, i) => compileOne(p, i, names, extraRows, nextRow));
   const byMethod = new Map<A2AMethod, readonly CompiledPolicy[]>();
+  const shadowByMethod = new Map<A2AMethod, readonly number[]>();
   for (const method of ALL_A2A_METHODS) {
     byMethod.set(
       method,
-      compiled.filter((p) => p.methods.has(method)),
+      compiled.filter((p) => p.methods.has(method) && !p.shadow),
+    );
+    shadowByMethod.set(
+      method,
+      compiled.filter((p) => p.methods.has(method) && p.shadow).map((p) => p.index),
     );
   }
   const none: readonly CompiledPolicy[] = [];
+  const noIndexes: readonly number[] = [];
+  const plain = (method: A2AMethod) => byMethod.get(method) ?? none;
+  const byTier = tierSelections(compiled, ALL_A2A_METHODS, plain);
+  const forMethod =
+    byTier.size === 0
+      ? plain
+      : (method: A2AMethod, tier?: string) =>
+          (tier === undefined ? undefined : byTier.get(tier)?.get(method)) ?? plain(method);
   return {
     policies: compiled,
+    rows: [...compiled, ...extraRows],
+    tiered: byTier.size > 0,
     holds: compileHolds(holdOptions),
-    forMethod: (method) => byMethod.get(method) ?? none,
+    forMethod,
+    shadowIndexes: (method) => shadowByMethod.get(method) ?? noIndexes,
+    atIndex: (i, tier) => {
+      const p = compiled[i];
+      return p === undefined ? undefined : variantFor(p, tier);
+    },
   };
 }

@@ -79,6 +79,8 @@ export interface Rejection {
   readonly quota?: QuotaState;
   /** Rate rejections only: whether a slot is held for this request's messageId. */
   readonly reserved?: boolean;
+  /** Tiered rate policies only: the caller's tier whose limits refused it. */
+  readonly tier?: string;
   /** Human-readable summary. */
   readonly message: string;
   /** ErrorInfo reason when it is not the kind's own (e.g. `MESSAGE_IN_PROGRESS`, kind overload). */

@@ -42,6 +42,8 @@ export const SCRIPT_MODES = {
   undo: 'u',
   /** Cross-slot phase 2: reserve the slot in the policy that set the delay. */
   reserve: 'r',
+  /** Charge reported usage to a usage policy's key (may go into debt). */
+  usage: 'g',
   /** Release one lease. */
   release: 'l',
   /** Renew one lease. */
@@ -455,6 +457,18 @@ if mode == 'u' then
   return out
 end
 
+-- decide.ts chargeUsage: KEYS[1] a usage policy's key, ARGV[3] its row, ARGV[4] units.
+if mode == 'g' then
+  local p = P[tonumber(ARGV[3])]
+  local s = { p = p, K = KEYS[1], H = companion(KEYS[1]) }
+  loadRate(s, p, '')
+  local t = s.tat
+  if t == nil or t < nowUs then t = nowUs end
+  s.tat = t + tonumber(ARGV[4]) * p.u
+  putRate(s, p)
+  return s.tat
+end
+
 if mode == 'r' then
   local hk = ARGV[3]
   local p = P[tonumber(ARGV[4])]
@@ -564,7 +578,7 @@ function luaNumber(value: number): string {
 function luaPolicyRow(p: CompiledPolicy): string {
   switch (p.kind) {
     case 'rate':
-      return `[${p.index}] = { k = 1, e = ${luaNumber(p.emissionUs)}, tol = ${luaNumber(p.toleranceUs)}, w = ${luaNumber(p.windowUs)}, cs = ${p.callerScoped} }`;
+      return `[${p.paramIndex}] = { k = 1, e = ${luaNumber(p.emissionUs)}, tol = ${luaNumber(p.toleranceUs)}, w = ${luaNumber(p.windowUs)}, cs = ${p.callerScoped}, u = ${luaNumber(p.unitUs)} }`;
     case 'concurrency':
       return `[${p.index}] = { k = 2, lim = ${luaNumber(p.max)}, ttl = ${luaNumber(p.leaseTtlMs)}, init = ${luaNumber(p.initialHoldEstimateMs)}, lag = -1 }`;
     case 'overload':
@@ -585,7 +599,7 @@ export function decisionScriptHeader(
   keyTtlPaddingMs: number,
   keyPrefix: string,
 ): string {
-  const rows = policySet.policies.map(luaPolicyRow);
+  const rows = policySet.rows.map(luaPolicyRow);
   const h = policySet.holds;
   return [
     '-- a2a-ratelimit decision script (generated header; body in decision-script.ts)',

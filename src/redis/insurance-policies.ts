@@ -32,6 +32,18 @@ export function insurancePolicies(
   const policies = policySet.policies.map((p): Policy => {
     switch (p.kind) {
       case 'rate':
+        if (p.tierVariants.length > 0) {
+          // Every tier divided alike.
+          const tiers: Record<string, { limit: number; windowSeconds: number; burst: number }> = {};
+          for (const v of p.tierVariants) {
+            tiers[v.tier as string] = {
+              limit: share(v.limit, replicas),
+              windowSeconds: v.windowSeconds,
+              burst: share(v.burst, replicas),
+            };
+          }
+          return { ...(p.source as Policy & { kind: 'rate' }), tiers };
+        }
         return {
           ...(p.source as Policy & { kind: 'rate' }),
           limit: share(p.limit, replicas),

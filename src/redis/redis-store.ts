@@ -367,7 +367,7 @@ export class RedisStore implements Store {
   private readonly quitClientOnClose: boolean;
   private readonly insurance: MemoryStore | undefined;
   private readonly instanceId = randomBytes(6).toString('hex');
-  /** `String(policy.index)`, precomputed. */
+  /** `String(row.paramIndex)` by parameter row, precomputed. */
   private readonly indexArgs: readonly string[];
   private leaseCounter = 0;
   private mode: RedisStoreMode = 'redis';
@@ -426,7 +426,7 @@ export class RedisStore implements Store {
     this.quitClientOnClose = options.quitClientOnClose ?? false;
     this.coalesce = (options.coalesce ?? true) && !this.cluster;
     this.script = buildDecisionScript(this.policySet, padding, this.prefix);
-    this.indexArgs = this.policySet.policies.map((p) => String(p.index));
+    this.indexArgs = this.policySet.rows.map((p) => String(p.paramIndex));
     if (this.onError === 'insurance') {
       const divided = insurancePolicies(this.policySet, options.replicas ?? 1);
       this.insurance = new MemoryStore({
@@ -510,6 +510,36 @@ export class RedisStore implements Store {
    * When Redis cannot answer, a lease is reported alive (`true`): an outage must not abort work
    * that is already running.
    */
+  /**
+   * {@inheritDoc Store.chargeUsage} One script call per usage policy key (mode `g`). While Redis
+   * is unreachable the usage is charged to the insurance limiter, if any, else dropped (counted
+   * as an error).
+   */
+  async chargeUsage(request: DecisionInput, units: number): Promise<void> {
+    const charges: Promise<unknown>[] = [];
+    for (const p of policiesOf(this.policySet, request)) {
+      if (p.kind !== 'rate' || p.unit === undefined) continue;
+      const tableKey = p.keyOf(request);
+      if (tableKey === undefined) continue;
+      if (this.mode !== 'redis') continue;
+      const step = this.stepOf(p, request, tableKey);
+      charges.push(
+        this.withTimeout(
+          this.run(
+            [step.key],
+            [SCRIPT_MODES.usage, this.now(), String(p.paramIndex), String(units)],
+          ),
+        ),
+      );
+    }
+    if (this.mode !== 'redis') this.insurance?.chargeUsageSync(request, units);
+    try {
+      await Promise.all(charges);
+    } catch (error) {
+      this.countError(error);
+    }
+  }
+
   async renew(leases: readonly LeaseRef[]): Promise<boolean[]> {
     return Promise.all(
       leases.map(async (lease) => {
@@ -762,14 +792,14 @@ export class RedisStore implements Store {
       } else {
         rest.push(SCRIPT_MODES.decide, now, single.holdKey);
       }
-      for (const step of single.steps) rest.push(this.indexArgs[step.policy.index] as string);
+      for (const step of single.steps) rest.push(this.indexArgs[step.policy.paramIndex] as string);
     } else {
       this.counters.batches++;
       this.counters.coalescedDecisions += pending.length;
       rest.push(SCRIPT_MODES.batch, now);
       for (const d of pending) {
         rest.push(String(d.steps.length), d.holdKey, d.lag, d.leaseBase);
-        for (const step of d.steps) rest.push(this.indexArgs[step.policy.index] as string);
+        for (const step of d.steps) rest.push(this.indexArgs[step.policy.paramIndex] as string);
       }
     }
     let reloaded = false;
@@ -1036,7 +1066,7 @@ export class RedisStore implements Store {
       mayReserve
         ? this.run(
             [setter.key],
-            [SCRIPT_MODES.reserve, call.now, call.holdKey, String(setter.policy.index)],
+            [SCRIPT_MODES.reserve, call.now, call.holdKey, String(setter.policy.paramIndex)],
           )
         : Promise.resolve(undefined),
     ]);
@@ -1324,7 +1354,7 @@ export class RedisStore implements Store {
 }
 
 function indicesOf(steps: readonly RequestStep[], group: readonly number[]): string[] {
-  return group.map((i) => String((steps[i] as RequestStep).policy.index));
+  return group.map((i) => String((steps[i] as RequestStep).policy.paramIndex));
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {

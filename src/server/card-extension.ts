@@ -2,9 +2,11 @@
  * @module card-extension
  * The agent-card extension that publishes the limiter's policies (DESIGN §8): an `AgentExtension`
  * for `capabilities.extensions`, on the public card and on the extended card, whose `params` list
- * every policy and say whether messageIds are deduplicated. Structural types: no SDK import.
+ * every policy (a tiered one with every tier) and say whether messageIds are deduplicated; on a
+ * caller's extended card, tiered policies state that caller's tier and limits. Structural types: no SDK import.
  */
 
+import { variantFor } from '../core/policy-tiers.js';
 import type { Limiter } from './limiter.js';
 
 /**
@@ -45,6 +47,52 @@ export interface PublishedPolicy {
   readonly maxInFlight?: number;
   /** Overload: event-loop delay cap, ms. */
   readonly maxEventLoopDelayMs?: number;
+  /** Tiered rate policy: every tier's limits, in declared order. */
+  readonly tiers?: readonly PublishedTier[];
+  /** Tiered rate policy: the tier of callers with none. */
+  readonly defaultTier?: string;
+  /**
+   * Tiered rate policy on a caller's extended card: the caller's tier, whose limits `limit` /
+   * `windowSeconds` / `burst` are.
+   */
+  readonly tier?: string;
+}
+
+/**
+ * One tier of a tiered rate policy as published (the shape `readRateLimitCard` reads).
+ *
+ * @example
+ * ```ts
+ * const pro: PublishedTier = { name: 'pro', limit: 600, windowSeconds: 60, burst: 100 };
+ * ```
+ */
+export interface PublishedTier {
+  readonly name: string;
+  /** Requests per window. */
+  readonly limit: number;
+  /** Window, seconds. */
+  readonly windowSeconds: number;
+  readonly burst: number;
+}
+
+/**
+ * Options of {@link rateLimitExtension} and {@link withRateLimitExtension}.
+ *
+ * @example
+ * ```ts
+ * const forAlice: RateLimitExtensionOptions = { caller: 'alice' }; // an extended card
+ * ```
+ */
+export interface RateLimitExtensionOptions {
+  readonly description?: string;
+  /**
+   * For a caller's extended card: the authenticated caller (as the adapters key it, e.g. the
+   * SDK user's `userName`). Tiered policies then state that caller's tier (`limiter.tierOf`) and
+   * its limits, and the extension its `callerTier`.
+   */
+  readonly caller?: string;
+  /** For an extended card: the caller's tier, when known directly (overrides `caller`). */
+  readonly tier?: string;
 }
 
 /**
@@ -70,6 +118,8 @@ export interface RateLimitExtension {
     readonly errorDomain: string;
     /** Rejection reasons: caller quota and agent overload. */
     readonly reasons: { readonly quota: string; readonly overload: string };
+    /** Extended card of a caller with a tier: that tier. */
+    readonly callerTier?: string;
   };
 }
 
@@ -84,10 +134,19 @@ export interface RateLimitExtension {
  */
 export function rateLimitExtension(
   limiter: Limiter,
-  options: { readonly description?: string } = {},
+  options: RateLimitExtensionOptions = {},
 ): RateLimitExtension {
-  const policies: PublishedPolicy[] = limiter.policySet.policies.map((p) => {
-    const base = {
+  const extended = options.tier !== undefined || options.caller !== undefined;
+  const callerTier =
+    options.tier ??
+    (options.caller === undefined
+      ? undefined
+      : limiter.tierOf({ caller: options.caller, method: 'GetExtendedAgentCard' }));
+  // Shadow policies refuse no one: a client must not plan with them.
+  const enforced = limiter.policySet.policies.filter((p) => !p.shadow);
+  const policies: PublishedPolicy[] = enforced.map((base) => {
+    const p = extended ? variantFor(base, callerTier) : base;
+    const published = {
       name: p.name,
       kind: p.kind,
       scope: p.scopeName,
@@ -96,13 +155,27 @@ export function rateLimitExtension(
       ...(p.source.description === undefined ? {} : { description: p.source.description }),
     };
     switch (p.kind) {
-      case 'rate':
-        return { ...base, limit: p.limit, windowSeconds: p.windowSeconds, burst: p.burst };
+      case 'rate': {
+        const limits = { limit: p.limit, windowSeconds: p.windowSeconds, burst: p.burst };
+        if (p.tierVariants.length === 0) return { ...published, ...limits };
+        return {
+          ...published,
+          ...limits,
+          tiers: p.tierVariants.map((v) => ({
+            name: v.tier as string,
+            limit: v.limit,
+            windowSeconds: v.windowSeconds,
+            burst: v.burst,
+          })),
+          defaultTier: base.kind === 'rate' ? (base.tier as string) : '',
+          ...(extended ? { tier: p.tier as string } : {}),
+        };
+      }
       case 'concurrency':
-        return { ...base, max: p.max };
+        return { ...published, max: p.max };
       default:
         return {
-          ...base,
+          ...published,
           ...(Number.isFinite(p.maxInFlight) ? { maxInFlight: p.maxInFlight } : {}),
           ...(Number.isFinite(p.maxEventLoopDelayMs)
             ? { maxEventLoopDelayMs: p.maxEventLoopDelayMs }
@@ -122,6 +195,7 @@ export function rateLimitExtension(
       deduplicatedMethods: [...limiter.dedupMethods],
       errorDomain: limiter.domain,
       reasons: { quota: 'RATE_LIMIT_EXCEEDED', overload: 'AGENT_OVERLOADED' },
+      ...(extended && callerTier !== undefined ? { callerTier } : {}),
     },
   };
 }
@@ -146,13 +220,13 @@ export interface CardWithCapabilities {
  * ```ts
  * const publicCard = withRateLimitExtension(card, limiter);
  * const handler = new DefaultRequestHandler(publicCard, taskStore, executor, manager, undefined, undefined,
- *   async (ctx) => withRateLimitExtension(extendedCardFor(ctx), limiter));
+ *   async (ctx) => withRateLimitExtension(extendedCardFor(ctx), limiter, { caller: ctx.user?.userName ?? '' }));
  * ```
  */
 export function withRateLimitExtension<C extends CardWithCapabilities>(
   card: C,
   limiter: Limiter,
-  options: { readonly description?: string } = {},
+  options: RateLimitExtensionOptions = {},
 ): C {
   const others = (card.capabilities?.extensions ?? []).filter(
     (e) => (e as { uri?: unknown } | null)?.uri !== RATE_LIMIT_EXTENSION_URI,

@@ -37,6 +37,7 @@ import {
 } from './event-loop-monitor.js';
 import { type AgentCardLike, resolveOperatorDomain } from './operator-domain.js';
 import { PendingMessages } from './pending-messages.js';
+import { ShadowLog } from './shadow-log.js';
 import { type EventBusManagerLike, TaskLeaseTracker } from './task-lease-tracker.js';
 
 /**
@@ -91,6 +92,11 @@ export interface LimiterObserver {
   holds?(event: 'made' | 'claimed' | 'expired', policy: string, count: number): void;
   /** Leases this process currently holds, after every change. */
   leasesHeld?(count: number): void;
+  /**
+   * A shadow (`mode: 'shadow'`) policy would have refused this admitted request; it was not
+   * refused and the shadow buckets were not charged.
+   */
+  shadowRejected?(request: AdmissionRequest, rejection: Rejection): void;
   /** Called once by `createLimiter` with readers metrics poll when scraped (the overload inputs, the store). */
   attached?(gauges: LimiterGauges): void;
 }
@@ -192,6 +198,18 @@ export interface LimiterOptions {
   };
   /** Outcome observer (metrics). */
   readonly observer?: LimiterObserver;
+  /**
+   * The caller's tier, for tiered rate policies: a function of the identified request (its
+   * `caller` is the authenticated user's key, as the adapter's `identify` made it). Never read a
+   * header the caller sets here. Undefined, or a tier a policy does not list: its `defaultTier`.
+   * A request that already carries `tier` keeps it.
+   */
+  readonly tierOf?: (request: RequestIdentity) => string | undefined;
+  /**
+   * Where the line of a shadow policy's would-be refusal goes (at most one per policy per
+   * second); default `console.warn`; `false`: no lines (the observer still counts each).
+   */
+  readonly shadowLog?: false | ((line: string) => void);
 }
 
 /**
@@ -298,6 +316,20 @@ export interface Limiter {
   readonly dedupMethods: ReadonlySet<A2AMethod>;
   /** Decides one request. Synchronous for a `MemoryStore` unless deduplication needs the store. */
   admit(request: AdmissionRequest): AdmissionOutcome | Promise<AdmissionOutcome>;
+  /**
+   * The tier a request is decided under: its own `tier`, else `tierOf(request)`; undefined when
+   * neither says (tiered policies then apply their `defaultTier`).
+   */
+  tierOf(request: RequestIdentity): string | undefined;
+  /**
+   * Charges `units` (a positive integer) of real usage — e.g. the model tokens a task burned —
+   * to every usage policy (`unit` set) that applies to `request` (the identity the task was
+   * admitted with: caller, method, tenant; its tier is resolved as at admission). The budget may
+   * go into debt; the caller's next admission then waits exactly until it is positive again.
+   * Usage is charged to the store, so it counts after the task ended and whether or not the
+   * caller is still connected.
+   */
+  reportUsage(request: RequestIdentity, units: number): Promise<void>;
   /**
    * Decides the resubscription a copy of a still-running streamed message becomes (after
    * {@link admit} answered `duplicate`): a stream like any other, decided under the policies of
@@ -512,8 +544,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const resubscriptionPolicyIndexes = policySet.policies
     .filter(
       (p) =>
-        p.methods.has('SubscribeToTask') ||
-        (p.methods.has('SendStreamingMessage') &&
+        (!p.shadow && p.methods.has('SubscribeToTask')) ||
+        (!p.shadow &&
+          p.methods.has('SendStreamingMessage') &&
           p.kind !== 'rate' &&
           (policyHoldUntil[p.index] ?? (p.kind === 'concurrency' ? 'task' : 'response')) ===
             'response'),
@@ -747,14 +780,65 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return delayMs === undefined ? request : { ...request, eventLoopDelayMs: delayMs };
   };
 
+  // Shadow policies: decided apart, only for requests the enforced ones admitted, without a
+  // messageId (a dry run holds no slot), all-or-nothing among themselves; never refusing.
+  const shadowLog =
+    options.shadowLog === false
+      ? undefined
+      : new ShadowLog(options.shadowLog ?? ((line) => console.warn(line)));
+  const shadowInputOf = (input: DecisionInput): DecisionInput | undefined => {
+    if (input.policyIndexes !== undefined) return undefined;
+    const policyIndexes = policySet.shadowIndexes(input.method);
+    if (policyIndexes.length === 0) return undefined;
+    return {
+      caller: input.caller,
+      method: input.method,
+      tenant: input.tenant,
+      skill: input.skill,
+      tier: input.tier,
+      eventLoopDelayMs: input.eventLoopDelayMs,
+      policyIndexes,
+    };
+  };
+  const withShadow = (
+    request: AdmissionRequest,
+    decision: Decision,
+    shadow: Decision,
+  ): Decision => {
+    if (!shadow.admitted) {
+      observer?.shadowRejected?.(request, shadow.rejection);
+      shadowLog?.refused(shadow.rejection, clock.nowMs());
+      return decision;
+    }
+    if (!decision.admitted || shadow.leases.length === 0) return decision;
+    return { ...decision, leases: [...decision.leases, ...shadow.leases] };
+  };
+
   const decideNow = (
     request: AdmissionRequest,
     dedupKey: string | undefined,
   ): AdmissionOutcome | Promise<AdmissionOutcome> => {
     const input = inputOf(request);
-    if (memory !== undefined) return finish(request, memory.decideSync(input), dedupKey);
+    if (memory !== undefined) {
+      const decision = memory.decideSync(input);
+      const shadowInput = decision.admitted ? shadowInputOf(input) : undefined;
+      if (shadowInput === undefined) return finish(request, decision, dedupKey);
+      return finish(
+        request,
+        withShadow(request, decision, memory.decideSync(shadowInput)),
+        dedupKey,
+      );
+    }
     return store.decide(input).then(
-      (d) => finish(request, d, dedupKey),
+      (decision) => {
+        const shadowInput = decision.admitted ? shadowInputOf(input) : undefined;
+        if (shadowInput === undefined) return finish(request, decision, dedupKey);
+        return store.decide(shadowInput).then(
+          (shadow) => finish(request, withShadow(request, decision, shadow), dedupKey),
+          // A dry run never turns an admission into a failure.
+          () => finish(request, decision, dedupKey),
+        );
+      },
       (error: unknown) => {
         // Nothing ran: the message's pending record must not outlive the failed decision.
         if (dedupKey !== undefined) recordTask(request, dedupKey, MARK.retryable);
@@ -888,13 +972,32 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return { status: 'rejected', rejection, limits: [] };
   };
 
+  const tierOf = options.tierOf;
+  const withTier = <R extends AdmissionRequest>(request: R): R => {
+    if (tierOf === undefined || request.tier !== undefined) return request;
+    const tier = tierOf(request);
+    return tier === undefined ? request : { ...request, tier };
+  };
+
   const limiter: Limiter = {
     policySet,
     store,
     clock,
     domain,
     dedupMethods,
-    admit(request) {
+    tierOf: (request) => request.tier ?? tierOf?.(request),
+    reportUsage(request, units) {
+      if (!Number.isSafeInteger(units) || units < 0) {
+        return Promise.reject(
+          new RangeError(`reportUsage: units must be a whole number ≥ 0, got ${units}`),
+        );
+      }
+      if (units === 0 || store.chargeUsage === undefined) return Promise.resolve();
+      const tier = request.tier ?? tierOf?.(request);
+      return store.chargeUsage(tier === undefined ? request : { ...request, tier }, units);
+    },
+    admit(raw) {
+      const request = withTier(raw);
       const messageId = request.messageId;
       if (messageId === undefined || !dedupMethods.has(request.method)) {
         return decideNow(request, undefined);
@@ -925,9 +1028,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
         binding: request.binding,
         tenant: request.tenant,
         skill: request.skill,
+        tier: request.tier,
         policyIndexes: resubscriptionPolicyIndexes,
       };
-      return decideNow(resubscription, undefined);
+      return decideNow(withTier(resubscription), undefined);
     },
     encodeRest: (rejection, limits) =>
       encodeRestRejection(rejection, limits === undefined ? { domain } : { domain, limits }),

@@ -151,6 +151,12 @@ export function createRateLimitMetrics(options: RateLimitMetricsOptions = {}): R
     buckets: [...(options.delayBucketsSeconds ?? [1, 2, 5, 10, 30, 60, 120, 300, 900, 3600])],
     registers: [registry],
   });
+  const shadowRejections = new Counter({
+    name: `${prefix}shadow_rejections_total`,
+    help: 'Requests a shadow (dry-run) policy would have refused (admitted all the same), by policy, method and binding.',
+    labelNames: ['policy', 'method', 'binding'],
+    registers: [registry],
+  });
   const leases = new Gauge({
     name: `${prefix}leases_held`,
     help: 'Concurrency and in-flight leases held by this process (open responses and live tasks).',
@@ -245,6 +251,12 @@ export function createRateLimitMetrics(options: RateLimitMetricsOptions = {}): R
       deduplicated.inc({ method: request.method, binding: request.binding }),
     holds: (event, policy, count) => holds.inc({ event, policy }, count),
     leasesHeld: (count) => leases.set(count),
+    shadowRejected: (request, rejection) =>
+      shadowRejections.inc({
+        policy: rejection.policy,
+        method: request.method,
+        binding: request.binding,
+      }),
   };
   return { observer, registry };
 }

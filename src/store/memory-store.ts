@@ -13,12 +13,14 @@
 
 import type { Clock } from '../core/clock.js';
 import {
+  chargeUsage,
   type DecisionInput,
   type DecisionState,
   decide,
   type LeasePolicy,
   type LeaseSet,
   OVERFLOW_KEY,
+  policiesOf,
   pruneLeases,
   type RateExtra,
   releaseLease,
@@ -309,6 +311,22 @@ export class MemoryStore implements Store, DecisionState {
     const nowMs = this.clock.nowMs();
     if ((++this.ops & (SWEEP_EVERY - 1)) === 0) this.sweep(nowMs);
     return decide(this.policySet, boundedInput(input), nowMs, this);
+  }
+
+  /** {@inheritDoc Store.chargeUsage} Synchronous. */
+  chargeUsageSync(request: DecisionInput, units: number): void {
+    const nowMs = this.clock.nowMs();
+    for (const p of policiesOf(this.policySet, request)) {
+      if (p.kind !== 'rate' || p.unit === undefined) continue;
+      const key = p.keyOf(request);
+      if (key !== undefined) chargeUsage(p, key, units, nowMs, this);
+    }
+  }
+
+  /** {@inheritDoc Store.chargeUsage} */
+  chargeUsage(request: DecisionInput, units: number): Promise<void> {
+    this.chargeUsageSync(request, units);
+    return Promise.resolve();
   }
 
   /** {@inheritDoc Store.decide} */

@@ -63,6 +63,12 @@ export interface Store {
     taskId: string,
     ttlMs: number,
   ): Promise<void>;
+  /**
+   * Charges `units` of reported usage (a positive integer) to every usage policy (`unit` set)
+   * that applies to `request` (as `policiesOf` selects them); may put a budget into debt (see
+   * `chargeUsage`). Other policies are not touched.
+   */
+  chargeUsage?(request: DecisionInput, units: number): Promise<void>;
   /** Frees resources (connections); the store is unusable afterwards. */
   close(): Promise<void>;
 }

@@ -15,7 +15,10 @@ import type { RatePolicy } from '../core/policy.js';
  * const store = new MemoryStore({ policies: [WORKED_EXAMPLE_POLICY] });
  * ```
  */
-export const WORKED_EXAMPLE_POLICY: RatePolicy = {
+export const WORKED_EXAMPLE_POLICY: RatePolicy & {
+  readonly limit: number;
+  readonly windowSeconds: number;
+} = {
   name: 'per-caller',
   kind: 'rate',
   scope: 'caller',

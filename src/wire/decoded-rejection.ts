@@ -37,6 +37,8 @@ export interface DecodedRejection {
   readonly reserved?: boolean;
   /** QuotaFailure violation quota value. */
   readonly quotaValue?: number;
+  /** ErrorInfo metadata `tier`: the caller's tier whose limits refused it (tiered policies). */
+  readonly tier?: string;
   readonly message: string;
 }
 
@@ -138,6 +140,9 @@ export function readRejectionDetails(
     delaySeconds,
     ...reservedOf(info.metadata.reserved),
     ...(quotaValue === undefined || quotaValue === 0 ? {} : { quotaValue }),
+    ...(info.metadata.tier === undefined || info.metadata.tier === ''
+      ? {}
+      : { tier: info.metadata.tier }),
     message,
   };
 }

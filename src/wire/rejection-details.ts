@@ -63,14 +63,17 @@ function quotaViolation(rejection: Rejection, quota: QuotaState): QuotaViolation
     apiService: '',
     quotaMetric: '',
     quotaId: rejection.policy,
-    quotaDimensions: { method: rejection.method, scope: rejection.scope },
+    quotaDimensions:
+      rejection.tier === undefined
+        ? { method: rejection.method, scope: rejection.scope }
+        : { method: rejection.method, scope: rejection.scope, tier: rejection.tier },
     quotaValue: BigInt(Math.trunc(quota.limit)),
   };
 }
 
 /**
  * The details list of a rejection, in wire order: `ErrorInfo{reason, domain, metadata{policy,
- * scope, method[, reserved]}}`, `RetryInfo{retryDelay = wireDelaySeconds}`, and for a quota
+ * scope, method[, reserved][, tier]}}`, `RetryInfo{retryDelay = wireDelaySeconds}`, and for a quota
  * rejection with `quota` set, `QuotaFailure` with one violation. Throws on an A2A domain.
  *
  * @example
@@ -87,6 +90,7 @@ export function rejectionDetails(rejection: Rejection, domain: string): Detail[]
     method: rejection.method,
   };
   if (rejection.reserved !== undefined) metadata.reserved = String(rejection.reserved);
+  if (rejection.tier !== undefined) metadata.tier = rejection.tier;
   const details: Detail[] = [
     { type: 'ErrorInfo', message: { reason: rejectionReason(rejection), domain, metadata } },
     {

@@ -1,0 +1,221 @@
+/**
+ * @module policy-tiers
+ * Tiers of a rate policy: the caller's tier chooses the policy's limit, window and burst. A tiered
+ * policy compiles to one {@link CompiledRatePolicy} per tier (its "variants"), all with the
+ * policy's index, name and keys — so a caller's bucket is the same whatever tier it has — and each
+ * with its own GCRA parameters and its own `paramIndex` (the row the Redis script reads). The
+ * default tier's variant is the policy itself in the compiled set. Pure.
+ */
+
+import type { A2AMethod } from './a2a-methods.js';
+import type { CompiledPolicy, CompiledRatePolicy } from './policy.js';
+
+/**
+ * The limits of one tier of a rate policy.
+ *
+ * @example
+ * ```ts
+ * const pro: RateTierLimits = { limit: 600, windowSeconds: 60, burst: 100 };
+ * ```
+ */
+export interface RateTierLimits {
+  /** Requests per window, a positive integer. */
+  readonly limit: number;
+  /** Window, whole seconds. */
+  readonly windowSeconds: number;
+  /** Bucket size, integer ≥ 1; default `limit`. */
+  readonly burst?: number;
+}
+
+/** The GCRA parameters of one set of rate limits, µs. */
+export interface RateParams {
+  readonly limit: number;
+  readonly windowSeconds: number;
+  readonly burst: number;
+  readonly emissionUs: number;
+  readonly toleranceUs: number;
+  readonly windowUs: number;
+}
+
+/** A wrong field of a set of rate limits: the field and what is wrong with it. */
+export interface RateParamsProblem {
+  readonly field: string;
+  readonly problem: string;
+}
+
+/**
+ * Tier names: lower-case letters, digits, `_` and `-`, 1–32 characters, starting with a letter or
+ * digit (they appear in ErrorInfo metadata and on the card).
+ *
+ * @example
+ * ```ts
+ * TIER_NAME_PATTERN.test('pro'); // true
+ * ```
+ */
+export const TIER_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+
+function isPositiveInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
+}
+
+function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'object' && value !== null) return 'an object';
+  return String(value);
+}
+
+/**
+ * Validates a limit, window and burst and computes their GCRA parameters: emission interval
+ * `ceil(windowSeconds · 10⁶ / limit)` µs, tolerance `(burst − 1)` intervals. `prefix` goes before
+ * the field name in a problem (e.g. `tiers.pro.`).
+ *
+ * @example
+ * ```ts
+ * rateParams({ limit: 60, windowSeconds: 60, burst: 10 }, ''); // { …, emissionUs: 1_000_000 }
+ * ```
+ */
+export function rateParams(
+  raw: { readonly limit?: unknown; readonly windowSeconds?: unknown; readonly burst?: unknown },
+  prefix: string,
+): RateParams | RateParamsProblem {
+  const { limit, windowSeconds } = raw;
+  if (!isPositiveInteger(limit)) {
+    return { field: `${prefix}limit`, problem: `must be a positive integer, got ${show(limit)}` };
+  }
+  if (!isPositiveInteger(windowSeconds)) {
+    return {
+      field: `${prefix}windowSeconds`,
+      problem: `must be a positive whole number of seconds, got ${show(windowSeconds)}`,
+    };
+  }
+  const burst = raw.burst ?? limit;
+  if (!isPositiveInteger(burst)) {
+    return { field: `${prefix}burst`, problem: `must be an integer ≥ 1, got ${show(raw.burst)}` };
+  }
+  const windowUs = windowSeconds * 1_000_000;
+  if (limit > windowUs) {
+    return {
+      field: `${prefix}limit`,
+      problem: `must be at most 1,000,000 per second, got ${limit}`,
+    };
+  }
+  const emissionUs = Math.ceil(windowUs / limit);
+  return {
+    limit,
+    windowSeconds,
+    burst,
+    emissionUs,
+    toleranceUs: (burst - 1) * emissionUs,
+    windowUs,
+  };
+}
+
+/**
+ * Per tier name, the policies of every method: the variant of each tiered policy for that tier
+ * (its default tier's when it does not list the tier), the untiered policies as they are.
+ * Requests without a tier, or with a tier no policy lists, use `forMethod` unchanged.
+ *
+ * @example
+ * ```ts
+ * const byTier = tierSelections(set.policies, methods, set.forMethod);
+ * byTier.get('pro')?.get('SendMessage');
+ * ```
+ */
+export function tierSelections(
+  policies: readonly CompiledPolicy[],
+  methods: readonly A2AMethod[],
+  forMethod: (method: A2AMethod) => readonly CompiledPolicy[],
+): ReadonlyMap<string, ReadonlyMap<A2AMethod, readonly CompiledPolicy[]>> {
+  const names = new Set<string>();
+  for (const p of policies) {
+    if (p.kind === 'rate') for (const v of p.tierVariants) if (v.tier) names.add(v.tier);
+  }
+  const out = new Map<string, ReadonlyMap<A2AMethod, readonly CompiledPolicy[]>>();
+  for (const tier of names) {
+    const byMethod = new Map<A2AMethod, readonly CompiledPolicy[]>();
+    for (const method of methods) {
+      byMethod.set(
+        method,
+        forMethod(method).map((p) => variantFor(p, tier)),
+      );
+    }
+    out.set(tier, byMethod);
+  }
+  return out;
+}
+
+/**
+ * The variant of `p` for `tier`: itself when untiered, its default tier's when it does not list
+ * `tier` (or `tier` is undefined).
+ *
+ * @example
+ * ```ts
+ * variantFor(perCaller, 'pro').burst; // 100
+ * ```
+ */
+export function variantFor(p: CompiledPolicy, tier: string | undefined): CompiledPolicy {
+  if (p.kind !== 'rate' || tier === undefined || p.tierVariants.length === 0) return p;
+  for (const v of p.tierVariants) if (v.tier === tier) return v;
+  return p;
+}
+
+/**
+ * Tier variants of a compiled rate policy whose source lists `tiers`: one per tier, the default
+ * tier's being `base` itself with its parameters replaced. Returns the problem of the first bad
+ * field instead. `nextRow` hands out `paramIndex` values for the non-default tiers.
+ *
+ * @example
+ * ```ts
+ * compileTierVariants(base, { free: { limit: 60, windowSeconds: 60 } }, 'free', () => 9);
+ * ```
+ */
+export function compileTierVariants(
+  base: Omit<CompiledRatePolicy, keyof RateParams | 'tier' | 'tierVariants' | 'unit' | 'unitUs'>,
+  tiers: unknown,
+  defaultTier: unknown,
+  nextRow: () => number,
+):
+  | { readonly policy: CompiledRatePolicy; readonly extraRows: CompiledRatePolicy[] }
+  | RateParamsProblem {
+  if (typeof tiers !== 'object' || tiers === null || Array.isArray(tiers)) {
+    return {
+      field: 'tiers',
+      problem: 'must be an object of tier name → { limit, windowSeconds, burst }',
+    };
+  }
+  const entries = Object.entries(tiers as Record<string, unknown>);
+  if (entries.length === 0) return { field: 'tiers', problem: 'must list at least one tier' };
+  if (typeof defaultTier !== 'string' || !Object.hasOwn(tiers, defaultTier)) {
+    return {
+      field: 'defaultTier',
+      problem: `must name one of the tiers (${entries.map(([n]) => n).join(', ')}), got ${show(defaultTier)}`,
+    };
+  }
+  const variants: CompiledRatePolicy[] = [];
+  const extraRows: CompiledRatePolicy[] = [];
+  let policy: CompiledRatePolicy | undefined;
+  for (const [tier, limits] of entries) {
+    if (!TIER_NAME_PATTERN.test(tier)) {
+      return { field: `tiers.${tier}`, problem: 'must be named by [a-z0-9][a-z0-9_-]{0,31}' };
+    }
+    if (typeof limits !== 'object' || limits === null) {
+      return { field: `tiers.${tier}`, problem: 'must be { limit, windowSeconds, burst }' };
+    }
+    const params = rateParams(limits as Record<string, unknown>, `tiers.${tier}.`);
+    if ('problem' in params) return params;
+    const isDefault = tier === defaultTier;
+    const variant: CompiledRatePolicy = {
+      ...base,
+      ...params,
+      tier,
+      paramIndex: isDefault ? base.paramIndex : nextRow(),
+      tierVariants: variants,
+      unit: undefined,
+      unitUs: params.emissionUs,
+    };
+    variants.push(variant);
+    if (isDefault) policy = variant;
+    else extraRows.push(variant);
+  }
+  return { policy: policy as CompiledRatePolicy, extraRows };
+}
