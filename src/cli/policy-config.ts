@@ -193,6 +193,21 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return at === '' ? issue.message : `${at}: ${issue.message}`;
 }
 
+/** `policies[i].limit: is required` (and windowSeconds) for rate policies without `tiers`. */
+function missingRateFields(value: unknown): string[] {
+  const policies = (value as { policies?: unknown } | null)?.policies;
+  if (!Array.isArray(policies)) return [];
+  const missing: string[] = [];
+  policies.forEach((raw: unknown, i) => {
+    const p = raw as Record<string, unknown> | null;
+    if (p === null || typeof p !== 'object' || p.kind !== 'rate' || p.tiers !== undefined) return;
+    for (const field of ['limit', 'windowSeconds']) {
+      if (p[field] === undefined) missing.push(`policies[${i}].${field}: is required`);
+    }
+  });
+  return missing;
+}
+
 /**
  * Validates a parsed configuration value and compiles its policies. Throws a {@link CliError}
  * whose one-line message starts with `source` and names every bad field (unknown ones too).
@@ -206,8 +221,12 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 export function parsePolicyConfig(value: unknown, source: string): PolicyConfig {
   const result = POLICY_CONFIG_SCHEMA.safeParse(value);
   if (!result.success) {
-    // Every problem, unknown fields included, so one edit fixes the file.
-    const problems = [...new Set(result.error.issues.map(describeIssue))];
+    // Every problem, unknown fields included, so one edit fixes the file. (A rate policy's
+    // `limit` and `windowSeconds` are required only without `tiers`: zod checks that only on
+    // an object that passed, so it is checked here too, where other problems hide it.)
+    const problems = [
+      ...new Set([...missingRateFields(value), ...result.error.issues.map(describeIssue)]),
+    ];
     throw new CliError(
       problems.length <= 1
         ? `${source}: ${problems[0] ?? 'invalid'}`
