@@ -1,15 +1,22 @@
 /**
  * @module express-misses
- * What a combined Express mount answers for a request no A2A route of its binding takes — an
- * unknown path, a verb the path does not take, OPTIONS, a malformed escape in a path parameter —
- * in the binding's JSON error format, where Express would answer its HTML pages.
+ * Answers the Express adapters write themselves (`writeHttp`, each binding's content type), and
+ * what a combined mount answers for a request no A2A route of its binding takes — an unknown
+ * path, a verb the path does not take, OPTIONS, a malformed escape in a path parameter — in the
+ * binding's JSON error format, where Express would answer its HTML pages.
  */
 
 import { A2A_ERROR_CODE } from '@a2a-js/sdk/errors';
 import type { Request, Response } from 'express';
 import type { RestRouteMiss } from './rest-route.js';
 
-function writeHttp(
+/** Content type of the JSON-RPC binding's answers. */
+export const JSON_RPC_CONTENT = { 'content-type': 'application/json; charset=utf-8' } as const;
+/** Content type of the HTTP+JSON binding's answers. */
+export const REST_CONTENT = { 'content-type': 'application/a2a+json' } as const;
+
+/** Writes a whole answer: status, headers, body. */
+export function writeHttp(
   res: Response,
   status: number,
   headers: Readonly<Record<string, string>>,
@@ -34,7 +41,7 @@ export function writeJsonRpcMiss(
   message: string,
   allow?: readonly string[],
 ): void {
-  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' };
+  const headers: Record<string, string> = { ...JSON_RPC_CONTENT };
   if (allow !== undefined) headers.allow = allow.join(', ');
   const error = { code: A2A_ERROR_CODE.INVALID_REQUEST, message };
   writeHttp(res, status, headers, JSON.stringify({ jsonrpc: '2.0', id: null, error }));
@@ -46,7 +53,7 @@ export function writeRestMiss(req: Request, res: Response, miss: RestRouteMiss):
     writeAllow(res, miss.allow);
     return;
   }
-  const headers: Record<string, string> = { 'content-type': 'application/a2a+json' };
+  const headers: Record<string, string> = { ...REST_CONTENT };
   let error: { code: number; status: string; message: string; details: [] };
   if (miss.miss === 'bad-escape') {
     error = {

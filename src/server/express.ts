@@ -47,7 +47,14 @@ import {
   authenticatedCallerKey,
   createAddressKey,
 } from './caller-key.js';
-import { writeAllow, writeJsonRpcMiss, writeRestMiss } from './express-misses.js';
+import {
+  JSON_RPC_CONTENT,
+  REST_CONTENT,
+  writeAllow,
+  writeHttp,
+  writeJsonRpcMiss,
+  writeRestMiss,
+} from './express-misses.js';
 import { jsonBodyReader } from './json-body.js';
 import type {
   AdmissionOutcome,
@@ -235,17 +242,6 @@ function addressKeyOf(options: AddressKeyOptions): (req: Request) => string {
     );
 }
 
-function writeHttp(
-  res: Response,
-  status: number,
-  headers: Readonly<Record<string, string>>,
-  body: string,
-): void {
-  res.status(status);
-  for (const name in headers) res.setHeader(name, headers[name] as string);
-  res.end(body);
-}
-
 /** The SDK's body limit (`express.json()`'s default), and the same in bytes. */
 const DEFAULT_BODY_LIMIT = '100kb';
 const DEFAULT_BODY_LIMIT_BYTES = 100 * 1024;
@@ -343,9 +339,6 @@ function failRequest(res: Response, parsed: ParsedRequest, error: unknown): void
   const status = restStatusFor(error);
   writeHttp(res, status, REST_CONTENT, JSON.stringify(toRestErrorBody(error, status)));
 }
-
-const JSON_RPC_CONTENT = { 'content-type': 'application/json; charset=utf-8' } as const;
-const REST_CONTENT = { 'content-type': 'application/a2a+json' } as const;
 
 /**
  * Runs identity → decision → outcome. What the identity function, the store or anything after
@@ -557,12 +550,7 @@ async function jsonRpcDuplicate(
       code: A2A_ERROR_CODE.INVALID_REQUEST,
       message: duplicateWithoutTaskMessage(parsed.messageId),
     };
-    writeHttp(
-      res,
-      200,
-      { 'content-type': 'application/json; charset=utf-8' },
-      JSON.stringify({ jsonrpc: '2.0', id: parsed.id, error }),
-    );
+    writeHttp(res, 200, JSON_RPC_CONTENT, JSON.stringify({ jsonrpc: '2.0', id: parsed.id, error }));
     return;
   }
   const lookup = await duplicateTask(admission, req, parsed.tenant, taskId);
@@ -604,7 +592,7 @@ async function restDuplicate(
     writeHttp(
       res,
       409,
-      { 'content-type': 'application/a2a+json' },
+      REST_CONTENT,
       JSON.stringify({
         error: {
           code: 409,
@@ -619,18 +607,13 @@ async function restDuplicate(
   const lookup = await duplicateTask(admission, req, parsed.tenant, taskId);
   if (!lookup.ok) {
     const body404 = toRestErrorBody(lookup.error, 404);
-    writeHttp(res, 404, { 'content-type': 'application/a2a+json' }, JSON.stringify(body404));
+    writeHttp(res, 404, REST_CONTENT, JSON.stringify(body404));
     return;
   }
   const task = lookup.task;
   const payload = { payload: { $case: 'task' as const, value: task } };
   if (parsed.method === 'SendMessage') {
-    writeHttp(
-      res,
-      200,
-      { 'content-type': 'application/a2a+json' },
-      JSON.stringify(SendMessageResponse.toJSON(payload)),
-    );
+    writeHttp(res, 200, REST_CONTENT, JSON.stringify(SendMessageResponse.toJSON(payload)));
   } else if (TERMINAL_TASK_STATES.has(task.status?.state ?? 0) || parsed.legacy) {
     sseOneEvent(res, StreamResponse.toJSON(payload));
   } else {
@@ -771,7 +754,7 @@ export function jsonRpcAdmission(
         writeHttp(
           res,
           200,
-          { 'content-type': 'application/json; charset=utf-8' },
+          JSON_RPC_CONTENT,
           JSON.stringify({
             jsonrpc: '2.0',
             id: null,
@@ -905,12 +888,7 @@ export function restAdmission(
         const malformed = new RequestMalformedError(
           error instanceof SyntaxError ? 'Invalid JSON payload.' : (error as Error).message,
         );
-        writeHttp(
-          res,
-          status,
-          { 'content-type': 'application/a2a+json' },
-          JSON.stringify(toRestErrorBody(malformed, status)),
-        );
+        writeHttp(res, status, REST_CONTENT, JSON.stringify(toRestErrorBody(malformed, status)));
         return;
       }
       const body = req.body as { tenant?: unknown } | undefined;
