@@ -353,7 +353,7 @@ describe.skipIf(!redisUp)('RedisStore against a real Redis', () => {
         // Random sequences: more batches until they have exercised holds, claims and plain
         // rejections (every batch is checked decision by decision all the same).
         const seen = { claimed: 0, reserved: 0, unreserved: 0 };
-        for (let batch = 0; batch < 4; batch++) {
+        for (let batch = 0; batch < 8; batch++) {
           const more = await runDifferential(
             set.policies,
             set.holds,
