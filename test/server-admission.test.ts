@@ -2,7 +2,7 @@
  * Admission in front of the real SDK server on all three bindings, driven by the SDK's own
  * clients and by plain fetch: the same flood gives the same reason, policy and delay on
  * JSON-RPC, REST and gRPC; rejected calls ran nothing and stored nothing; the raw wire matches
- * DESIGN §4; malformed bodies get the SDK's own errors; streams are rejected before any event.
+ * the wire contract (docs/architecture.md); malformed bodies get the SDK's own errors; streams are rejected before any event.
  */
 
 import { decodeStatus } from '@a2a-js/sdk/errors/grpc';
@@ -142,7 +142,7 @@ describe.each(MOUNTS)('%s mount', (mount) => {
   }
 
   describe('the raw wire (plain fetch)', () => {
-    it('REST: 429, Retry-After, RateLimit headers and google.rpc.Status JSON as DESIGN §4 shows', async () => {
+    it('REST: 429, Retry-After, RateLimit headers and google.rpc.Status JSON as the wire contract says', async () => {
       agent = await startAgent({ mount, policies: [perCaller] });
       const url = `${agent.restUrl}/message:send`;
       const first = await post(url, { message: rawMessage('r1') });

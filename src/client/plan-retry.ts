@@ -1,6 +1,6 @@
 /**
  * @module plan-retry
- * The retry rules of DESIGN §5 as one pure function: given the hint of a failed attempt, how long
+ * The client's retry rules (docs/architecture.md, "The client") as one pure function: given the hint of a failed attempt, how long
  * to wait before re-sending, or why to stop. No clock reads, no timers: time and randomness come in
  * as arguments, so the rules are property-tested directly. The scheduler (retry-scheduler.ts) owns
  * the waiting, the gate and the deadline bookkeeping.
@@ -188,7 +188,7 @@ export function mayRetry(
 }
 
 /**
- * Decides the next step after a failed attempt (DESIGN §5):
+ * Decides the next step after a failed attempt (docs/architecture.md, "The client"):
  * - not retryable, or a transient failure that is unsafe to repeat (neither idempotent, nor
  *   deduplicated, nor marked `repeatable`) → stop;
  * - the agent said "do not retry", or `maxRetries` re-sends were made → stop;

@@ -1,7 +1,7 @@
 /**
  * @module retry-scheduler
  * `RetryScheduler`: runs one A2A call through the gate of its group and re-sends it, unchanged,
- * as DESIGN §5 says (rules in plan-retry.ts). Transport-agnostic: the fetch adapter and the gRPC
+ * as docs/architecture.md ("The client") says (rules in plan-retry.ts). Transport-agnostic: the fetch adapter and the gRPC
  * interceptor give it an `attempt` function that sends the identical request once and reports what
  * came back as a {@link RetryHint} (via `extractRetryHint`). It owns the deadline, the waiting,
  * the typed errors, and feeding every response to the gate. With an agent's card learned
@@ -135,7 +135,7 @@ export interface RetrySchedulerStats {
 }
 
 /**
- * Runs calls with DESIGN §5's retry rules and a shared gate per (agent, caller, method group).
+ * Runs calls with the client's retry rules and a shared gate per (agent, caller, method group).
  * Share one scheduler between all the transports of a process so that they share gates.
  *
  * @example

@@ -1,6 +1,6 @@
 /**
  * @module send-gate
- * The gate of DESIGN §5: one per (agent, caller identity, method group), where the group is the
+ * The gate (docs/architecture.md, "The client"): one per (agent, caller identity, method group), where the group is the
  * policy a rejection named, else the method. When one call learns "not before t", calls not yet
  * sent in that group wait here and are then released at the policy's pace (`q`/`w` from
  * `RateLimit-Policy`; without it, one at a time as responses come back) instead of each finding

@@ -3,7 +3,7 @@
  * The `a2a-ratelimit/push` entry. The agent side: `RateLimitedPushSender`, a push-notification
  * sender for `@a2a-js/sdk` agents that honours webhooks' 429/503 and `Retry-After` / RetryInfo /
  * `RateLimit` through the client's retry scheduler and gates, keeps per-task order, coalesces
- * queued status updates and bounds its queues (DESIGN §6); the webhook policy and SSRF-safe
+ * queued status updates and bounds its queues (docs/architecture.md, "Push notifications"); the webhook policy and SSRF-safe
  * transport it sends through, the circuit per webhook origin, and
  * `validatingPushNotificationStore`, which refuses a forbidden webhook when it is registered.
  * The webhook side: `pushWebhookRateLimit`, Express middleware that rate-limits incoming

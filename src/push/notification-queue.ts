@@ -1,6 +1,6 @@
 /**
  * @module notification-queue
- * `NotificationQueue`: the notifications waiting for one webhook, as DESIGN §6 says — one lane per
+ * `NotificationQueue`: the notifications waiting for one webhook, as docs/architecture.md ("Push notifications") says — one lane per
  * (push config, task) that keeps the task's order and delivers one notification at a time; status
  * updates queued back to back in a lane are coalesced (the latest state wins); past
  * `maxQueued`, the oldest queued non-terminal status updates are dropped first, then non-terminal

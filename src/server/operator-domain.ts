@@ -1,6 +1,6 @@
 /**
  * @module operator-domain
- * The ErrorInfo `domain` of rejections (DESIGN §4): the operator's own, never `a2a-protocol.org`.
+ * The ErrorInfo `domain` of rejections (docs/architecture.md, "Wire contract"): the operator's own, never `a2a-protocol.org`.
  * Given explicitly, or taken from the host of the agent card's first interface URL.
  */
 

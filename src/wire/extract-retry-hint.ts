@@ -1,6 +1,6 @@
 /**
  * @module extract-retry-hint
- * The client's entry point (DESIGN §5): any failed response — our three encodings, spec-literal
+ * The client's entry point (docs/architecture.md, "The client"): any failed response — our three encodings, spec-literal
  * agents, gateways, thrown errors — to one {@link RetryHint}: what kind of failure it is and how
  * long the server asked the caller to wait. Pure; time comes in as `nowMs`; never throws.
  */
@@ -294,7 +294,7 @@ function nonEmpty(value: string | undefined): string | undefined {
 }
 
 /**
- * Reads a failed call's retry guidance from any wire shape (DESIGN §5).
+ * Reads a failed call's retry guidance from any wire shape (docs/architecture.md, "The client").
  *
  * Delay precedence: RetryInfo, `Retry-After` (delta-seconds or HTTP-date relative to `nowMs`; a
  * past date is 0), `RateLimit` `t` of the rejecting (or smallest-`r`) exhausted item, `X-RateLimit`

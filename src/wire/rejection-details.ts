@@ -1,7 +1,7 @@
 /**
  * @module rejection-details
  * What every binding says about a `Rejection`: the google.rpc details list (ErrorInfo, RetryInfo,
- * QuotaFailure — DESIGN §4, in that order) and the delay headers (`retry-after`, `ratelimit-policy`,
+ * QuotaFailure, in that order: docs/architecture.md, "Wire contract") and the delay headers (`retry-after`, `ratelimit-policy`,
  * `ratelimit`), all carrying the same whole seconds from `wireDelaySeconds`.
  */
 
