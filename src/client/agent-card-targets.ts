@@ -7,11 +7,6 @@
 
 /**
  * The interfaces of a card, and the default agent keys they give.
- *
- * @example
- * ```ts
- * const t: AgentCardTargets = { httpUrls: ['https://a.example/a2a/rest'], grpcTargets: ['a.example:50051'], keys: ['https://a.example', 'a.example:50051'] };
- * ```
  */
 export interface AgentCardTargets {
   /** URLs of JSON-RPC and HTTP+JSON interfaces. */

@@ -9,11 +9,6 @@ import { type A2AMethod, toA2AMethod } from '../core/a2a-methods.js';
 
 /**
  * An identified A2A request.
- *
- * @example
- * ```ts
- * const id: A2ARequestInfo = { binding: 'rest', method: 'SendMessage', messageId: 'm-1', streaming: false };
- * ```
  */
 export interface A2ARequestInfo {
   /** `jsonrpc` or `rest`. */
@@ -28,11 +23,6 @@ export interface A2ARequestInfo {
 
 /**
  * The parts of an HTTP request needed to identify it.
- *
- * @example
- * ```ts
- * const req: HttpRequestParts = { httpMethod: 'POST', url: 'http://agent/a2a/rest/message:send', bodyText: '{"message":{}}' };
- * ```
  */
 export interface HttpRequestParts {
   /** `GET`, `POST`, `DELETE`… */

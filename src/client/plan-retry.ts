@@ -11,11 +11,6 @@ import type { RetryHint } from '../wire/retry-hint.js';
 
 /**
  * Tunables of the retry rules. All durations in milliseconds.
- *
- * @example
- * ```ts
- * const rules: RetryRules = { ...DEFAULT_RETRY_RULES, maxRetries: 3, agentDeduplicates: true };
- * ```
  */
 export interface RetryRules {
   /** Re-sends after the first attempt, at most. @defaultValue 5 */
@@ -59,11 +54,6 @@ export const DEFAULT_RETRY_RULES: RetryRules = {
  * - `do-not-retry`: the agent said so (negative or garbage `grpc-retry-pushback-ms`).
  * - `retries-exhausted`: `maxRetries` re-sends were made.
  * - `budget`: the wait does not fit in the deadline or exceeds `maxSingleWaitMs`.
- *
- * @example
- * ```ts
- * const reason: StopReason = 'budget';
- * ```
  */
 export type StopReason =
   | 'not-retryable'
@@ -74,11 +64,6 @@ export type StopReason =
 
 /**
  * What to do after a failed attempt.
- *
- * @example
- * ```ts
- * const plan: RetryPlan = { action: 'retry', delayMs: 12_400, hintedDelayMs: 12_000 };
- * ```
  */
 export type RetryPlan =
   | {
@@ -97,11 +82,6 @@ export type RetryPlan =
 
 /**
  * The situation a plan is made for.
- *
- * @example
- * ```ts
- * const input: RetryPlanInput = { hint, method: 'SendMessage', retriesSoFar: 0, nowMs: 0, deadlineMs: 30_000, random: Math.random };
- * ```
  */
 export interface RetryPlanInput {
   /** What the failed attempt said. */

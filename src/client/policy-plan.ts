@@ -16,11 +16,6 @@ const CONFORM_MARGIN_US = 1;
 /**
  * `RateLimit` / `RateLimit-Policy` items as an answer carried them (a success's headers, or a
  * rejection's hint).
- *
- * @example
- * ```ts
- * const limits: AnsweredLimits = { policies: [{ policy: 'p', limit: 60, windowSeconds: 60 }], states: [{ policy: 'p', remaining: 9, resetSeconds: 1 }] };
- * ```
  */
 export interface AnsweredLimits {
   readonly policies?: readonly AnnouncedPolicy[] | undefined;

@@ -55,11 +55,6 @@ export interface RetrySchedulerOptions extends Partial<RetryRules> {
 
 /**
  * One call as the scheduler sees it.
- *
- * @example
- * ```ts
- * const call: ScheduledCall = { agent: 'https://agent.example', caller: 'bearer-1', method: 'SendMessage', signal };
- * ```
  */
 export interface ScheduledCall {
   /** Which agent (e.g. the URL origin); gates are per agent. */
@@ -83,11 +78,6 @@ export interface ScheduledCall {
  * What one attempt produced: a value to hand back, or a failure with its hint. `failure` is what
  * the caller gets when the scheduler stops without a typed error: the transport's own response
  * (`{ value }`) or error (`{ error }`), unchanged.
- *
- * @example
- * ```ts
- * const outcome: AttemptOutcome<Response> = { ok: false, hint, failure: { value: response } };
- * ```
  */
 export type AttemptOutcome<T> =
   | {
@@ -109,11 +99,6 @@ export type AttemptOutcome<T> =
 /**
  * Sends one attempt. `attemptIndex` is 0 for the first send. Must send the identical request every
  * time and must not throw for failures it can describe (a thrown error ends the call as is).
- *
- * @example
- * ```ts
- * const attempt: Attempt<Response> = async () => ({ ok: true, value: await fetch(url, init) });
- * ```
  */
 export type Attempt<T> = (attemptIndex: number) => Promise<AttemptOutcome<T>>;
 

@@ -22,11 +22,6 @@ import type { Sleep } from './sleep.js';
 
 /**
  * What a response announced about the limits (`RateLimit-Policy` and `RateLimit`).
- *
- * @example
- * ```ts
- * const info: RateLimitInfo = { policies: [{ policy: 'p', limit: 60, windowSeconds: 60 }], states: [{ policy: 'p', remaining: 9, resetSeconds: 1 }] };
- * ```
  */
 export interface RateLimitInfo {
   readonly policies: readonly AnnouncedPolicy[];
@@ -61,11 +56,6 @@ interface Waiter {
 
 /**
  * What a gate needs: time, and for jitter on contended plans a random source and a cap.
- *
- * @example
- * ```ts
- * const deps: SendGateDeps = { clock: systemClock, sleep: systemSleep, random: Math.random, jitterMs: 1_000 };
- * ```
  */
 export interface SendGateDeps {
   readonly clock: Clock;

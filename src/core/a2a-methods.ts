@@ -28,11 +28,6 @@ export const A2A_METHODS = {
 
 /**
  * One A2A 1.0 operation name.
- *
- * @example
- * ```ts
- * const method: A2AMethod = 'GetTask';
- * ```
  */
 export type A2AMethod = (typeof A2A_METHODS)[keyof typeof A2A_METHODS];
 

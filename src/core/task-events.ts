@@ -27,11 +27,6 @@ export interface EventBusLike {
 
 /**
  * The SDK's `ExecutionEventBusManager`, structurally (`DefaultExecutionEventBusManager` fits).
- *
- * @example
- * ```ts
- * const manager: EventBusManagerLike = new DefaultExecutionEventBusManager();
- * ```
  */
 export interface EventBusManagerLike {
   createOrGetByTaskId(taskId: string, context?: unknown): EventBusLike;

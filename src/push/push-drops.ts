@@ -39,21 +39,11 @@ export const PUSH_DROP_REASONS = {
 
 /**
  * One of {@link PUSH_DROP_REASONS}.
- *
- * @example
- * ```ts
- * const reason: PushDropReason = 'coalesced';
- * ```
  */
 export type PushDropReason = (typeof PUSH_DROP_REASONS)[keyof typeof PUSH_DROP_REASONS];
 
 /**
  * Which `StreamResponse` payload a notification carries.
- *
- * @example
- * ```ts
- * const kind: PushPayloadKind = 'statusUpdate';
- * ```
  */
 export type PushPayloadKind = 'task' | 'message' | 'statusUpdate' | 'artifactUpdate';
 

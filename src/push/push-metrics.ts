@@ -13,11 +13,6 @@ import type { PushDelivery, PushDrop } from './push-drops.js';
 
 /**
  * Options of {@link createPushMetrics}.
- *
- * @example
- * ```ts
- * const options: PushMetricsOptions = { registry: metrics.registry };
- * ```
  */
 export interface PushMetricsOptions {
   /** Registry to register in; default a new one. */

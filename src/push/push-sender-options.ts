@@ -17,11 +17,6 @@ import type { WebhookTransport } from './webhook-transport.js';
 
 /**
  * Retry tunables of the sender (see `RetryRules`). All durations in milliseconds.
- *
- * @example
- * ```ts
- * const retry: PushRetryRules = { maxRetries: 20, backoffCapMs: 30_000 };
- * ```
  */
 export type PushRetryRules = Partial<
   Pick<RetryRules, 'maxRetries' | 'maxSingleWaitMs' | 'jitterMs' | 'backoffBaseMs' | 'backoffCapMs'>
@@ -29,11 +24,6 @@ export type PushRetryRules = Partial<
 
 /**
  * Where the sender's notices go (one line per circuit change). `fields` carry the details.
- *
- * @example
- * ```ts
- * const logger: PushSenderLogger = { warn: (m, f) => pino.warn(f, m), info: (m, f) => pino.info(f, m) };
- * ```
  */
 export interface PushSenderLogger {
   warn(message: string, fields?: Readonly<Record<string, unknown>>): void;

@@ -24,11 +24,6 @@ type PushConfig = Parameters<PushNotificationStore['save']>[2];
 
 /**
  * Options of {@link validatingPushNotificationStore}.
- *
- * @example
- * ```ts
- * const options: ValidatingPushStoreOptions = { policy: { allow: ['10.8.0.0/16'] } };
- * ```
  */
 export interface ValidatingPushStoreOptions {
   /** The webhook policy (the sender's). @defaultValue only public addresses */

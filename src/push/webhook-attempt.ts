@@ -33,11 +33,6 @@ export class CircuitPause extends Error {
 
 /**
  * What the sender gives every attempt.
- *
- * @example
- * ```ts
- * const ctx: AttemptContext = { transport, board, clock, timeoutSignal: AbortSignal.timeout, postTimeoutMs: 10_000, closing, onPost: () => {} };
- * ```
  */
 export interface AttemptContext {
   readonly transport: WebhookTransport;
@@ -53,11 +48,6 @@ export interface AttemptContext {
 
 /**
  * The POST of one notification.
- *
- * @example
- * ```ts
- * const post: WebhookPostSpec = { url, origin: new URL(url).origin, headers, body };
- * ```
  */
 export interface WebhookPostSpec {
   readonly url: string;
@@ -69,11 +59,6 @@ export interface WebhookPostSpec {
 
 /**
  * What the attempts of one notification learnt, across scheduler runs.
- *
- * @example
- * ```ts
- * const trace: AttemptTrace = { attempts: 0 };
- * ```
  */
 export interface AttemptTrace {
   attempts: number;

@@ -24,11 +24,6 @@ export const CIRCUIT_STATES = {
 
 /**
  * One of {@link CIRCUIT_STATES}.
- *
- * @example
- * ```ts
- * const state: CircuitState = 'half-open';
- * ```
  */
 export type CircuitState = (typeof CIRCUIT_STATES)[keyof typeof CIRCUIT_STATES];
 
@@ -46,11 +41,6 @@ export type CircuitOutcome = 'answered' | 'failed' | 'neutral';
 
 /**
  * Options of {@link WebhookCircuit}. Durations in milliseconds.
- *
- * @example
- * ```ts
- * const options: CircuitOptions = { failureThreshold: 20, openMs: 30_000 };
- * ```
  */
 export interface CircuitOptions {
   /** Consecutive failed POSTs that open the circuit (integer ≥ 1). @defaultValue 20 */
@@ -61,11 +51,6 @@ export interface CircuitOptions {
 
 /**
  * A change of state.
- *
- * @example
- * ```ts
- * const t: CircuitTransition = { from: 'closed', to: 'open', failures: 20, reopenAtMs: 1_030_000 };
- * ```
  */
 export interface CircuitTransition {
   readonly from: CircuitState;

@@ -48,11 +48,6 @@ export const WEBHOOK_REFUSAL_REASONS = {
 
 /**
  * One of {@link WEBHOOK_REFUSAL_REASONS}.
- *
- * @example
- * ```ts
- * const reason: WebhookRefusalReason = 'address';
- * ```
  */
 export type WebhookRefusalReason =
   (typeof WEBHOOK_REFUSAL_REASONS)[keyof typeof WEBHOOK_REFUSAL_REASONS];
@@ -79,21 +74,11 @@ export interface WebhookRefusal {
 
 /**
  * What opened a webhook: it is public, the allow list names it, or `allowPrivateNetworks`.
- *
- * @example
- * ```ts
- * const by: WebhookAllowance = 'allow-list';
- * ```
  */
 export type WebhookAllowance = 'public' | 'allow-list' | 'private-networks';
 
 /**
  * An address the policy lets the sender connect to.
- *
- * @example
- * ```ts
- * const ok: AllowedAddress = { allowed: true, by: 'public', address: '93.184.215.14', family: 4 };
- * ```
  */
 export interface AllowedAddress {
   readonly allowed: true;
@@ -125,11 +110,6 @@ export interface AllowedUrl {
 
 /**
  * Options of {@link createWebhookPolicy}.
- *
- * @example
- * ```ts
- * const options: WebhookPolicyOptions = { allow: ['hooks.internal.example', '*.corp.example', '10.20.0.0/16'] };
- * ```
  */
 export interface WebhookPolicyOptions {
   /**

@@ -24,12 +24,6 @@ import { createLimiter, type Limiter } from '../server/limiter.js';
 /**
  * What the sender presented: the `Authorization` header split into scheme and credentials, or
  * the legacy notification token.
- *
- * @example
- * ```ts
- * const a: SenderCredential = { kind: 'authorization', scheme: 'Bearer', credentials: 'tok-for-agent-a' };
- * const b: SenderCredential = { kind: 'token', token: 'tok-for-agent-b' };
- * ```
  */
 export type SenderCredential =
   | { readonly kind: 'authorization'; readonly scheme: string; readonly credentials: string }

@@ -33,11 +33,6 @@ import {
 
 /**
  * One address a host name resolved to.
- *
- * @example
- * ```ts
- * const a: ResolvedAddress = { address: '93.184.215.14', family: 4 };
- * ```
  */
 export interface ResolvedAddress {
   readonly address: string;
@@ -47,11 +42,6 @@ export interface ResolvedAddress {
 /**
  * Resolves a host name to its addresses. @defaultValue `dns.lookup(hostname, { all: true,
  * verbatim: true })`
- *
- * @example
- * ```ts
- * const resolve: WebhookResolver = async (name) => (name === 'hooks.test' ? [{ address: '10.0.0.5', family: 4 }] : []);
- * ```
  */
 export type WebhookResolver = (hostname: string) => Promise<readonly ResolvedAddress[]>;
 
@@ -82,22 +72,11 @@ export interface WebhookConnectTarget {
  * Opens one connection to `target.address` (plain TCP for `http:`, TLS for `https:`) and returns
  * the stream. @defaultValue `net.connect` / `tls.connect` to the address, TLS checked against
  * `servername` (or the address)
- *
- * @example
- * ```ts
- * const dialled: WebhookConnectTarget[] = [];
- * const connect: WebhookConnector = (t) => { dialled.push(t); return net.connect({ host: '127.0.0.1', port: standIn }); };
- * ```
  */
 export type WebhookConnector = (target: WebhookConnectTarget) => Duplex;
 
 /**
  * One POST.
- *
- * @example
- * ```ts
- * const post: WebhookPost = { url, headers: { 'Content-Type': 'application/a2a+json' }, body, signal };
- * ```
  */
 export interface WebhookPost {
   readonly url: string;
@@ -108,11 +87,6 @@ export interface WebhookPost {
 
 /**
  * What the webhook answered.
- *
- * @example
- * ```ts
- * const answer: WebhookAnswer = { status: 429, headers: { 'retry-after': '3' }, body: '', address: '93.184.215.14' };
- * ```
  */
 export interface WebhookAnswer {
   readonly status: number;
@@ -139,11 +113,6 @@ export interface WebhookTransport {
 
 /**
  * Options of {@link createWebhookTransport}.
- *
- * @example
- * ```ts
- * const options: WebhookTransportOptions = { policy: { allowPrivateNetworks: true }, maxResponseBytes: 16_384 };
- * ```
  */
 export interface WebhookTransportOptions {
   /** Where POSTs may go (a compiled policy or its options). @defaultValue deny every non-public address */

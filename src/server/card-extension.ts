@@ -21,11 +21,6 @@ export const RATE_LIMIT_EXTENSION_URI = 'https://a2a-ratelimit.dev/ext/rate-limi
 
 /**
  * One policy as published in the extension's params.
- *
- * @example
- * ```ts
- * const p: PublishedPolicy = { name: 'per-caller', kind: 'rate', scope: 'caller', methods: ['SendMessage'], rejectAs: 'quota', limit: 60, windowSeconds: 60, burst: 10 };
- * ```
  */
 export interface PublishedPolicy {
   readonly name: string;
@@ -60,11 +55,6 @@ export interface PublishedPolicy {
 
 /**
  * One tier of a tiered rate policy as published (the shape `readRateLimitCard` reads).
- *
- * @example
- * ```ts
- * const pro: PublishedTier = { name: 'pro', limit: 600, windowSeconds: 60, burst: 100 };
- * ```
  */
 export interface PublishedTier {
   readonly name: string;
@@ -77,11 +67,6 @@ export interface PublishedTier {
 
 /**
  * Options of {@link rateLimitExtension} and {@link withRateLimitExtension}.
- *
- * @example
- * ```ts
- * const forAlice: RateLimitExtensionOptions = { caller: 'alice' }; // an extended card
- * ```
  */
 export interface RateLimitExtensionOptions {
   readonly description?: string;
@@ -202,11 +187,6 @@ export function rateLimitExtension(
 
 /**
  * A card shape with capabilities (the SDK's `AgentCard` fits).
- *
- * @example
- * ```ts
- * const card: CardWithCapabilities = { capabilities: { extensions: [] } };
- * ```
  */
 export interface CardWithCapabilities {
   readonly capabilities?: { readonly extensions?: readonly unknown[] } | undefined;

@@ -8,11 +8,6 @@ import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 
 /**
  * A source of the current event-loop delay, ms.
- *
- * @example
- * ```ts
- * const source: EventLoopDelaySource = { delayMs: () => 0, close: () => {} };
- * ```
  */
 export interface EventLoopDelaySource {
   /** The latest sampled delay (p99 over the last sample period), ms. */
@@ -23,11 +18,6 @@ export interface EventLoopDelaySource {
 
 /**
  * Options of {@link monitorEventLoop}.
- *
- * @example
- * ```ts
- * const options: EventLoopMonitorOptions = { resolutionMs: 10, sampleEveryMs: 500 };
- * ```
  */
 export interface EventLoopMonitorOptions {
   /** Histogram resolution, ms; default 10. */

@@ -18,11 +18,6 @@ export interface TaskWithHistoryLike {
 
 /**
  * The SDK's `TaskStore`, structurally (`DatabaseTaskStore`, `InMemoryTaskStore` fit).
- *
- * @example
- * ```ts
- * const store: TaskListingStore<ServerCallContext> = new DatabaseTaskStore(db);
- * ```
  */
 export interface TaskListingStore<C> {
   list(
@@ -42,11 +37,6 @@ export interface TaskListingStore<C> {
 
 /**
  * Options of {@link findTaskByMessageId}.
- *
- * @example
- * ```ts
- * const options: FindTaskOptions<ServerCallContext> = { contextOf: (r) => new ServerCallContext({ user: userOf(r.caller) }) };
- * ```
  */
 export interface FindTaskOptions<C> {
   /** The call context the SDK would build for this caller (its user decides the task scope). */

@@ -48,11 +48,6 @@ function admissionPolicy(admission: Admission, policyName: (index: number) => st
 
 /**
  * Options of {@link createRateLimitMetrics}.
- *
- * @example
- * ```ts
- * const options: RateLimitMetricsOptions = { callerLabel: { maxValues: 50 } };
- * ```
  */
 export interface RateLimitMetricsOptions {
   /** Registry to register in; default a new one. */

@@ -6,11 +6,6 @@
 
 /**
  * The parts of an A2A agent card this library reads (structural: no SDK import).
- *
- * @example
- * ```ts
- * const card: AgentCardLike = { supportedInterfaces: [{ url: 'https://agents.example.com/a2a/jsonrpc' }] };
- * ```
  */
 export interface AgentCardLike {
   /** A2A 1.0: the interfaces, first one preferred. */

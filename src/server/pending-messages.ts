@@ -17,11 +17,6 @@ import type { MessageRecord, Store } from '../store/store.js';
 
 /**
  * Options of {@link PendingMessages}.
- *
- * @example
- * ```ts
- * const options: PendingMessagesOptions = { store, ttlMs: 900_000, pendingTtlMs: 5_000, maxLocalRecords: 100_000 };
- * ```
  */
 export interface PendingMessagesOptions {
   /** The shared store (its `renewPendingMessages` / `forgetPendingMessage` are used when present). */

@@ -15,11 +15,6 @@ import type { LeaseRef } from '../core/rejection.js';
 /**
  * An agent event as the SDK's event bus carries it (`AgentExecutionEvent`), reduced to what the
  * tracker reads.
- *
- * @example
- * ```ts
- * const e: AgentEventLike = { kind: 'statusUpdate', data: { taskId: 't', status: { state: 3 } } };
- * ```
  */
 export interface AgentEventLike {
   readonly kind: string;

@@ -11,11 +11,6 @@ import { detailsFromJson } from './proto-json.js';
 
 /**
  * The parts of an error body that matter for retrying.
- *
- * @example
- * ```ts
- * const b: ErrorBody = { shape: 'json-rpc', code: -32603, message: 'Rate limit exceeded', details: [] };
- * ```
  */
 export interface ErrorBody {
   /** `json-rpc` envelope, `google-rpc` (`{"error":{…}}`), bare `status`, or `problem` (RFC 9457). */

@@ -9,11 +9,6 @@
 
 /**
  * What a thrown error turned out to carry.
- *
- * @example
- * ```ts
- * const s: ErrorSource = { kind: 'network', code: 'ECONNRESET', message: 'socket hang up' };
- * ```
  */
 export type ErrorSource =
   | {

@@ -9,11 +9,6 @@
 /**
  * `google.protobuf.Duration`: `seconds` (int64, field 1) and `nanos` (int32, field 2), both of the
  * same sign; range ±315,576,000,000 s.
- *
- * @example
- * ```ts
- * const twelveSeconds: Duration = { seconds: 12n, nanos: 0 };
- * ```
  */
 export interface Duration {
   /** Whole seconds (int64). */
@@ -24,11 +19,6 @@ export interface Duration {
 
 /**
  * `google.rpc.ErrorInfo`: reason = 1, domain = 2, metadata = 3 (map<string, string>).
- *
- * @example
- * ```ts
- * const info: ErrorInfo = { reason: 'RATE_LIMIT_EXCEEDED', domain: 'agents.example.com', metadata: { policy: 'per-caller' } };
- * ```
  */
 export interface ErrorInfo {
   readonly reason: string;
@@ -39,11 +29,6 @@ export interface ErrorInfo {
 /**
  * `google.rpc.RetryInfo`: retry_delay = 1. `retryDelay` is absent when the message carried none
  * (or, from JSON, an unparseable one).
- *
- * @example
- * ```ts
- * const info: RetryInfo = { retryDelay: { seconds: 12n, nanos: 0 } };
- * ```
  */
 export interface RetryInfo {
   readonly retryDelay?: Duration;
@@ -77,11 +62,6 @@ export interface QuotaViolation {
 
 /**
  * `google.rpc.QuotaFailure`: violations = 1.
- *
- * @example
- * ```ts
- * const failure: QuotaFailure = { violations: [] };
- * ```
  */
 export interface QuotaFailure {
   readonly violations: readonly QuotaViolation[];
@@ -89,11 +69,6 @@ export interface QuotaFailure {
 
 /**
  * `google.protobuf.Any` in binary form: type_url = 1, value = 2 (the packed message's bytes).
- *
- * @example
- * ```ts
- * const any: AnyMessage = { typeUrl: TYPE_URLS.retryInfo, value: new Uint8Array([0x0a, 0x02, 0x08, 0x0c]) };
- * ```
  */
 export interface AnyMessage {
   readonly typeUrl: string;
@@ -117,21 +92,11 @@ export const TYPE_URLS = {
 /**
  * One entry of `Status.details`: a message this library understands, or any other type kept as
  * received (its ProtoJSON object and/or its binary `Any` value) so it can be ignored or passed on.
- *
- * @example
- * ```ts
- * const d: Detail = { type: 'RetryInfo', message: { retryDelay: { seconds: 12n, nanos: 0 } } };
- * ```
  */
 export type Detail = KnownDetail | OtherDetail;
 
 /**
  * A detail of a type this library interprets.
- *
- * @example
- * ```ts
- * const d: KnownDetail = { type: 'ErrorInfo', message: { reason: 'X', domain: 'example.com', metadata: {} } };
- * ```
  */
 export type KnownDetail = {
   readonly [K in keyof KnownDetailMessages]: {
@@ -142,11 +107,6 @@ export type KnownDetail = {
 
 /**
  * A detail of a type this library does not interpret.
- *
- * @example
- * ```ts
- * const help: OtherDetail = { type: 'other', typeUrl: 'type.googleapis.com/google.rpc.Help', json: { links: [] } };
- * ```
  */
 export interface OtherDetail {
   readonly type: 'other';
@@ -159,11 +119,6 @@ export interface OtherDetail {
 
 /**
  * `google.rpc.Status`: code = 1 (a `google.rpc.Code`), message = 2, details = 3 (repeated Any).
- *
- * @example
- * ```ts
- * const status: Status = { code: GRPC_CODES.RESOURCE_EXHAUSTED, message: 'rate limited', details: [] };
- * ```
  */
 export interface Status {
   readonly code: number;
@@ -246,11 +201,6 @@ export function knownDetailType(
 
 /**
  * The message type of each known detail.
- *
- * @example
- * ```ts
- * const m: KnownDetailMessages['RetryInfo'] = { retryDelay: { seconds: 1n, nanos: 0 } };
- * ```
  */
 export interface KnownDetailMessages {
   readonly ErrorInfo: ErrorInfo;

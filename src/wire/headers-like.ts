@@ -10,12 +10,6 @@ import { base64Decode, getTextEncoding } from '@bufbuild/protobuf/wire';
 
 /**
  * HTTP response headers: a fetch `Headers`-like object, or a record with case-insensitive keys.
- *
- * @example
- * ```ts
- * const a: HeadersLike = new Headers({ 'Retry-After': '12' });
- * const b: HeadersLike = { 'retry-after': '12', 'set-cookie': ['a=1', 'b=2'] };
- * ```
  */
 export type HeadersLike =
   | { get(name: string): string | null }
@@ -23,11 +17,6 @@ export type HeadersLike =
 
 /**
  * gRPC (trailing) metadata as a record. Values of `-bin` keys are bytes or base64 text.
- *
- * @example
- * ```ts
- * const md: MetadataLike = { 'grpc-retry-pushback-ms': '12000', 'grpc-status-details-bin': 'CAgS...' };
- * ```
  */
 export type MetadataLike = Readonly<
   Record<string, string | Uint8Array | readonly (string | Uint8Array)[] | undefined>

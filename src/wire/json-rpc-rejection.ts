@@ -30,11 +30,6 @@ export const JSON_RPC_REJECTION_CODE = -32603;
 
 /**
  * Options of {@link encodeJsonRpcRejection}.
- *
- * @example
- * ```ts
- * const options: JsonRpcEncodeOptions = { domain: 'agents.example.com', id: 'req-41', mirrorHttpStatus: true };
- * ```
  */
 export interface JsonRpcEncodeOptions extends RejectionEncodeOptions {
   /** The request's `id` (null when it could not be read). */

@@ -22,11 +22,6 @@ export const RATE_LIMIT_CARD_URI = 'https://a2a-ratelimit.dev/ext/rate-limits/v1
 
 /**
  * One tier of a rate policy: its own limit, window and burst.
- *
- * @example
- * ```ts
- * const pro: CardRateTier = { name: 'pro', limit: 600, windowSeconds: 60, burst: 100 };
- * ```
  */
 export interface CardRateTier {
   readonly name: string;
@@ -42,11 +37,6 @@ export interface CardRateTier {
  * A rate policy as published. `limit` / `windowSeconds` / `burst` are the ones to plan with: the
  * caller's own when the card says whose they are (`tier`, an extended card), else the default
  * tier's, else the most restrictive tier's.
- *
- * @example
- * ```ts
- * const p: CardRatePolicy = { kind: 'rate', name: 'per-caller', scope: 'caller', methods: ['SendMessage'], limit: 60, windowSeconds: 60, burst: 10, tiers: [] };
- * ```
  */
 export interface CardRatePolicy {
   readonly kind: 'rate';
@@ -65,11 +55,6 @@ export interface CardRatePolicy {
 
 /**
  * A concurrency policy as published: at most `max` in flight per key of its scope.
- *
- * @example
- * ```ts
- * const p: CardConcurrencyPolicy = { kind: 'concurrency', name: 'tasks-per-caller', scope: 'caller', methods: ['SendMessage'], max: 5 };
- * ```
  */
 export interface CardConcurrencyPolicy {
   readonly kind: 'concurrency';
@@ -81,11 +66,6 @@ export interface CardConcurrencyPolicy {
 
 /**
  * A policy a client can plan with (overload guards are left out: they say nothing about one caller).
- *
- * @example
- * ```ts
- * const p: CardPolicy = limits.policies[0];
- * ```
  */
 export type CardPolicy = CardRatePolicy | CardConcurrencyPolicy;
 

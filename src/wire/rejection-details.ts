@@ -19,11 +19,6 @@ import { rateLimitHeaders } from './ratelimit-headers.js';
 
 /**
  * Options every rejection encoder takes.
- *
- * @example
- * ```ts
- * const options: RejectionEncodeOptions = { domain: 'agents.example.com', limits: decision.limits };
- * ```
  */
 export interface RejectionEncodeOptions {
   /** ErrorInfo domain: the operator's own (e.g. the card's host), never `a2a-protocol.org`. */

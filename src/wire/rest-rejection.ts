@@ -19,11 +19,6 @@ import { parseRetryAfter } from './retry-after.js';
 
 /**
  * An HTTP response carrying a rejection: status, lower-case header names, and the body text.
- *
- * @example
- * ```ts
- * const res: HttpRejectionResponse<429 | 503> = { status: 429, headers: { 'retry-after': '12' }, body: '{}' };
- * ```
  */
 export interface HttpRejectionResponse<S extends number = number> {
   readonly status: S;

@@ -10,21 +10,11 @@
  * - `overload`: the agent is failing for everyone (503 / UNAVAILABLE, or reason AGENT_OVERLOADED).
  * - `transient-unknown`: 500/502/504, INTERNAL, a gateway page, a reset connection: maybe nothing happened, maybe something did.
  * - `not-retryable`: anything else (including RESOURCE_EXHAUSTED with no rate-limit evidence, e.g. message too large).
- *
- * @example
- * ```ts
- * const kind: HintKind = 'quota';
- * ```
  */
 export type HintKind = 'quota' | 'overload' | 'transient-unknown' | 'not-retryable';
 
 /**
  * Where a hinted delay was read from, in precedence order.
- *
- * @example
- * ```ts
- * const source: DelaySource = 'retry-info';
- * ```
  */
 export type DelaySource =
   | 'retry-info'
@@ -35,11 +25,6 @@ export type DelaySource =
 
 /**
  * A quota policy as announced by `RateLimit-Policy` (q per w seconds), used for pacing.
- *
- * @example
- * ```ts
- * const p: AnnouncedPolicy = { policy: 'per-caller', limit: 60, windowSeconds: 60 };
- * ```
  */
 export interface AnnouncedPolicy {
   readonly policy: string;
@@ -51,11 +36,6 @@ export interface AnnouncedPolicy {
 
 /**
  * A `RateLimit` field item (draft-11, or the legacy `limit=, remaining=, reset=` / `X-RateLimit-*` forms).
- *
- * @example
- * ```ts
- * const s: AnnouncedState = { policy: 'per-caller', remaining: 0, resetSeconds: 12 };
- * ```
  */
 export interface AnnouncedState {
   /** Policy name when the form names one. */
@@ -68,11 +48,6 @@ export interface AnnouncedState {
 
 /**
  * Everything a response said about retrying, from any binding.
- *
- * @example
- * ```ts
- * const hint: RetryHint = { kind: 'quota', delayMs: 12_000, delaySource: 'retry-info', policy: 'per-caller', reason: 'RATE_LIMIT_EXCEEDED' };
- * ```
  */
 export interface RetryHint {
   readonly kind: HintKind;
