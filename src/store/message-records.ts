@@ -1,7 +1,7 @@
 /**
  * @module message-records
- * The in-memory deduplication table behind `MemoryStore.rememberMessage` (DESIGN §4
- * "Deduplication"): (caller, messageId) → the task an admitted message started, with a TTL.
+ * The in-memory deduplication table behind `MemoryStore.rememberMessage` (docs/architecture.md,
+ * "Deduplication and leases"): (caller, messageId) → the task an admitted message started, with a TTL.
  * Bounded: records sit in a ring in insertion order; expired ones are dropped from its head by a
  * small sweep on every write (no timer per key), and at the cap the oldest record goes first.
  */
