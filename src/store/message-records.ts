@@ -7,6 +7,7 @@
  */
 
 import { boundedKey } from './bounded-key.js';
+import { positiveOption } from './positive-option.js';
 
 /**
  * What a store knows about a (caller, messageId): `fresh` when it had not seen it (it now has),
@@ -69,9 +70,7 @@ const SEEN: MessageRecord = Object.freeze({ fresh: false });
  * ```
  */
 export function checkMessageTtlMs(ttlMs: number): void {
-  if (!(ttlMs > 0 && Number.isFinite(ttlMs))) {
-    throw new RangeError(`message record ttlMs must be a positive number, got ${ttlMs}`);
-  }
+  positiveOption('message record ttlMs', ttlMs, 0);
 }
 
 /**
@@ -132,12 +131,9 @@ export class MessageRecords {
 
   /** @param maxEntries Records kept at most; past it the oldest goes first. */
   constructor(maxEntries: number) {
-    if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
-      throw new RangeError(
-        `MessageRecords: maxEntries must be a positive integer, got ${maxEntries}`,
-      );
-    }
-    this.maxEntries = maxEntries;
+    this.maxEntries = positiveOption('MessageRecords: maxEntries', maxEntries, 0, {
+      integer: true,
+    });
     this.maxSlots = Math.max(maxEntries + 1, Math.ceil((maxEntries * 4) / 3));
     const slots = Math.min(this.maxSlots, INITIAL_SLOTS);
     this.keys = new Array<string | undefined>(slots).fill(undefined);
