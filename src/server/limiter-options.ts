@@ -143,7 +143,11 @@ export interface LimiterOptions {
   readonly dedup?: false | DedupOptions;
   /** Lease lifetimes. */
   readonly leases?: {
-    /** Per policy name: hold its leases until the task ends or the response ends. Default `task` for SendMessage / SendStreamingMessage, `response` for other methods. */
+    /**
+     * Per policy name: hold its leases until the task ends or the response ends. Default `task`
+     * for SendMessage / SendStreamingMessage, `response` for other methods. A name the policies
+     * do not have is an error at creation; one a later set (`updatePolicies`) drops is ignored.
+     */
     readonly holdUntil?: Readonly<Record<string, LeaseHoldUntil>>;
     /** Release a task's leases when it enters INPUT_REQUIRED / AUTH_REQUIRED; default true. */
     readonly releaseOnInterrupted?: boolean;

@@ -179,6 +179,41 @@ describe('limiter.updatePolicies', () => {
     expect(listeners).toHaveLength(0);
   });
 
+  it('an asynchronous store: a decision made under the old set keeps a lease that still releases', async () => {
+    const memory = new MemoryStore({ policies: [{ ...SLOTS, methods: ['CancelTask'] }] });
+    // Async only (no synchronous capability): the limiter's shared path.
+    const store = {
+      get policySet() {
+        return memory.policySet;
+      },
+      decide: memory.decide.bind(memory),
+      release: memory.release.bind(memory),
+      renew: memory.renew.bind(memory),
+      rememberMessage: memory.rememberMessage.bind(memory),
+      recordMessageTask: memory.recordMessageTask.bind(memory),
+      updatePolicies: memory.updatePolicies.bind(memory),
+      close: memory.close.bind(memory),
+    };
+    const limiter = createLimiter({ store, domain: 'agents.example.com', dedup: false });
+    limiters.push(limiter);
+    const cancel = () => limiter.admit({ caller: 'a', method: 'CancelTask', binding: 'rest' });
+    const inFlight = cancel(); // decided now, under the old set (slots at index 0)
+    const update = limiter.updatePolicies([
+      rate('per-caller', 10),
+      { ...SLOTS, methods: ['CancelTask'] },
+    ]);
+    const held = await inFlight;
+    await update;
+    expect(limiter.policySet.policies.map((p) => p.name)).toEqual(['per-caller', 'slots']);
+    expect(held.status).toBe('admitted');
+    expect((await cancel()).status).toBe('rejected');
+    if (held.status === 'admitted') held.ticket.end();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(memory.stats().leases).toBe(0);
+    expect(limiter.leasesHeld()).toBe(0);
+    expect((await cancel()).status).toBe('admitted');
+  });
+
   it('rejects when the store cannot change its policies', async () => {
     const memory = new MemoryStore({ policies: [rate('per-caller', 2)] });
     const fixed = {

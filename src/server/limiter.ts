@@ -185,7 +185,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /**
    * `dedupKey`: `messageRecordKey` of a deduplicated message, else undefined. `set`: the policy
-   * set the decision was made under (its leases are mapped when a change came in between).
+   * set the decision was made under (its leases are mapped onto the view's set when they differ).
    */
   const finish = (
     request: AdmissionRequest,
@@ -221,7 +221,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     dedupKey: string | undefined,
   ): AdmissionOutcome | Promise<AdmissionOutcome> => {
     const input = inputOf(request);
-    const set = view.set;
+    // The set the store decides with (ahead of the view while a change is being adopted).
+    const set = store.policySet;
     if (local !== undefined) {
       const decision = local.decideSync(input);
       const shadowInput = decision.admitted ? shadow.inputOf(input, set) : undefined;
