@@ -214,6 +214,21 @@ describe('limiter.updatePolicies', () => {
     expect((await cancel()).status).toBe('admitted');
   });
 
+  it('a new set keeps the hold options the limiter was made with', async () => {
+    const { limiter } = setup([rate('per-caller', 2)], {
+      holds: { maxNoShows: 1, maxHoldsPerKey: 7, minGraceMs: 1234.5, graceFraction: 0.25 },
+    });
+    const holds = limiter.policySet.holds;
+    await limiter.updatePolicies([rate('per-caller', 3)]);
+    expect(limiter.policySet.holds).toEqual(holds);
+    expect(holds).toEqual({
+      maxNoShows: 1,
+      maxHoldsPerKey: 7,
+      minGraceUs: 1_234_500,
+      graceFraction: 0.25,
+    });
+  });
+
   it('rejects when the store cannot change its policies', async () => {
     const memory = new MemoryStore({ policies: [rate('per-caller', 2)] });
     const fixed = {
