@@ -148,7 +148,8 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
 
   const admissions: { caller: string; method: string }[] = [];
   const limiter = createLimiter({
-    policies: options.policies,
+    // A store given through `options.limiter` brings its own policies (both would throw).
+    ...(options.limiter?.store === undefined ? { policies: options.policies } : {}),
     clock,
     domain: 'agents.example.com',
     eventLoopDelay: false,

@@ -44,6 +44,13 @@ export function bareErrorLimiter(limiter: Limiter): Limiter {
   });
   return {
     ...limiter,
+    // Live after `updatePolicies` (a spread would copy the set of the moment).
+    get policySet() {
+      return limiter.policySet;
+    },
+    get policySetVersion() {
+      return limiter.policySetVersion;
+    },
     admit(request) {
       const outcome = limiter.admit(request);
       return outcome instanceof Promise

@@ -438,7 +438,7 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
   const decided = createLimiter({
     ...(options.store === undefined ? { policies: options.policies } : { store: options.store }),
     tierOf: (request) => demoTiers.of(request.caller),
-    ...(options.holds === undefined ? {} : { holds: options.holds }),
+    ...(options.holds === undefined || options.store !== undefined ? {} : { holds: options.holds }),
     ...(clock === undefined ? {} : { clock }),
     domain: domain.replace(/^\[|\]$/g, ''),
     observer: combineObservers(metrics?.observer, reporter),

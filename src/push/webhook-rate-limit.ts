@@ -108,7 +108,8 @@ const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json(?:\s*;.*)?$/i;
  *
  * @example
  * ```ts
- * createLimiter({ policies: [pushWebhookPolicy({ limit: 5, windowSeconds: 1 })], store: redisStore, domain, dedup: false });
+ * const store = new RedisStore({ client: redis, onError: 'insurance', policies: [pushWebhookPolicy({ limit: 5, windowSeconds: 1 })] });
+ * createLimiter({ store, domain, dedup: false });
  * ```
  */
 export function pushWebhookPolicy(

@@ -8,6 +8,7 @@
  * SDK import.
  */
 
+import { positiveOption } from '../store/positive-option.js';
 import type { AdmissionRequest } from './limiter.js';
 
 /** A task as the SDK's `TaskStore.list` returns it, reduced to what the lookup reads. */
@@ -63,14 +64,11 @@ export function findTaskByMessageId<C>(
   options: FindTaskOptions<C>,
 ): (request: AdmissionRequest) => Promise<string | undefined | null> {
   const pageSize = options.pageSize ?? 100;
-  const maxPages = options.maxPages ?? 10;
+  const maxPages = positiveOption('findTaskByMessageId: maxPages', options.maxPages, 10, {
+    integer: true,
+  });
   if (!Number.isSafeInteger(pageSize) || pageSize < 1 || pageSize > 100) {
     throw new RangeError(`findTaskByMessageId: pageSize must be 1…100, got ${pageSize}`);
-  }
-  if (!Number.isSafeInteger(maxPages) || maxPages < 1) {
-    throw new RangeError(
-      `findTaskByMessageId: maxPages must be a positive integer, got ${maxPages}`,
-    );
   }
   return async (request) => {
     const messageId = request.messageId;

@@ -1,6 +1,6 @@
 /**
  * @module pending-messages
- * Deduplication records over a store shared by several processes (DESIGN §4 with replicas). A
+ * Deduplication records over a store shared by several processes (docs/architecture.md, "Deduplication and leases", with replicas). A
  * message being admitted has a *pending* record in the shared store, owned by the process that
  * admitted it and pending only for `pendingTtlMs` unless renewed — the same discipline as a
  * lease — so a process that dies (or a write that landed after its caller gave up) leaves a record
@@ -13,7 +13,9 @@
 
 import { randomBytes } from 'node:crypto';
 import { MessageRecords } from '../store/message-records.js';
+import { positiveOption } from '../store/positive-option.js';
 import type { MessageRecord, Store } from '../store/store.js';
+import { systemClock } from '../store/system-clock.js';
 
 /**
  * Options of {@link PendingMessages}.
@@ -81,12 +83,7 @@ export class PendingMessages {
   constructor(options: PendingMessagesOptions) {
     this.store = options.store;
     this.ttlMs = options.ttlMs;
-    this.pendingTtlMs = options.pendingTtlMs;
-    if (!(this.pendingTtlMs > 0 && Number.isFinite(this.pendingTtlMs))) {
-      throw new RangeError(
-        `createLimiter: dedup.pendingTtlSeconds must be a positive number, got ${this.pendingTtlMs / 1000}`,
-      );
-    }
+    this.pendingTtlMs = positiveOption('PendingMessages: pendingTtlMs', options.pendingTtlMs, 0);
     this.nowMs = options.nowMs ?? (() => performance.now());
     this.local = new MessageRecords(options.maxLocalRecords);
     this.timer = setInterval(() => void this.tick(), Math.max(50, this.pendingTtlMs / 3));
@@ -108,12 +105,12 @@ export class PendingMessages {
    * ```
    */
   peekLocal(key: string): Exclude<MessageRecord, { fresh: true }> | undefined {
-    return this.local.peekKey(key, Date.now());
+    return this.local.peekKey(key, systemClock.nowMs());
   }
 
   /** Whether a copy's first copy is pending in this process (admitted, outcome not known yet). */
   isPendingHere(key: string): boolean {
-    const seen = this.local.peekKey(key, Date.now());
+    const seen = this.local.peekKey(key, systemClock.nowMs());
     return seen !== undefined && seen.taskId === undefined;
   }
 
@@ -147,7 +144,7 @@ export class PendingMessages {
 
   /** The message was admitted here: copies that come back to this process wait for it. */
   admitted(key: string): void {
-    this.local.rememberKey(key, this.ttlMs, Date.now());
+    this.local.rememberKey(key, this.ttlMs, systemClock.nowMs());
   }
 
   /**
@@ -168,7 +165,7 @@ export class PendingMessages {
   settle(caller: string, messageId: string, key: string, value: string): void {
     // The pending record stays owned (renewed) until the outcome is written: a write that fails
     // in an outage must not leave a record that lapses into "orphaned" and runs again.
-    this.local.recordKey(key, value, this.ttlMs, Date.now());
+    this.local.recordKey(key, value, this.ttlMs, systemClock.nowMs());
     this.record({ caller, messageId, value }, key);
   }
 

@@ -214,6 +214,11 @@ export class TaskLeaseTracker {
     return out;
   }
 
+  /** After a policy-set change: every task's leases mapped onto the new set (`leaseMapping`). */
+  mapLeases(map: (leases: readonly LeaseRef[]) => LeaseRef[]): void {
+    for (const r of this.records.values()) if (r.leases.length > 0) r.leases = map(r.leases);
+  }
+
   /**
    * Wraps a bus manager: same behaviour; the bus of an admitted request is handed out wrapped
    * (binding its leases and deduplication entry to the task), every other call goes through.

@@ -5,10 +5,11 @@
  * incremental sweep (no timer per key); at `maxKeys` a new key takes the place of a sampled key
  * that holds little (a full one, else one that spent at most one request, else the earliest
  * timestamp), whose timestamp is kept, max-merged, in one of a fixed number of hashed overflow
- * buckets; a key entering the table starts from its bucket. So a store under a flood of new callers forgets who spent what, never that it was spent:
- * no caller gets a fresh bucket by being evicted, and a new caller is refused only when its bucket
- * holds a limited caller's timestamp. Caller, tenant, skill and messageId values are bounded in
- * length first (bounded-key.ts).
+ * buckets; a key entering the table starts from its bucket (`rate-table.ts`). So a store under a
+ * flood of new callers forgets who spent what, never that it was spent: no caller gets a fresh
+ * bucket by being evicted, and a new caller is refused only when its bucket holds a limited
+ * caller's timestamp. Caller, tenant, skill and messageId values are bounded in length first
+ * (`bounded-key.ts`). A policy-set change keeps each policy's tables by name (`updatePolicies`).
  */
 
 import type { Clock } from '../core/clock.js';
@@ -21,7 +22,6 @@ import {
   type LeaseSet,
   OVERFLOW_KEY,
   policiesOf,
-  pruneLeases,
   type RateExtra,
   releaseLease,
   renewLease,
@@ -35,8 +35,13 @@ import {
 } from '../core/policy.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
 import { boundedInput } from './bounded-key.js';
+import { LeaseTables } from './lease-tables.js';
 import { type MessageRecord, MessageRecords, messageRecordKey } from './message-records.js';
+import { positiveOption } from './positive-option.js';
+import { RateTable } from './rate-table.js';
 import type { Store } from './store.js';
+import type { SynchronousStore } from './synchronous-store.js';
+import { systemClock } from './system-clock.js';
 
 /**
  * Options of {@link MemoryStore}.
@@ -91,164 +96,6 @@ export interface MemoryStoreStats {
 /** Entries examined per sweep step, and decisions between background steps. */
 const SWEEP_BATCH = 64;
 const SWEEP_EVERY = 64;
-/** Entries sampled for a victim when a new key meets a full table. */
-const EVICTION_SAMPLE = 16;
-
-/** Seeded 32-bit string hash (FNV-1a, then a murmur3 finaliser), for overflow buckets. */
-function hashKey(key: string, seed: number): number {
-  let h = (0x811c9dc5 ^ seed) >>> 0;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
-}
-
-/**
- * The timestamps of one rate policy: key → slot in a growable `Float64Array`, so a kept key costs a
- * Map entry and 8 bytes (no boxed number per update), and a decision's read-then-write of the same
- * key costs one hash lookup (the last slot is remembered). Past `maxKeys`, evicted timestamps are
- * max-merged into `overflow` buckets chosen by a seeded hash of the key (seeded per table, so a
- * caller cannot aim at another's bucket).
- */
-class RateTable {
-  readonly extra = new Map<string, RateExtra>();
-  /** Max-merged timestamps of evicted keys (and of shared decisions), µs; by hashed key. */
-  overflow: Float64Array | undefined;
-  /** The latest timestamp in `overflow`, µs: at or after it every bucket is full. */
-  overflowUntilUs = Number.NEGATIVE_INFINITY;
-  /** The bucket of the decision under way that uses {@link OVERFLOW_KEY}. */
-  overflowSlot = 0;
-  /** Keys with state evicted so far. */
-  evicted = 0;
-  private readonly seed = (Math.random() * 0x1_0000_0000) >>> 0;
-  private readonly slots = new Map<string, number>();
-  private tats = new Float64Array(1024);
-  private readonly free: number[] = [];
-  private highWater = 0;
-  private lastKey: string | undefined;
-  private lastSlot = -1;
-  private cursor: Iterator<[string, number]> | undefined;
-
-  constructor(private readonly overflowBuckets: number) {}
-
-  get size(): number {
-    return this.slots.size;
-  }
-
-  has(key: string): boolean {
-    return this.slots.has(key);
-  }
-
-  get(key: string): number | undefined {
-    const slot = this.slots.get(key);
-    this.lastKey = key;
-    this.lastSlot = slot ?? -1;
-    return slot === undefined ? undefined : this.tats[slot];
-  }
-
-  set(key: string, tatUs: number): void {
-    let slot = key === this.lastKey ? this.lastSlot : (this.slots.get(key) ?? -1);
-    if (slot < 0) {
-      slot = this.free.pop() ?? this.highWater++;
-      if (slot >= this.tats.length) {
-        const grown = new Float64Array(this.tats.length * 2);
-        grown.set(this.tats);
-        this.tats = grown;
-      }
-      this.slots.set(key, slot);
-    }
-    this.tats[slot] = tatUs;
-    this.lastKey = key;
-    this.lastSlot = slot;
-  }
-
-  delete(key: string): void {
-    const slot = this.slots.get(key);
-    if (slot === undefined) return;
-    this.slots.delete(key);
-    this.free.push(slot);
-    if (key === this.lastKey) this.lastKey = undefined;
-  }
-
-  /** The overflow bucket of a key. */
-  bucketOf(key: string): number {
-    return hashKey(key, this.seed) & (this.overflowBuckets - 1);
-  }
-
-  /** Max-merges a timestamp into a bucket. */
-  mergeOverflow(bucket: number, tatUs: number): void {
-    if (this.overflow === undefined) this.overflow = new Float64Array(this.overflowBuckets);
-    if (tatUs > (this.overflow[bucket] as number)) this.overflow[bucket] = tatUs;
-    if (tatUs > this.overflowUntilUs) this.overflowUntilUs = tatUs;
-  }
-
-  /** A new key's starting state: its bucket's timestamp when that is still in the future. */
-  inherit(key: string, nowUs: number): void {
-    if (this.overflow === undefined || nowUs >= this.overflowUntilUs) return;
-    const tatUs = this.overflow[this.bucketOf(key)] as number;
-    if (tatUs > nowUs) this.set(key, tatUs);
-  }
-
-  /**
-   * Makes room for one key: drops the first full, hold-free key among the next
-   * {@link EVICTION_SAMPLE} entries, else evicts the first hold-free one that spent at most one
-   * emission interval (`emissionUs`), else the hold-free one with the earliest timestamp; an
-   * evicted key's timestamp is merged into its bucket. False when every sampled key has holds.
-   */
-  evictOne(nowUs: number, emissionUs: number): boolean {
-    let victim: string | undefined;
-    let victimTatUs = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < EVICTION_SAMPLE; i++) {
-      if (this.cursor === undefined) this.cursor = this.slots.entries();
-      const next = this.cursor.next();
-      if (next.done) {
-        this.cursor = undefined;
-        continue;
-      }
-      const [key, slot] = next.value;
-      if (this.extra.has(key)) continue;
-      const tatUs = this.tats[slot] as number;
-      if (tatUs <= nowUs) {
-        this.delete(key);
-        return true;
-      }
-      if (tatUs < victimTatUs) {
-        victim = key;
-        victimTatUs = tatUs;
-        if (tatUs - nowUs <= emissionUs) break; // holds at most one request: good enough
-      }
-    }
-    if (victim === undefined) return false;
-    this.mergeOverflow(this.bucketOf(victim), victimTatUs);
-    this.delete(victim);
-    this.evicted++;
-    return true;
-  }
-
-  /** Drops up to `budget` examined keys that are the same as no key. Returns how many it freed. */
-  sweep(nowUs: number, budget: number): number {
-    let freed = 0;
-    for (let i = 0; i < budget; i++) {
-      if (this.cursor === undefined) this.cursor = this.slots.entries();
-      const next = this.cursor.next();
-      if (next.done) {
-        this.cursor = undefined;
-        if (this.slots.size <= i) break;
-        continue;
-      }
-      const [key, slot] = next.value;
-      if ((this.tats[slot] ?? 0) <= nowUs && !this.extra.has(key)) {
-        this.delete(key);
-        freed++;
-      }
-    }
-    return freed;
-  }
-}
-
-const systemClock: Clock = { nowMs: () => Date.now() };
 
 /**
  * The in-memory store: decisions are synchronous (`decideSync`) and atomic by construction.
@@ -262,28 +109,27 @@ const systemClock: Clock = { nowMs: () => Date.now() };
  * const d = store.decideSync({ caller: 'orchestrator-7', method: 'SendMessage', messageId: 'm-1' });
  * ```
  */
-export class MemoryStore implements Store, DecisionState {
-  readonly policySet: CompiledPolicySet;
+export class MemoryStore implements Store, SynchronousStore, DecisionState {
+  private policies: CompiledPolicySet;
   private readonly clock: Clock;
   private readonly maxKeys: number;
+  private readonly overflowBuckets: number;
   /** Deduplication records, bounded by `maxKeys`. */
   private readonly messages: MessageRecords;
-  private readonly rates: RateTable[] = [];
-  private readonly leaseTables: Map<string, LeaseSet>[] = [];
+  private rates: RateTable[] = [];
+  private readonly leaseTables = new LeaseTables();
   private ops = 0;
   private leaseCounter = 0;
   private overflowDecisions = 0;
-  private leaseCursor: { index: number; it: Iterator<[string, LeaseSet]> } | undefined;
 
   constructor(options: MemoryStoreOptions) {
-    this.policySet = Array.isArray(options.policies)
+    this.policies = Array.isArray(options.policies)
       ? compilePolicies(options.policies as readonly Policy[], options.holds)
       : (options.policies as CompiledPolicySet);
     this.clock = options.clock ?? systemClock;
-    const maxKeys = options.maxKeys ?? 100_000;
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
-      throw new RangeError(`MemoryStore: maxKeys must be a positive integer, got ${maxKeys}`);
-    }
+    const maxKeys = positiveOption('MemoryStore: maxKeys', options.maxKeys, 100_000, {
+      integer: true,
+    });
     this.maxKeys = maxKeys;
     const buckets = options.overflowBuckets ?? 2 * maxKeys;
     if (!Number.isSafeInteger(buckets) || buckets < 1 || buckets > 2 ** 30) {
@@ -291,32 +137,55 @@ export class MemoryStore implements Store, DecisionState {
         `MemoryStore: overflowBuckets must be an integer from 1 to 2^30, got ${buckets}`,
       );
     }
-    const overflowBuckets = 2 ** Math.ceil(Math.log2(buckets));
+    this.overflowBuckets = 2 ** Math.ceil(Math.log2(buckets));
     this.messages = new MessageRecords(maxKeys);
-    for (const p of this.policySet.policies) {
-      this.rates[p.index] = new RateTable(overflowBuckets);
-      this.leaseTables[p.index] = new Map();
-    }
+    this.adopt(this.policies, []);
+  }
+
+  /** {@inheritDoc Store.policySet} */
+  get policySet(): CompiledPolicySet {
+    return this.policies;
   }
 
   /**
-   * Decides one request now, synchronously.
-   *
-   * @example
-   * ```ts
-   * const d = store.decideSync({ caller: 'a', method: 'GetTask' });
-   * ```
+   * {@inheritDoc Store.updatePolicies} Synchronous inside: the set is swapped before this
+   * returns. A policy is the same policy when its name and kind are (a rate policy that became a
+   * concurrency one starts empty); its position in the set may change.
    */
+  updatePolicies(next: CompiledPolicySet): Promise<void> {
+    const before = this.policies;
+    this.policies = next;
+    this.adopt(next, before.policies);
+    return Promise.resolve();
+  }
+
+  /** Builds the tables of `set`, keeping those of `previous` policies with the same name and kind. */
+  private adopt(set: CompiledPolicySet, previous: CompiledPolicySet['policies']): void {
+    const rates: RateTable[] = [];
+    const leases: Map<string, LeaseSet>[] = [];
+    for (const p of set.policies) {
+      const old = previous.find((o) => o.name === p.name && o.kind === p.kind);
+      rates[p.index] =
+        (old === undefined ? undefined : this.rates[old.index]) ??
+        new RateTable(this.overflowBuckets);
+      leases[p.index] =
+        (old === undefined ? undefined : this.leaseTables.of(old.index)) ?? new Map();
+    }
+    this.rates = rates;
+    this.leaseTables.replace(leases);
+  }
+
+  /** Decides one request now, synchronously. */
   decideSync(input: DecisionInput): Decision {
     const nowMs = this.clock.nowMs();
     if ((++this.ops & (SWEEP_EVERY - 1)) === 0) this.sweep(nowMs);
-    return decide(this.policySet, boundedInput(input), nowMs, this);
+    return decide(this.policies, boundedInput(input), nowMs, this);
   }
 
   /** {@inheritDoc Store.chargeUsage} Synchronous. */
   chargeUsageSync(request: DecisionInput, units: number): void {
     const nowMs = this.clock.nowMs();
-    for (const p of policiesOf(this.policySet, request)) {
+    for (const p of policiesOf(this.policies, request)) {
       if (p.kind !== 'rate' || p.unit === undefined) continue;
       const key = p.keyOf(request);
       if (key !== undefined) chargeUsage(p, key, units, nowMs, this);
@@ -338,14 +207,7 @@ export class MemoryStore implements Store, DecisionState {
     }
   }
 
-  /**
-   * Ends leases now, synchronously; unknown leases are ignored.
-   *
-   * @example
-   * ```ts
-   * store.releaseSync(admission.leases);
-   * ```
-   */
+  /** Ends leases now, synchronously; unknown leases are ignored. */
   releaseSync(leases: readonly LeaseRef[]): void {
     const nowMs = this.clock.nowMs();
     for (const lease of leases) {
@@ -360,14 +222,7 @@ export class MemoryStore implements Store, DecisionState {
     return Promise.resolve();
   }
 
-  /**
-   * Extends leases by their TTL now, synchronously.
-   *
-   * @example
-   * ```ts
-   * store.renewSync(admission.leases); // [true]
-   * ```
-   */
+  /** Extends leases by their TTL now, synchronously. */
   renewSync(leases: readonly LeaseRef[]): boolean[] {
     const nowMs = this.clock.nowMs();
     return leases.map((lease) => {
@@ -400,11 +255,6 @@ export class MemoryStore implements Store, DecisionState {
   /**
    * {@link MemoryStore.rememberMessageSync} by the record key `messageRecordKey(caller, messageId)`
    * (for callers that already built it).
-   *
-   * @example
-   * ```ts
-   * store.rememberMessageKeySync(messageRecordKey('orchestrator-7', 'm-1'), 900_000);
-   * ```
    */
   rememberMessageKeySync(key: string, ttlMs: number): MessageRecord {
     return this.messages.rememberKey(key, ttlMs, this.clock.nowMs());
@@ -414,24 +264,12 @@ export class MemoryStore implements Store, DecisionState {
    * The live record of a message key, without writing one (undefined when there is none). With
    * {@link MemoryStore.rememberMessageKeySync} after a decision, a limiter records only the
    * messages it admitted: a flood of rejected copies never takes room in the table.
-   *
-   * @example
-   * ```ts
-   * store.peekMessageKeySync(messageRecordKey('orchestrator-7', 'm-1')); // undefined, or { fresh: false, taskId? }
-   * ```
    */
   peekMessageKeySync(key: string): Exclude<MessageRecord, { fresh: true }> | undefined {
     return this.messages.peekKey(key, this.clock.nowMs());
   }
 
-  /**
-   * Drops the record of a message key (nothing ran for it: the next copy is fresh).
-   *
-   * @example
-   * ```ts
-   * store.forgetMessageKeySync(messageRecordKey('orchestrator-7', 'm-1'));
-   * ```
-   */
+  /** Drops the record of a message key (nothing ran for it: the next copy is fresh). */
   forgetMessageKeySync(key: string): void {
     this.messages.forgetKey(key);
   }
@@ -439,11 +277,6 @@ export class MemoryStore implements Store, DecisionState {
   /**
    * {@inheritDoc Store.recordMessageTask}, synchronously, by the record key
    * `messageRecordKey(caller, messageId)`. Throws a `RangeError` for a bad `ttlMs`.
-   *
-   * @example
-   * ```ts
-   * store.recordMessageTaskKeySync(messageRecordKey('orchestrator-7', 'm-1'), 'task-9', 900_000);
-   * ```
    */
   recordMessageTaskKeySync(key: string, taskId: string, ttlMs: number): void {
     this.messages.recordKey(key, taskId, ttlMs, this.clock.nowMs());
@@ -502,10 +335,7 @@ export class MemoryStore implements Store, DecisionState {
       rateKeysEvicted += t.evicted;
       for (const e of t.extra.values()) holds += e.holds.size;
     }
-    for (const m of this.leaseTables) {
-      if (m === undefined) continue;
-      for (const s of m.values()) leases += s.leases.size;
-    }
+    leases += this.leaseTables.count();
     return {
       rateKeys,
       holds,
@@ -521,38 +351,11 @@ export class MemoryStore implements Store, DecisionState {
   private sweep(nowMs: number): void {
     const nowUs = Math.floor(nowMs * 1000);
     for (const t of this.rates) t?.sweep(nowUs, SWEEP_BATCH);
-    for (let i = 0; i < SWEEP_BATCH; i++) {
-      if (this.leaseCursor === undefined) {
-        const index = this.leaseTables.findIndex((m) => m !== undefined && m.size > 0);
-        if (index < 0) return;
-        this.leaseCursor = {
-          index,
-          it: (this.leaseTables[index] as Map<string, LeaseSet>).entries(),
-        };
-      }
-      const next = this.leaseCursor.it.next();
-      if (next.done) {
-        const following = this.leaseTables.findIndex(
-          (m, j) => j > (this.leaseCursor?.index ?? 0) && m !== undefined && m.size > 0,
-        );
-        this.leaseCursor =
-          following < 0
-            ? undefined
-            : {
-                index: following,
-                it: (this.leaseTables[following] as Map<string, LeaseSet>).entries(),
-              };
-        if (following < 0) return;
-        continue;
-      }
-      const [key, set] = next.value;
-      pruneLeases(set, nowMs);
-      if (set.leases.size === 0) this.leaseTables[this.leaseCursor.index]?.delete(key);
-    }
+    this.leaseTables.sweep(nowMs, SWEEP_BATCH);
   }
 
   private leasePolicy(index: number): LeasePolicy | undefined {
-    const p = this.policySet.policies[index];
+    const p = this.policies.policies[index];
     return p === undefined || p.kind === 'rate' ? undefined : p;
   }
 
@@ -619,12 +422,12 @@ export class MemoryStore implements Store, DecisionState {
 
   /** @internal */
   getLeases(policy: LeasePolicy, key: string): LeaseSet | undefined {
-    return this.leaseTables[policy.index]?.get(key);
+    return this.leaseTables.of(policy.index)?.get(key);
   }
 
   /** @internal */
   putLeases(policy: LeasePolicy, key: string, set: LeaseSet | undefined): void {
-    const m = this.leaseTables[policy.index];
+    const m = this.leaseTables.of(policy.index);
     if (m === undefined) return;
     if (set === undefined) m.delete(key);
     else m.set(key, set);

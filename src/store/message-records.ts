@@ -1,12 +1,13 @@
 /**
  * @module message-records
- * The in-memory deduplication table behind `MemoryStore.rememberMessage` (DESIGN §4
- * "Deduplication"): (caller, messageId) → the task an admitted message started, with a TTL.
+ * The in-memory deduplication table behind `MemoryStore.rememberMessage` (docs/architecture.md,
+ * "Deduplication and leases"): (caller, messageId) → the task an admitted message started, with a TTL.
  * Bounded: records sit in a ring in insertion order; expired ones are dropped from its head by a
  * small sweep on every write (no timer per key), and at the cap the oldest record goes first.
  */
 
 import { boundedKey } from './bounded-key.js';
+import { positiveOption } from './positive-option.js';
 
 /**
  * What a store knows about a (caller, messageId): `fresh` when it had not seen it (it now has),
@@ -69,9 +70,7 @@ const SEEN: MessageRecord = Object.freeze({ fresh: false });
  * ```
  */
 export function checkMessageTtlMs(ttlMs: number): void {
-  if (!(ttlMs > 0 && Number.isFinite(ttlMs))) {
-    throw new RangeError(`message record ttlMs must be a positive number, got ${ttlMs}`);
-  }
+  positiveOption('message record ttlMs', ttlMs, 0);
 }
 
 /**
@@ -132,12 +131,9 @@ export class MessageRecords {
 
   /** @param maxEntries Records kept at most; past it the oldest goes first. */
   constructor(maxEntries: number) {
-    if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
-      throw new RangeError(
-        `MessageRecords: maxEntries must be a positive integer, got ${maxEntries}`,
-      );
-    }
-    this.maxEntries = maxEntries;
+    this.maxEntries = positiveOption('MessageRecords: maxEntries', maxEntries, 0, {
+      integer: true,
+    });
     this.maxSlots = Math.max(maxEntries + 1, Math.ceil((maxEntries * 4) / 3));
     const slots = Math.min(this.maxSlots, INITIAL_SLOTS);
     this.keys = new Array<string | undefined>(slots).fill(undefined);

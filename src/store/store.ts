@@ -9,12 +9,16 @@ import type { DecisionInput } from '../core/decide.js';
 import type { CompiledPolicySet } from '../core/policy.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
 import type { MessageRecord, PendingMessageOptions } from './message-records.js';
+import type { SynchronousStore } from './synchronous-store.js';
 
 export type { MessageRecord, PendingMessageOptions } from './message-records.js';
+export { type SynchronousStore, synchronousStore } from './synchronous-store.js';
 
 /**
  * Where limiter state lives. Every method is safe to call concurrently; `decide` is atomic over
- * all keys of one request (all-or-nothing).
+ * all keys of one request (all-or-nothing). An in-process store may also have the synchronous
+ * methods of {@link SynchronousStore} (all of them, or none): the limiter then takes the
+ * synchronous path for it, whatever its class.
  *
  * @example
  * ```ts
@@ -22,8 +26,8 @@ export type { MessageRecord, PendingMessageOptions } from './message-records.js'
  * if (decision.admitted) await store.release(decision.leases);
  * ```
  */
-export interface Store {
-  /** The validated policies this store decides with. */
+export interface Store extends Partial<SynchronousStore> {
+  /** The validated policies this store decides with (the latest set after `updatePolicies`). */
   readonly policySet: CompiledPolicySet;
   /** Decides one request at the store's current time. */
   decide(input: DecisionInput): Promise<Decision>;
@@ -32,7 +36,7 @@ export interface Store {
   /** Extends leases by their TTL; one boolean per lease, false when it is already gone. */
   renew(leases: readonly LeaseRef[]): Promise<boolean[]>;
   /**
-   * Deduplication (DESIGN §4): atomically records (caller, messageId) for `ttlMs` if no live
+   * Deduplication (docs/architecture.md, "Deduplication and leases"): atomically records (caller, messageId) for `ttlMs` if no live
    * record exists. `fresh: true` means this is the first copy; otherwise the earlier copy's
    * task id, once {@link Store.recordMessageTask} stored it. With `pending` (a shared store), the
    * new record is pending only `pendingTtlMs` unless renewed, then `orphaned` (see
@@ -69,6 +73,13 @@ export interface Store {
    * `chargeUsage`). Other policies are not touched.
    */
   chargeUsage?(request: DecisionInput, units: number): Promise<void>;
+  /** Swaps the policy set. State is kept per policy *name*: a policy present in both sets keeps
+   *  every key's state (its new limits apply to it; nobody gets a fresh bucket); a removed
+   *  policy's state and leases are dropped; a new policy starts empty. Shared stores publish
+   *  the set to their other replicas. */
+  updatePolicies?(next: CompiledPolicySet): Promise<void>;
+  /** Shared stores: calls `listener` when a set published by another replica was adopted. */
+  onPoliciesChanged?(listener: (set: CompiledPolicySet) => void): () => void;
   /** Frees resources (connections); the store is unusable afterwards. */
   close(): Promise<void>;
 }

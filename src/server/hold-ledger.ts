@@ -1,0 +1,68 @@
+/**
+ * @module hold-ledger
+ * The metrics-only ledger of holds: which holds this process saw made (a caller-scoped rejection
+ * of a message that reserved a slot), so the observer can count them made, claimed, or expired
+ * unclaimed. It decides nothing; the store owns the holds themselves.
+ */
+
+import type { Admission, Rejection } from '../core/rejection.js';
+import type { AdmissionRequest, LimiterObserver } from './limiter-options.js';
+
+/**
+ * Tracks holds this process has seen made, to count made / claimed / expired (at most 100,000
+ * open; past that the oldest are counted expired).
+ */
+export class HoldLedger {
+  /** Open holds by `caller \0 messageId` (a request holds in at most a few policies). */
+  private readonly open = new Map<string, { policy: string; expiresMs: number }[]>();
+  private count = 0;
+
+  /** @param graceMs The grace after a hold's slot, ms, for a delay of `delayMs`. */
+  constructor(
+    private readonly observer: LimiterObserver | undefined,
+    private readonly graceMs: (delayMs: number) => number,
+  ) {}
+
+  rejected(request: AdmissionRequest, rejection: Rejection, nowMs: number): void {
+    if (rejection.reserved !== true || request.messageId === undefined) return;
+    const key = `${request.caller}\u0000${request.messageId}`;
+    const list = this.open.get(key);
+    if (list?.some((h) => h.policy === rejection.policy)) return;
+    if (this.count >= 100_000) this.sweep(nowMs, true);
+    const hold = {
+      policy: rejection.policy,
+      expiresMs: nowMs + rejection.retryAfterMs + this.graceMs(rejection.retryAfterMs),
+    };
+    if (list === undefined) this.open.set(key, [hold]);
+    else list.push(hold);
+    this.count++;
+    this.observer?.holds?.('made', rejection.policy, 1);
+  }
+
+  admitted(request: AdmissionRequest, admission: Admission): void {
+    if (admission.claimedHold && request.messageId !== undefined) {
+      const key = `${request.caller}\u0000${request.messageId}`;
+      const list = this.open.get(key);
+      const hold = list?.shift();
+      if (hold !== undefined) {
+        this.count--;
+        if (list?.length === 0) this.open.delete(key);
+        this.observer?.holds?.('claimed', hold.policy, 1);
+      }
+    }
+  }
+
+  /** Counts expired holds (all of them when `force`, to bound memory) and forgets them. */
+  sweep(nowMs: number, force: boolean): void {
+    for (const [key, list] of this.open) {
+      const kept = force ? [] : list.filter((h) => h.expiresMs >= nowMs);
+      for (const hold of list) {
+        if (!kept.includes(hold)) this.observer?.holds?.('expired', hold.policy, 1);
+      }
+      this.count -= list.length - kept.length;
+      if (kept.length === 0) this.open.delete(key);
+      else this.open.set(key, kept);
+      if (force && this.count < 90_000) return;
+    }
+  }
+}

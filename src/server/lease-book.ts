@@ -1,0 +1,106 @@
+/**
+ * @module lease-book
+ * The leases this process holds, as counts (for the observer and the overload gauge), and their
+ * release and renewal in the store: synchronously for an in-process store, else in the
+ * background (a failed release or renewal is left to the lease TTL).
+ */
+
+import type { CompiledPolicySet } from '../core/policy.js';
+import type { LeaseRef } from '../core/rejection.js';
+import type { Store, SynchronousStore } from '../store/store.js';
+import type { LimiterObserver } from './limiter-options.js';
+
+/**
+ * Lease counts and store calls of one limiter.
+ *
+ * @example
+ * ```ts
+ * const book = new LeaseBook(store, synchronousStore(store), observer, () => limiter.policySet);
+ * book.taken(admission.leases);
+ * book.release(admission.leases);
+ * ```
+ */
+export class LeaseBook {
+  /** Leases held. */
+  private held = 0;
+  /** Leases of overload policies held (the requests in flight they count). */
+  private overload = 0;
+
+  constructor(
+    private readonly store: Store,
+    private readonly local: SynchronousStore | undefined,
+    private readonly observer: LimiterObserver | undefined,
+    private readonly policies: () => CompiledPolicySet,
+  ) {}
+
+  /** Leases this process holds. */
+  count(): number {
+    return this.held;
+  }
+
+  /** Requests this process holds in flight under overload policies. */
+  inFlight(): number {
+    return this.overload;
+  }
+
+  /** Counts leases taken at admission. */
+  taken(leases: readonly LeaseRef[]): void {
+    if (leases.length === 0) return;
+    this.delta(leases.length);
+    this.overload += this.overloadLeases(leases);
+  }
+
+  /** Frees leases in the store (unknown ones are ignored there) and in the counts. */
+  release(leases: readonly LeaseRef[]): void {
+    if (leases.length === 0) return;
+    this.forget(leases);
+    if (this.local !== undefined) this.local.releaseSync(leases);
+    else void this.store.release(leases).catch(() => undefined);
+  }
+
+  /** Forgets leases without a store call (their policy was removed: the store dropped them). */
+  forget(leases: readonly LeaseRef[]): void {
+    if (leases.length === 0) return;
+    this.delta(-leases.length);
+    this.overload -= this.overloadLeases(leases);
+  }
+
+  /** Renews live leases. */
+  renew(leases: readonly LeaseRef[]): void {
+    if (leases.length === 0) return;
+    if (this.local !== undefined) this.local.renewSync(leases);
+    else void this.store.renew(leases).catch(() => undefined);
+  }
+
+  /**
+   * A mapping of leases onto a new set (see `leaseMapping`) that also forgets, in the counts,
+   * the leases it drops. Run it before the new set is in force: the dropped leases are counted
+   * by the kinds of the set they were taken under.
+   */
+  counting(
+    map: (leases: readonly LeaseRef[]) => LeaseRef[],
+  ): (leases: readonly LeaseRef[]) => LeaseRef[] {
+    return (leases) => {
+      const kept: LeaseRef[] = [];
+      for (const lease of leases) {
+        const mapped = map([lease]);
+        if (mapped.length === 0) this.forget([lease]);
+        else kept.push(...mapped);
+      }
+      return kept;
+    };
+  }
+
+  private delta(delta: number): void {
+    if (delta === 0) return;
+    this.held += delta;
+    this.observer?.leasesHeld?.(this.held);
+  }
+
+  private overloadLeases(leases: readonly LeaseRef[]): number {
+    const policies = this.policies().policies;
+    let n = 0;
+    for (const l of leases) if (policies[l.policyIndex]?.kind === 'overload') n++;
+    return n;
+  }
+}
