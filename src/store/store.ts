@@ -69,6 +69,13 @@ export interface Store {
    * `chargeUsage`). Other policies are not touched.
    */
   chargeUsage?(request: DecisionInput, units: number): Promise<void>;
+  /** Swaps the policy set. State is kept per policy *name*: a policy present in both sets keeps
+   *  every key's state (its new limits apply; nobody gets a fresh bucket); a removed policy's
+   *  state and leases are dropped (or left to expire); a new policy starts empty. Shared stores
+   *  publish the set to their other replicas. */
+  updatePolicies?(next: CompiledPolicySet): Promise<void>;
+  /** Shared stores: calls `listener` when a set published by another replica was adopted. */
+  onPoliciesChanged?(listener: (set: CompiledPolicySet) => void): () => void;
   /** Frees resources (connections); the store is unusable afterwards. */
   close(): Promise<void>;
 }
