@@ -205,14 +205,7 @@ export class RedisStore implements Store {
     return () => this.failure.listeners.delete(listener);
   }
 
-  /**
-   * Counters, the current mode and the policy set's version.
-   *
-   * @example
-   * ```ts
-   * store.stats().fallbackDecisions; // decisions answered while Redis was unavailable
-   * ```
-   */
+  /** Counters, the current mode and the policy set's version and generation. */
   stats(): RedisStoreStats {
     return {
       mode: this.failure.mode,
@@ -243,14 +236,12 @@ export class RedisStore implements Store {
 
   /**
    * {@inheritDoc Store.updatePolicies}
-   * Here: the script, its rows and the insurance limiter are rebuilt, then the set is published
-   * under `<prefix>policy-set`. Keys are by policy name, so a policy in both sets keeps its state;
-   * a removed policy's keys and leases are left to expire. A policy may not change its kind under
-   * the same name (its keys hold another type): rename it. Rejects when the publication fails
-   * (this store already uses `next`).
+   * Here: script, rows and insurance limiter rebuilt, then the set published under
+   * `<prefix>policy-set` (rejects when that fails; this store already uses `next`). A removed
+   * policy's keys and leases are left to expire; a policy may not change kind under one name.
    */
-  async updatePolicies(next: CompiledPolicySet): Promise<void> {
-    await this.policies.update(next);
+  updatePolicies(next: CompiledPolicySet): Promise<void> {
+    return this.policies.update(next);
   }
 
   /** {@inheritDoc Store.onPoliciesChanged} */
