@@ -26,11 +26,6 @@ import { LUA_LEASES_AND_RECORDS } from './lua-leases-and-records.js';
 
 /**
  * Script modes (ARGV[1]).
- *
- * @example
- * ```ts
- * SCRIPT_MODES.decide; // 'd'
- * ```
  */
 export const SCRIPT_MODES = {
   /** The whole decision over keys in one slot, reservation included. */
@@ -86,11 +81,6 @@ export const SCRIPT_MODES = {
  * - `k`: `ARGV[3]` TTL in ms, `ARGV[4]` task id, `KEYS[1]` record key.
  * - `p`: `ARGV[3]` pending TTL in ms, `ARGV[4]` owner, `KEYS[1]` record key. `x`: `ARGV[3]`
  *   owner, `KEYS[1]` record key.
- *
- * @example
- * ```ts
- * const text = decisionScriptHeader(policySet, 1000, 'a2arl:') + DECISION_SCRIPT_BODY;
- * ```
  */
 export const DECISION_SCRIPT_BODY = `\n${LUA_DECISION}${LUA_LEASES_AND_RECORDS}`;
 
@@ -115,11 +105,6 @@ function luaPolicyRow(p: CompiledPolicy): string {
 
 /**
  * The generated header: the policy table `P` (by compiled index) and the hold constants.
- *
- * @example
- * ```ts
- * decisionScriptHeader(compilePolicies([{ name: 'r', kind: 'rate', limit: 1, windowSeconds: 1 }]), 1000, 'a2arl:');
- * ```
  */
 export function decisionScriptHeader(
   policySet: CompiledPolicySet,
@@ -145,11 +130,6 @@ export function decisionScriptHeader(
 
 /**
  * A script ready to run: its text and the SHA-1 that `EVALSHA` names it by.
- *
- * @example
- * ```ts
- * const { text, sha1 } = buildDecisionScript(policySet, 1000);
- * ```
  */
 export interface DecisionScript {
   /** Full Lua source. */

@@ -13,11 +13,6 @@ import type { RedisLike } from './redis-like.js';
  * `fail-open` admits, `fail-closed` rejects as overload (503, `AGENT_OVERLOADED`, policy
  * `store-unavailable`, 1 s), `insurance` decides with an in-memory store whose limits are divided
  * by `replicas`.
- *
- * @example
- * ```ts
- * const onError: FailurePolicy = FAILURE_POLICIES.insurance;
- * ```
  */
 export const FAILURE_POLICIES = {
   failOpen: 'fail-open',
@@ -27,31 +22,16 @@ export const FAILURE_POLICIES = {
 
 /**
  * One of {@link FAILURE_POLICIES}.
- *
- * @example
- * ```ts
- * const policy: FailurePolicy = 'fail-closed';
- * ```
  */
 export type FailurePolicy = (typeof FAILURE_POLICIES)[keyof typeof FAILURE_POLICIES];
 
 /**
  * Who is answering: `redis`, or the failure policy while Redis is unavailable.
- *
- * @example
- * ```ts
- * store.stats().mode; // 'redis'
- * ```
  */
 export type RedisStoreMode = 'redis' | FailurePolicy;
 
 /**
  * A switch between Redis and the failure policy.
- *
- * @example
- * ```ts
- * const event: ModeChangeEvent = { from: 'redis', to: 'insurance', reason: 'timeout after 50 ms', atMs: Date.now() };
- * ```
  */
 export interface ModeChangeEvent {
   readonly from: RedisStoreMode;
@@ -136,11 +116,6 @@ export interface RedisStoreOptions {
 
 /**
  * Counters for metrics (prom-client wiring lives in the server layer).
- *
- * @example
- * ```ts
- * const { mode, errors, timeouts } = store.stats();
- * ```
  */
 export interface RedisStoreStats {
   /** Who answers decisions now. */

@@ -9,11 +9,6 @@ import type { EventBusManagerLike } from '../core/task-events.js';
 
 /**
  * Options of {@link createTaskEventRelay}.
- *
- * @example
- * ```ts
- * const options: TaskEventRelayOptions = { client: new Redis(url), keyPrefix: 'agent-a:' };
- * ```
  */
 export interface TaskEventRelayOptions {
   /** An ioredis client (one node). The relay duplicates it once for its blocking reads. */
