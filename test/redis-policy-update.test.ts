@@ -210,4 +210,20 @@ describe.skipIf(!redisUp)('RedisStore: live policy changes across replicas', () 
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(b.policySet).toBe(before);
   });
+
+  it('two replicas updating at once converge on the later generation', async () => {
+    const [a, b, c] = replicas([perCaller(5)], 3) as [RedisStore, RedisStore, RedisStore];
+    await Promise.all([
+      a.updatePolicies(compilePolicies([perCaller(2)])),
+      b.updatePolicies(compilePolicies([perCaller(3)])),
+    ]);
+    await within(1_000, () => {
+      const versions = new Set([a, b, c].map((s) => s.stats().policySetVersion));
+      return versions.size === 1 && c.stats().policyGeneration === 2;
+    });
+    const p = c.policySet.policies[0];
+    const winner = a.stats().policySetVersion;
+    expect(p?.kind === 'rate' && [2, 3].includes(p.limit)).toBe(true);
+    expect(b.stats().policySetVersion).toBe(winner);
+  });
 });

@@ -158,6 +158,9 @@ export class PolicySetFollower {
   private readonly key: string;
   private baseline: Promise<void> | undefined;
   private polling = false;
+  /** Publications started; a poll that saw another one start meanwhile drops its result. */
+  private epoch = 0;
+  private publishing = 0;
   private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(host: PolicySetHost, pollIntervalMs: number | false) {
@@ -176,14 +179,22 @@ export class PolicySetFollower {
 
   /** Publishes `set`; resolves to its generation. */
   async publish(set: CompiledPolicySet): Promise<number> {
-    await this.baseline;
-    const reply = await this.host.withTimeout(
-      this.host.runner.run(
-        [this.key],
-        ['p', policySetVersion(set), encodePolicySet(set)],
-        POLICY_SET_SCRIPT,
-      ),
-    );
+    // Synchronous part: the caller swapped to `set` just before; no poll in flight may undo it.
+    this.epoch++;
+    this.publishing++;
+    let reply: unknown;
+    try {
+      await this.baseline;
+      reply = await this.host.withTimeout(
+        this.host.runner.run(
+          [this.key],
+          ['p', policySetVersion(set), encodePolicySet(set)],
+          POLICY_SET_SCRIPT,
+        ),
+      );
+    } finally {
+      this.publishing--;
+    }
     const generation = Number(reply);
     if (!Number.isSafeInteger(generation)) {
       throw new Error(`a2a-ratelimit: unexpected policy-set reply ${String(reply)}`);
@@ -208,18 +219,21 @@ export class PolicySetFollower {
 
   /** One poll: the generation; when newer than seen, the set (adopted, or refused once). */
   private readonly poll = (): void => {
-    if (this.polling || this.baseline === undefined) return;
+    if (this.polling || this.publishing > 0 || this.baseline === undefined) return;
     this.polling = true;
+    const epoch = this.epoch;
     void this.baseline
       .then(async () => {
         const generation = await this.readGeneration();
-        if (generation <= this.generation) return;
+        if (generation <= this.generation || epoch !== this.epoch) return;
         const reply = await this.host.withTimeout(
           this.host.runner.run([this.key], ['f'], POLICY_SET_SCRIPT),
         );
         const [g, , data] = Array.isArray(reply) ? reply : [];
         const fetched = Number(g);
         if (!Number.isSafeInteger(fetched) || fetched <= this.generation) return;
+        // This store published meanwhile: its own set (or a later poll) decides.
+        if (epoch !== this.epoch || this.publishing > 0) return;
         this.generation = fetched;
         try {
           const set = decodePolicySet(String(data), this.host.current());
