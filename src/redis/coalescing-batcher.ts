@@ -144,7 +144,10 @@ export class CoalescingBatcher {
       }
     }
     this.callsInFlight++;
-    runner.call(runner.script, numKeys, rest).then(
+    runner.send(
+      runner.script,
+      numKeys,
+      rest,
       (reply) => {
         this.callsInFlight--;
         if (single !== undefined) {

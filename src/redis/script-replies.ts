@@ -67,6 +67,8 @@ export type StepsReply =
       readonly tats: readonly number[];
     };
 
+const NO_UNDO: readonly string[] = Object.freeze([]);
+
 /**
  * Decodes a decision reply of `n` steps starting at `reply[offset]`; `withUndo` for mode `t`.
  *
@@ -87,7 +89,7 @@ export function readStepsReply(
       nowUs: int(r, o + 1),
       claimedHold: r[o + 2] === 1,
       tats: ints(r, o + 3, n),
-      undo: withUndo ? r.slice(o + 3 + n, o + 3 + 2 * n).map(String) : [],
+      undo: withUndo ? r.slice(o + 3 + n, o + 3 + 2 * n).map(String) : NO_UNDO,
     };
   }
   if (status !== 0) throw unexpected(status);

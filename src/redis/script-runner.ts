@@ -36,10 +36,29 @@ export class ScriptRunner {
 
   /** One script call with `numKeys` keys at the front of `keysAndArgs`. */
   call(script: DecisionScript, numKeys: number, keysAndArgs: readonly string[]): Promise<unknown> {
-    return this.client.evalsha(script.sha1, numKeys, ...keysAndArgs).catch((error: unknown) => {
-      if (!isNoScript(error)) throw error;
+    return new Promise((resolve, reject) =>
+      this.send(script, numKeys, keysAndArgs, resolve, reject),
+    );
+  }
+
+  /**
+   * {@link ScriptRunner.call} with callbacks (the hot path: no promise of its own). The `NOSCRIPT`
+   * fallback is here and only here.
+   */
+  send(
+    script: DecisionScript,
+    numKeys: number,
+    keysAndArgs: readonly string[],
+    onReply: (reply: unknown) => void,
+    onError: (error: unknown) => void,
+  ): void {
+    this.client.evalsha(script.sha1, numKeys, ...keysAndArgs).then(onReply, (error: unknown) => {
+      if (!isNoScript(error)) {
+        onError(error);
+        return;
+      }
       this.scriptLoads++;
-      return this.client.eval(script.text, numKeys, ...keysAndArgs);
+      this.client.eval(script.text, numKeys, ...keysAndArgs).then(onReply, onError);
     });
   }
 }
