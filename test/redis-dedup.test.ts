@@ -11,7 +11,8 @@ import { DefaultExecutionEventBusManager } from '@a2a-js/sdk/server';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
-import { type FailurePolicy, RedisStore } from '../src/redis/redis-store.js';
+import { RedisStore } from '../src/redis/redis-store.js';
+import type { FailurePolicy } from '../src/redis/redis-store-options.js';
 import {
   type AdmissionOutcome,
   type AdmissionRequest,

@@ -3,13 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
 import type { Decision } from '../src/core/rejection.js';
 import { RECOMMENDED_IOREDIS_OPTIONS } from '../src/redis/redis-like.js';
-import {
-  type FailurePolicy,
-  type ModeChangeEvent,
-  RedisStore,
-  type RedisStoreLogger,
-  type RedisStoreMode,
-} from '../src/redis/redis-store.js';
+import { RedisStore } from '../src/redis/redis-store.js';
+import type {
+  FailurePolicy,
+  ModeChangeEvent,
+  RedisStoreLogger,
+  RedisStoreMode,
+} from '../src/redis/redis-store-options.js';
 import {
   haveRedisBinaries,
   type RedisServer,

@@ -18,7 +18,8 @@ import {
 } from '@a2a-js/sdk/server';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTaskEventRelay, type TaskEventRelay } from '../src/redis/task-event-relay.js';
+import { createTaskEventRelay } from '../src/redis/task-event-relay.js';
+import type { TaskEventRelay } from '../src/redis/task-event-relay-options.js';
 import {
   connectRedis,
   deletePrefix,

@@ -6,6 +6,7 @@
  */
 
 import type { CompiledPolicy, CompiledPolicySet, HoldOptions, Policy } from '../core/policy.js';
+import { holdOptionsOf } from './policy-set-sync.js';
 
 function share(total: number, replicas: number): number {
   return Math.max(1, Math.floor(total / replicas));
@@ -30,8 +31,10 @@ export function insurancePolicies(
     throw new RangeError(`RedisStore: replicas must be a positive integer, got ${replicas}`);
   }
   const policies = policySet.policies.map((p): Policy => {
+    const source = p.source;
     switch (p.kind) {
       case 'rate':
+        if (source.kind !== 'rate') break;
         if (p.tierVariants.length > 0) {
           // Every tier divided alike.
           const tiers: Record<string, { limit: number; windowSeconds: number; burst: number }> = {};
@@ -42,35 +45,25 @@ export function insurancePolicies(
               burst: share(v.burst, replicas),
             };
           }
-          return { ...(p.source as Policy & { kind: 'rate' }), tiers };
+          return { ...source, tiers };
         }
         return {
-          ...(p.source as Policy & { kind: 'rate' }),
+          ...source,
           limit: share(p.limit, replicas),
           burst: share(p.burst, replicas),
         };
       case 'concurrency':
-        return { ...(p.source as Policy & { kind: 'concurrency' }), max: share(p.max, replicas) };
-      case 'overload': {
-        const source = p.source as Policy & { kind: 'overload' };
+        if (source.kind !== 'concurrency') break;
+        return { ...source, max: share(p.max, replicas) };
+      case 'overload':
+        if (source.kind !== 'overload') break;
         return Number.isFinite(p.maxInFlight)
           ? { ...source, maxInFlight: share(p.maxInFlight, replicas) }
           : source;
-      }
-      default:
-        throw new TypeError(
-          `insurancePolicies: unknown policy kind of ${(p as CompiledPolicy).name}`,
-        );
     }
+    throw new TypeError(
+      `insurancePolicies: policy ${(p as CompiledPolicy).name} does not match its declaration`,
+    );
   });
-  const h = policySet.holds;
-  return {
-    policies,
-    holds: {
-      maxNoShows: h.maxNoShows,
-      maxHoldsPerKey: h.maxHoldsPerKey,
-      minGraceMs: h.minGraceUs / 1000,
-      graceFraction: h.graceFraction,
-    },
-  };
+  return { policies, holds: holdOptionsOf(policySet) };
 }

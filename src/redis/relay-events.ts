@@ -11,11 +11,6 @@ import { TERMINAL_TASK_STATES } from '../core/task-events.js';
 
 /**
  * One entry read from a task's stream: an agent event, or the end of the flow.
- *
- * @example
- * ```ts
- * const entry: RelayEntry = { kind: 'finished' };
- * ```
  */
 export type RelayEntry =
   | { readonly kind: 'event'; readonly event: RelayedEvent }
@@ -23,11 +18,6 @@ export type RelayEntry =
 
 /**
  * An agent event as it travels (the SDK's `AgentExecutionEvent`).
- *
- * @example
- * ```ts
- * const event: RelayedEvent = { kind: 'statusUpdate', data: { taskId: 't', status: { state: 3 } } };
- * ```
  */
 export interface RelayedEvent {
   readonly kind: string;
@@ -66,11 +56,6 @@ export function encode(value: unknown): string {
 
 /**
  * Reads what {@link encode} wrote.
- *
- * @example
- * ```ts
- * decode('{"a":1}'); // { a: 1 }
- * ```
  */
 export function decode(text: string): unknown {
   return JSON.parse(text, (_key, v: unknown) => {

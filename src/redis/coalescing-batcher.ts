@@ -1,0 +1,187 @@
+/**
+ * @module coalescing-batcher
+ * Coalescing of single-slot decisions (single node): a decision made while none is outstanding is
+ * sent at once; decisions made while one is outstanding are collected until the end of the
+ * event-loop turn and sent as one script call (mode `b`) that decides them one after the other,
+ * in arrival order, at one instant — for one `TIME`, one write and one reply.
+ */
+
+import type { DecisionInput } from '../core/decide.js';
+import type { Decision } from '../core/rejection.js';
+import type { DeadlineTimer, Waiter } from './deadline-timer.js';
+import { SCRIPT_MODES } from './decision-script.js';
+import type { RequestStep } from './redis-keys.js';
+import { batchReplyOffsets, decisionOfReply, readStepsReply } from './script-replies.js';
+import type { ScriptRunner } from './script-runner.js';
+
+/**
+ * Most decisions coalesced into one script call. Small enough that Redis starts on a batch while
+ * the client is still producing the next (the two overlap instead of taking turns).
+ */
+const MAX_BATCH = 16;
+
+/**
+ * A single-slot decision waiting to be sent (alone, or coalesced with others into one call).
+ *
+ * @internal
+ */
+export interface PendingDecision {
+  readonly input: DecisionInput;
+  readonly steps: readonly RequestStep[];
+  readonly holdKey: string;
+  readonly lag: string;
+  readonly leaseBase: string;
+  readonly probe: boolean;
+  readonly waiter: Waiter;
+  readonly resolve: (decision: Decision) => void;
+}
+
+/**
+ * What the batcher needs from its store.
+ *
+ * @internal
+ */
+export interface BatchHost {
+  readonly runner: ScriptRunner;
+  readonly deadlines: DeadlineTimer;
+  /** A decision Redis made (counts it; a probe switches back to Redis). */
+  succeeded(decision: Decision, probe: boolean): Decision;
+  /** The failure policy's answer after `error`. */
+  failed(error: unknown, input: DecisionInput, probe: boolean): Decision;
+}
+
+/**
+ * The queue of one store's single-slot decisions.
+ *
+ * @internal
+ */
+export class CoalescingBatcher {
+  /** Decisions sent coalesced with others in one script call. */
+  coalescedDecisions = 0;
+  /** Script calls that carried coalesced decisions. */
+  batches = 0;
+  private readonly host: BatchHost;
+  private readonly coalesce: boolean;
+  /** Decisions waiting for the end of this event-loop turn, and the time they were taken at. */
+  private batch: PendingDecision[] = [];
+  private batchNow = '';
+  private flushScheduled = false;
+  /** Decision calls sent and not yet answered. */
+  private callsInFlight = 0;
+  /** `String(i)` by parameter row, filled as rows are used. */
+  private readonly rowArgs: string[] = [];
+
+  constructor(host: BatchHost, coalesce: boolean) {
+    this.host = host;
+    this.coalesce = coalesce;
+  }
+
+  /** Sends `pending` now, or with what else arrives during this event-loop turn. */
+  submit(pending: PendingDecision, now: string): void {
+    // Nothing outstanding: send at once (no added latency at low load). Otherwise coalesce
+    // what arrives during this event-loop turn into one call.
+    if (!this.coalesce || pending.probe || (this.callsInFlight === 0 && this.batch.length === 0)) {
+      this.send([pending], now);
+      return;
+    }
+    if (this.batch.length > 0 && this.batchNow !== now) this.flush();
+    this.batchNow = now;
+    this.batch.push(pending);
+    if (this.batch.length >= MAX_BATCH) {
+      this.flush();
+      return;
+    }
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushBatch);
+    }
+  }
+
+  /** Sends what is waiting now (also before the store swaps its script). */
+  flush(): void {
+    const batch = this.batch;
+    if (batch.length === 0) return;
+    this.batch = [];
+    this.send(batch, this.batchNow);
+  }
+
+  private readonly flushBatch = (): void => {
+    this.flushScheduled = false;
+    this.flush();
+  };
+
+  private rowArg(paramIndex: number): string {
+    let arg = this.rowArgs[paramIndex];
+    if (arg === undefined) {
+      arg = String(paramIndex);
+      this.rowArgs[paramIndex] = arg;
+    }
+    return arg;
+  }
+
+  /** One script call for `pending` (one decision: mode d/D; several: mode b). */
+  private send(pending: readonly PendingDecision[], now: string): void {
+    const { deadlines, runner } = this.host;
+    for (const d of pending) deadlines.rebase(d.waiter);
+    const rest: string[] = [];
+    for (const d of pending) for (const step of d.steps) rest.push(step.key);
+    const numKeys = rest.length;
+    const single = pending.length === 1 ? pending[0] : undefined;
+    if (single !== undefined) {
+      if (single.lag !== '' || single.leaseBase !== '') {
+        rest.push(SCRIPT_MODES.decideLong, now, single.holdKey, single.lag, single.leaseBase);
+      } else {
+        rest.push(SCRIPT_MODES.decide, now, single.holdKey);
+      }
+      for (const step of single.steps) rest.push(this.rowArg(step.policy.paramIndex));
+    } else {
+      this.batches++;
+      this.coalescedDecisions += pending.length;
+      rest.push(SCRIPT_MODES.batch, now);
+      for (const d of pending) {
+        rest.push(String(d.steps.length), d.holdKey, d.lag, d.leaseBase);
+        for (const step of d.steps) rest.push(this.rowArg(step.policy.paramIndex));
+      }
+    }
+    this.callsInFlight++;
+    runner.send(
+      runner.script,
+      numKeys,
+      rest,
+      (reply) => {
+        this.callsInFlight--;
+        if (single !== undefined) {
+          this.deliver(single, reply, 0);
+          return;
+        }
+        const offsets = batchReplyOffsets(reply, pending.length);
+        pending.forEach((d, i) => {
+          this.deliver(d, reply, offsets[i]);
+        });
+      },
+      (error: unknown) => {
+        this.callsInFlight--;
+        for (const d of pending) {
+          if (deadlines.settle(d.waiter)) d.resolve(this.host.failed(error, d.input, d.probe));
+        }
+      },
+    );
+  }
+
+  /** Answers `d` from its reply at `reply[offset]` (undefined: the batch reply had no entry). */
+  private deliver(d: PendingDecision, reply: unknown, offset: number | undefined): void {
+    if (!this.host.deadlines.settle(d.waiter)) return;
+    let decision: Decision;
+    try {
+      if (offset === undefined) throw new Error('a2a-ratelimit: batch reply without this decision');
+      const decoded = readStepsReply(reply, d.steps.length, offset);
+      decision = this.host.succeeded(
+        decisionOfReply(d.input, d.steps, decoded, d.leaseBase),
+        d.probe,
+      );
+    } catch (error) {
+      decision = this.host.failed(error, d.input, d.probe);
+    }
+    d.resolve(decision);
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * @module live-policy-set
+ * The policy set a `RedisStore` decides with, and its live changes: the swap (script, rows,
+ * insurance limiter), the publication to the other stores on the prefix, the adoption of what
+ * they publish, and the listeners told of it. State in Redis is kept per policy name
+ * (`redis-keys.ts`), so a swap touches no key.
+ */
+
+import type { Clock } from '../core/clock.js';
+import { type CompiledPolicy, type CompiledPolicySet, compilePolicies } from '../core/policy.js';
+import { policySetVersion } from '../core/policy-set-version.js';
+import { MemoryStore } from '../store/memory-store.js';
+import type { Store } from '../store/store.js';
+import { buildDecisionScript } from './decision-script.js';
+import type { FailureMode } from './failure-mode.js';
+import { insurancePolicies } from './insurance-policies.js';
+import { PolicySetFollower } from './policy-set-sync.js';
+import {
+  describeError,
+  type FailurePolicy,
+  notify,
+  type RedisStoreLogger,
+} from './redis-store-options.js';
+import type { ScriptRunner } from './script-runner.js';
+
+/**
+ * What the live set needs from its store.
+ *
+ * @internal
+ */
+export interface LivePolicySetOptions {
+  readonly initial: CompiledPolicySet;
+  readonly prefix: string;
+  readonly keyTtlPaddingMs: number;
+  readonly onError: FailurePolicy;
+  readonly replicas: number | undefined;
+  readonly clock: Clock | undefined;
+  readonly logger: RedisStoreLogger;
+  readonly runner: ScriptRunner;
+  readonly failure: FailureMode;
+  /** `false`: do not follow published sets. */
+  readonly pollIntervalMs: number | false;
+  withTimeout<T>(promise: Promise<T>): Promise<T>;
+  /** Runs right before a swap (the batcher sends what waits, with the old script). */
+  beforeSwap(): void;
+}
+
+/**
+ * The current set of one store and its changes.
+ *
+ * @internal
+ */
+export class LivePolicySet {
+  set: CompiledPolicySet;
+  /** {@link policySetVersion} of `set`. */
+  version: string;
+  private byName: ReadonlyMap<string, CompiledPolicy>;
+  private readonly options: LivePolicySetOptions;
+  private readonly follower: PolicySetFollower;
+  private readonly listeners = new Set<(set: CompiledPolicySet) => void>();
+  private closed = false;
+
+  constructor(options: LivePolicySetOptions) {
+    this.options = options;
+    const set = options.initial;
+    this.set = set;
+    this.version = policySetVersion(set);
+    this.byName = new Map(set.policies.map((p) => [p.name, p]));
+    options.runner.script = buildDecisionScript(set, options.keyTtlPaddingMs, options.prefix);
+    options.failure.insurance = this.insuranceFor(set);
+    this.follower = new PolicySetFollower(
+      {
+        runner: options.runner,
+        prefix: options.prefix,
+        withTimeout: (promise) => options.withTimeout(promise),
+        current: () => this.set,
+        adopt: (next) => this.adopt(next),
+        refused: (generation, error) =>
+          notify(options.logger, 'warn', 'published policy set refused; keeping the current one', {
+            generation,
+            error: describeError(error),
+          }),
+      },
+      options.pollIntervalMs,
+    );
+  }
+
+  /** The newest published generation seen (0: none). */
+  get generation(): number {
+    return this.follower.generation;
+  }
+
+  /** The current set's policy named `name`. */
+  policyNamed(name: string): CompiledPolicy | undefined {
+    return this.byName.get(name);
+  }
+
+  /** Swaps to `next` here, then publishes it (rejects when the publication fails). */
+  async update(next: CompiledPolicySet): Promise<void> {
+    this.swap(next);
+    await this.follower.publish(next);
+  }
+
+  /** Subscribes to sets adopted from other stores; returns the unsubscribe function. */
+  onChanged(listener: (set: CompiledPolicySet) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Stops following; drops the listeners. */
+  close(): void {
+    this.closed = true;
+    this.follower.close();
+    this.listeners.clear();
+  }
+
+  /**
+   * Swaps to `next`. A policy may not change its kind under one name (its keys hold another Redis
+   * type): that set is refused, naming the policy.
+   */
+  private swap(next: CompiledPolicySet): void {
+    for (const p of next.policies) {
+      const old = this.byName.get(p.name);
+      if (old !== undefined && old.kind !== p.kind) {
+        throw new TypeError(
+          `RedisStore: policy "${p.name}" changes kind (${old.kind} → ${p.kind}); give it a new name`,
+        );
+      }
+    }
+    const { options } = this;
+    const script = buildDecisionScript(next, options.keyTtlPaddingMs, options.prefix);
+    const insurance = this.insuranceFor(next);
+    options.beforeSwap();
+    this.set = next;
+    this.version = policySetVersion(next);
+    this.byName = new Map(next.policies.map((p) => [p.name, p]));
+    options.runner.script = script;
+    options.failure.insurance = insurance;
+  }
+
+  /** A set another store published: adopted here, then the listeners are told. */
+  private adopt(next: CompiledPolicySet): void {
+    if (this.closed) return;
+    this.swap(next);
+    notify(this.options.logger, 'info', 'adopted the policy set published on this prefix', {
+      version: this.version,
+      generation: this.follower.generation,
+    });
+    for (const listener of this.listeners) {
+      try {
+        listener(next);
+      } catch {
+        // A failing listener must not stop the others.
+      }
+    }
+  }
+
+  /**
+   * The insurance limiter for `set` (`onError: 'insurance'`; validates `replicas` either way). The
+   * current one keeps its state when it can swap its policies (a `Store` with `updatePolicies`).
+   */
+  private insuranceFor(set: CompiledPolicySet): MemoryStore | undefined {
+    const { options } = this;
+    const divided = insurancePolicies(set, options.replicas ?? 1);
+    if (options.onError !== 'insurance') return undefined;
+    const fresh = () =>
+      new MemoryStore({
+        policies: divided.policies,
+        holds: divided.holds,
+        ...(options.clock === undefined ? {} : { clock: options.clock }),
+      });
+    const current: (MemoryStore & Pick<Store, 'updatePolicies'>) | undefined =
+      options.failure.insurance;
+    if (current?.updatePolicies === undefined) return fresh();
+    current.updatePolicies(compilePolicies(divided.policies, divided.holds)).catch(() => {
+      if (options.failure.insurance === current) options.failure.insurance = fresh();
+    });
+    return current;
+  }
+}

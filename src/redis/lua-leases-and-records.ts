@@ -1,0 +1,158 @@
+/**
+ * @module lua-leases-and-records
+ * The Lua script's other modes (text only): the cross-slot refund (`u`) and reservation (`r`),
+ * reported usage (`g`), lease release (`l`) and renewal (`n`), and the deduplication records
+ * (`m`, `k`, `p`, `x`). It runs after `lua-decision.ts`, whose helpers it uses.
+ */
+
+/**
+ * Lua: modes `u`, `g`, `r`, `l`, `n`, `m`, `k`, `p`, `x`, and the error of an unknown mode.
+ *
+ * @internal
+ */
+export const LUA_LEASES_AND_RECORDS = `if mode == 'u' then
+  local hk = ARGV[3]
+  local n = #KEYS
+  local out = { nowUs }
+  for i = 1, n do
+    local p = P[tonumber(ARGV[4 + i])]
+    local code = ARGV[4 + n + i]
+    local s = { p = p, K = KEYS[i], H = companion(KEYS[i]) }
+    if code == 'l' then
+      local id = ARGV[4] .. '.' .. i
+      redis.call('ZREM', s.K, id)
+      redis.call('HDEL', s.H, id)
+      out[1 + i] = 0
+    else
+      loadRate(s, p, '')
+      if code == 'c' then
+        if s.tat ~= nil and s.tat > nowUs then s.tat = math.max(s.tat - p.e, nowUs) end
+      else
+        -- 'h<slot>:<expires>:<no-show taken>': put the claimed hold back.
+        local body = string.sub(code, 2)
+        local a = string.find(body, ':', 1, true)
+        local b = string.find(body, ':', a + 1, true)
+        local exp = tonumber(string.sub(body, a + 1, b - 1))
+        if not s.ex then newExtra(s) end
+        redis.call('HSET', s.H, ':' .. hk, string.sub(body, 1, b - 1))
+        s.c = s.c + 1
+        s.n = s.n + tonumber(string.sub(body, b + 1))
+        if exp < s.x then s.x = exp end
+        if exp > s.y then s.y = exp end
+      end
+      putRate(s, p)
+      out[1 + i] = s.tat or -1
+    end
+  end
+  return out
+end
+
+-- decide.ts chargeUsage: KEYS[1] a usage policy's key, ARGV[3] its row, ARGV[4] units.
+if mode == 'g' then
+  local p = P[tonumber(ARGV[3])]
+  local s = { p = p, K = KEYS[1], H = companion(KEYS[1]) }
+  loadRate(s, p, '')
+  local t = s.tat
+  if t == nil or t < nowUs then t = nowUs end
+  s.tat = t + tonumber(ARGV[4]) * p.u
+  putRate(s, p)
+  return s.tat
+end
+
+if mode == 'r' then
+  local hk = ARGV[3]
+  local p = P[tonumber(ARGV[4])]
+  local s = { p = p, K = KEYS[1], H = companion(KEYS[1]) }
+  loadRate(s, p, hk)
+  local r = 0
+  if s.delay > 0 then r = reserve(s, p, hk) end
+  if s.dirty then putRate(s, p) end
+  return { nowUs, s.delay, r, s.tat or -1 }
+end
+
+if mode == 'l' then
+  local Z, H = KEYS[1], companion(KEYS[1])
+  local id = ARGV[4]
+  local acquired = redis.call('HGET', H, id)
+  if not acquired then return 0 end
+  redis.call('ZREM', Z, id)
+  redis.call('HDEL', H, id)
+  local held = math.max(0, nowMs - tonumber(acquired))
+  local e = tonumber(redis.call('HGET', H, '~e'))
+  if e == nil then e = held else e = e + EWMA_ALPHA * (held - e) end
+  local old = redis.call('ZRANGEBYSCORE', Z, '-inf', fmtf(nowMs))
+  if #old > 0 then dropLeases(Z, H, old) end
+  -- The hold-time estimate outlives the last lease (decide.ts releaseLease); the hash keeps the
+  -- TTL of the last admission, so it is dropped lazily like MemoryStore's empty sets.
+  redis.call('HSET', H, '~e', fmtf(e))
+  return 1
+end
+
+if mode == 'n' then
+  local p = P[tonumber(ARGV[3])]
+  local id = ARGV[4]
+  local score = redis.call('ZSCORE', KEYS[1], id)
+  if not score or tonumber(score) <= nowMs then return 0 end
+  redis.call('ZADD', KEYS[1], 'XX', fmtf(nowMs + p.ttl), id)
+  redis.call('PEXPIRE', KEYS[1], leaseTtlMs(p))
+  redis.call('PEXPIRE', companion(KEYS[1]), leaseTtlMs(p))
+  return 1
+end
+
+-- Deduplication record: '<expiresMs> <pendingUntilMs> <owner> <taskId>'. Expiry is checked
+-- against script time (the Redis TTL only cleans up). No task id: pending while pendingUntil is
+-- ahead (its owner renews it, like a lease), orphaned after that (the owner died or lost Redis).
+local function parseRecord(v)
+  local a = string.find(v, ' ', 1, true)
+  if not a then return nil end
+  local b = string.find(v, ' ', a + 1, true)
+  if not b then return nil end
+  local c = string.find(v, ' ', b + 1, true)
+  if not c then return nil end
+  return tonumber(string.sub(v, 1, a - 1)), tonumber(string.sub(v, a + 1, b - 1)),
+    string.sub(v, b + 1, c - 1), string.sub(v, c + 1)
+end
+
+if mode == 'm' then
+  local ttl = tonumber(ARGV[3])
+  local pttl = math.min(tonumber(ARGV[4]) or ttl, ttl)
+  local owner = ARGV[5]
+  if owner == '' then owner = '-' end
+  local v = redis.call('GET', KEYS[1])
+  if v then
+    local exp, pu, _, task = parseRecord(v)
+    if exp and exp > nowMs then
+      if task ~= '' then return { 0, task } end
+      if pu > nowMs then return { 0, '', 0 } end
+      if ARGV[6] ~= '1' then return { 0, '', 1 } end
+    end
+  end
+  redis.call('SET', KEYS[1], fmtf(nowMs + ttl) .. ' ' .. fmtf(nowMs + pttl) .. ' ' .. owner .. ' ',
+    'PX', math.ceil(ttl) + PAD_MS)
+  return { 1 }
+end
+
+if mode == 'k' then
+  local ttl = tonumber(ARGV[3])
+  local exp = fmtf(nowMs + ttl)
+  redis.call('SET', KEYS[1], exp .. ' ' .. exp .. ' - ' .. ARGV[4], 'PX', math.ceil(ttl) + PAD_MS)
+  return 1
+end
+
+if mode == 'p' or mode == 'x' then
+  local v = redis.call('GET', KEYS[1])
+  if not v then return 0 end
+  local exp, _, own, task = parseRecord(v)
+  local owner = mode == 'p' and ARGV[4] or ARGV[3]
+  if not exp or exp <= nowMs or task ~= '' or own ~= owner then return 0 end
+  if mode == 'x' then
+    redis.call('DEL', KEYS[1])
+    return 1
+  end
+  local pu = math.min(nowMs + tonumber(ARGV[3]), exp)
+  redis.call('SET', KEYS[1], fmtf(exp) .. ' ' .. fmtf(pu) .. ' ' .. own .. ' ', 'KEEPTTL')
+  return 1
+end
+
+return redis.error_reply('a2a-ratelimit: unknown script mode ' .. tostring(mode))
+`;

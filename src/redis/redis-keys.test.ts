@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { compilePolicies } from '../core/policy.js';
+import { messageKey, policyNameOfKey, requestStep } from './redis-keys.js';
+
+describe('redis keys', () => {
+  const set = compilePolicies([
+    { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 1, windowSeconds: 1 },
+    { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 1, windowSeconds: 1 },
+    { name: 'agent}x', kind: 'overload', maxInFlight: 3 },
+  ]);
+  const input = { caller: 'a}b', tenant: 't1', method: 'SendMessage' as const };
+
+  it('tags by caller, tenant or own key; escapes } once; names the policy, not its index', () => {
+    const [c, t, o] = set.policies.map((p) => requestStep('p:', p, input, p.keyOf(input) ?? ''));
+    expect(c?.key).toBe('p:k{c:a)b}per-caller\u0000a}b');
+    expect(t?.key).toBe('p:k{t:t1}per-tenant\u0000t1');
+    expect(o?.key).toBe('p:k{s:agent}agent}x\u0000agent');
+    expect(o?.takesLease).toBe(true);
+    expect(c?.takesLease).toBe(false);
+    expect(messageKey('p:', 'a}b', 'm1')).toBe('p:d{c:a)b}a}b\u0000m1');
+  });
+
+  it('reads the policy name back from a key', () => {
+    for (const p of set.policies) {
+      const step = requestStep('p:', p, input, p.keyOf(input) ?? '');
+      expect(policyNameOfKey('p:', step.key)).toBe(p.name);
+    }
+    expect(policyNameOfKey('p:', 'q:k{c:a}r\u0000a')).toBeUndefined();
+    expect(policyNameOfKey('p:', 'p:d{c:a}a\u0000m')).toBeUndefined();
+  });
+});

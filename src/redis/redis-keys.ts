@@ -1,0 +1,112 @@
+/**
+ * @module redis-keys
+ * The Redis key layout of `RedisStore`: one key per (policy name, table key), a Redis Cluster hash
+ * tag per subject, deduplication records in the caller's slot, and the policy-set record. Keys
+ * depend on the policy's *name*, never its position, so a reordered or changed policy set keeps
+ * every key's state. The hash-tag escaping lives here and only here.
+ */
+
+import type { DecisionInput } from '../core/decide.js';
+import type { CompiledPolicy } from '../core/policy.js';
+import { boundedKey } from '../store/bounded-key.js';
+
+/**
+ * One applicable policy of one request, with its key.
+ *
+ * @internal
+ */
+export interface RequestStep {
+  readonly policy: CompiledPolicy;
+  /** The hash tag (the slot); steps with one tag can be decided in one script call. */
+  readonly tag: string;
+  /** Main key (role `k`); the script derives its companion hash (role `h`). */
+  readonly key: string;
+  /** Takes a lease when admitted. */
+  readonly takesLease: boolean;
+}
+
+/** A hash tag's content: `}` would end the tag early, so it is replaced (the tag only picks the slot). */
+function tagOf(raw: string): string {
+  return raw.includes('}') ? raw.replaceAll('}', ')') : raw;
+}
+
+/** Whether an admission under `p` takes a lease. */
+function takesLease(p: CompiledPolicy): boolean {
+  return p.kind === 'concurrency' || (p.kind === 'overload' && Number.isFinite(p.maxInFlight));
+}
+
+/**
+ * A policy's key for a request: `prefix k {tag} name \0 tableKey`. The hash tag is a function of
+ * the key alone, so one key always lives in one slot: caller-scoped keys share the caller's tag,
+ * tenant keys the tenant's, the others their own. Policy names cannot contain `\0`, so a key
+ * decodes uniquely (see {@link policyNameOfKey}).
+ *
+ * @internal
+ */
+export function requestStep(
+  prefix: string,
+  p: CompiledPolicy,
+  input: DecisionInput,
+  tableKey: string,
+): RequestStep {
+  let tag: string;
+  if (p.callerScoped) {
+    tag = `c:${input.caller}`;
+  } else {
+    const scope = 'scope' in p.source ? p.source.scope : undefined; // overload: agent-wide
+    tag =
+      scope === 'tenant' || scope === 'tenant+method'
+        ? `t:${input.tenant || '-'}`
+        : `s:${tableKey}`;
+  }
+  tag = tagOf(tag);
+  return {
+    policy: p,
+    tag,
+    key: `${prefix}k{${tag}}${p.name}\u0000${tableKey}`,
+    takesLease: takesLease(p),
+  };
+}
+
+/**
+ * The policy name in a key made by {@link requestStep} (a lease's key), or undefined when `key`
+ * is not one of this prefix's policy keys.
+ *
+ * @internal
+ */
+export function policyNameOfKey(prefix: string, key: string): string | undefined {
+  if (!key.startsWith(`${prefix}k{`)) return undefined;
+  const tagEnd = key.indexOf('}', prefix.length + 2);
+  const nameEnd = key.indexOf('\u0000', tagEnd + 1);
+  return tagEnd < 0 || nameEnd < 0 ? undefined : key.slice(tagEnd + 1, nameEnd);
+}
+
+/**
+ * The deduplication record of (caller, messageId): `prefix d {c:caller} caller \0 messageId`, in
+ * the caller's slot.
+ *
+ * @internal
+ */
+export function messageKey(prefix: string, caller: string, messageId: string): string {
+  const c = boundedKey(caller);
+  return `${prefix}d{c:${tagOf(c)}}${c}\u0000${boundedKey(messageId)}`;
+}
+
+/**
+ * The key a background probe touches (a missing key's pending record: nothing is written).
+ *
+ * @internal
+ */
+export function probeKey(prefix: string): string {
+  return `${prefix}probe`;
+}
+
+/**
+ * The hash holding the published policy set of a prefix: fields `g` (generation), `v` (the set's
+ * version), `d` (its data, JSON).
+ *
+ * @internal
+ */
+export function policySetKey(prefix: string): string {
+  return `${prefix}policy-set`;
+}

@@ -1,0 +1,51 @@
+/**
+ * @module store-timeout-error
+ * The error of a store call that outlived its deadline, with a stable `code` and a brand property
+ * so it is recognised across duplicate installs of this package (not by `instanceof`).
+ */
+
+/**
+ * Stable `code` strings of the Redis store's errors.
+ *
+ * @example
+ * ```ts
+ * if (error.code === REDIS_STORE_ERROR_CODES.timeout) retryLater();
+ * ```
+ */
+export const REDIS_STORE_ERROR_CODES = {
+  timeout: 'ERR_A2A_STORE_TIMEOUT',
+} as const;
+
+/**
+ * A store call that took longer than `timeoutMs`. Recognise it with {@link isStoreTimeoutError}.
+ */
+export class StoreTimeoutError extends Error {
+  override readonly name = 'StoreTimeoutError';
+  /** Brand checked by {@link isStoreTimeoutError}. */
+  readonly isStoreTimeoutError = true;
+  readonly code = REDIS_STORE_ERROR_CODES.timeout;
+  /** The limit that was exceeded, ms. */
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super(`Redis store call took longer than ${timeoutMs} ms`);
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * Whether `value` is a {@link StoreTimeoutError} from any copy of this package.
+ *
+ * @example
+ * ```ts
+ * catch (e) { if (isStoreTimeoutError(e)) console.log(`no answer within ${e.timeoutMs} ms`); }
+ * ```
+ */
+export function isStoreTimeoutError(value: unknown): value is StoreTimeoutError {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    Object.hasOwn(value, 'isStoreTimeoutError') &&
+    (value as Record<string, unknown>).isStoreTimeoutError === true
+  );
+}
