@@ -41,11 +41,6 @@ export const ADDRESS_RANGE = {
 
 /**
  * One of {@link ADDRESS_RANGE}.
- *
- * @example
- * ```ts
- * const range: AddressRange = 'link-local';
- * ```
  */
 export type AddressRange = (typeof ADDRESS_RANGE)[keyof typeof ADDRESS_RANGE];
 

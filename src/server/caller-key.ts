@@ -44,11 +44,6 @@ export const DEFAULT_IPV6_PREFIX_LENGTH = 64;
 
 /**
  * How address keys aggregate callers.
- *
- * @example
- * ```ts
- * const options: AddressKeyOptions = { ipv6PrefixLength: 56 };
- * ```
  */
 export interface AddressKeyOptions {
   /** IPv6 callers sharing this many leading bits share a key; integer 1–128, default 64. */

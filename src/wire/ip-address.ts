@@ -14,11 +14,6 @@
 
 /**
  * An IPv4 (4 bytes) or IPv6 (16 bytes) address, network byte order.
- *
- * @example
- * ```ts
- * const ip: IpAddress = { version: 4, bytes: new Uint8Array([127, 0, 0, 1]) };
- * ```
  */
 export interface IpAddress {
   readonly version: 4 | 6;
@@ -27,11 +22,6 @@ export interface IpAddress {
 
 /**
  * An address range: a network address and how many leading bits are fixed.
- *
- * @example
- * ```ts
- * const cidr: Cidr = { network: parseIpAddress('10.0.0.0')!, prefixLength: 8 };
- * ```
  */
 export interface Cidr {
   readonly network: IpAddress;

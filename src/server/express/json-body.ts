@@ -16,11 +16,6 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 /**
  * Options of {@link jsonBodyReader}.
- *
- * @example
- * ```ts
- * const options: JsonBodyOptions = { fallback: express.json(), types: ['application/json'], limitBytes: 102_400, strict: true };
- * ```
  */
 export interface JsonBodyOptions {
   /** The `express.json()` middleware for every other case (configured as the plain case is). */

@@ -18,11 +18,6 @@ import { restAdmission } from './rest-admission.js';
 /**
  * Options of {@link rateLimitedJsonRpcHandler} and {@link rateLimitedRestHandler}: the SDK
  * router's own options, and the admission middleware's (`admission`).
- *
- * @example
- * ```ts
- * const options: RateLimitedHandlerOptions = { requestHandler, userBuilder: UserBuilder.noAuthentication, admission: { mirrorHttpStatus: true } };
- * ```
  */
 export interface RateLimitedHandlerOptions {
   /** The SDK request handler (answers the admitted requests, and duplicates with their task). */
