@@ -1,13 +1,15 @@
 /**
  * @module server/express/express-call
  * One Express request on its way through the admission pipeline (`ExpressCall`), and the small
- * readers both bindings classify with: the media type, a JSON-RPC id, a message's messageId.
+ * readers both bindings classify with: the media type, a JSON-RPC id, a message's messageId, and
+ * the marks a caller may not send.
  */
 
 import type { NextFunction, Request, Response } from 'express';
 import type { A2AMethod } from '../../core/a2a-methods.js';
 import type { PipelineCall } from '../admission-pipeline.js';
-import type { Binding } from '../limiter.js';
+import { type Binding, TICKET_HEADER } from '../limiter.js';
+import { ADMISSION_HEADER } from '../mediation.js';
 
 /**
  * One request's admission state: what the limiter is asked (`caller` and `skill` are filled in by
@@ -53,4 +55,10 @@ export function mediaType(headers: Request['headers']): string | undefined {
   const raw = headers['content-type'];
   if (raw === undefined || raw === 'application/json') return raw;
   return (raw.split(';', 1)[0] ?? '').trim().toLowerCase();
+}
+
+/** Removes the ticket and admission headers a caller sent: only the adapter sets them. */
+export function clearMarks(headers: Request['headers']): void {
+  if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
+  if (headers[ADMISSION_HEADER] !== undefined) delete headers[ADMISSION_HEADER];
 }

@@ -16,9 +16,9 @@ import express, {
 } from 'express';
 import { toA2AMethod } from '../../core/a2a-methods.js';
 import { admitCall } from '../admission-pipeline.js';
-import { type Limiter, TICKET_HEADER } from '../limiter.js';
-import { ADMISSION_HEADER } from '../mediation.js';
+import type { Limiter } from '../limiter.js';
 import {
+  clearMarks,
   ExpressCall,
   jsonRpcId,
   mediaType,
@@ -138,8 +138,7 @@ export function jsonRpcAdmission(
   };
   return (req, res, next) => {
     const headers = req.headers;
-    if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
-    if (headers[ADMISSION_HEADER] !== undefined) delete headers[ADMISSION_HEADER];
+    clearMarks(headers);
     // The SDK's `post('/')` matches `/` and `//` (one optional trailing slash), whatever the query
     // (`req.path` parses the URL: read only when the URL is not plainly `/`).
     const url = req.url;

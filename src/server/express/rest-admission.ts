@@ -9,10 +9,9 @@
 import { RequestMalformedError, toRestErrorBody } from '@a2a-js/sdk/errors';
 import express, { type Request, type RequestHandler } from 'express';
 import { admitCall } from '../admission-pipeline.js';
-import { type Limiter, TICKET_HEADER } from '../limiter.js';
-import { ADMISSION_HEADER } from '../mediation.js';
+import type { Limiter } from '../limiter.js';
 import { isRestRoute, matchRestRoute } from '../rest-route.js';
-import { ExpressCall, mediaType, messageIdOf } from './express-call.js';
+import { clearMarks, ExpressCall, mediaType, messageIdOf } from './express-call.js';
 import {
   DEFAULT_BODY_LIMIT,
   type ExpressAdmissionOptions,
@@ -79,8 +78,7 @@ export function restAdmission(
   });
   return (req, res, next) => {
     const headers = req.headers;
-    if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
-    if (headers[ADMISSION_HEADER] !== undefined) delete headers[ADMISSION_HEADER];
+    clearMarks(headers);
     const useLegacy = legacy && isA2AVersionLegacy(req);
     const route = matchRestRoute(req.method, req.path, { legacy: useLegacy });
     if (!isRestRoute(route)) {
