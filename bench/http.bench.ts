@@ -38,7 +38,7 @@ import express, { type RequestHandler } from 'express';
 import { rateLimit } from 'express-rate-limit';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { Policy } from '../src/core/policy.js';
-import { jsonRpcAdmission, rateLimitedJsonRpcHandler } from '../src/server/express.js';
+import { jsonRpcAdmission, rateLimitedJsonRpcHandler } from '../src/server/express/index.js';
 import { createLimiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { fakeIncomingRequest } from '../src/testing/fake-incoming-request.js';

@@ -22,8 +22,8 @@ const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? 
 const dir = join(root, '.tmp', `readme-${process.pid}`);
 
 const SUBPATHS: Record<string, string> = {
-  'a2a-ratelimit/server/express': '../../src/server/express.js',
-  'a2a-ratelimit/server/grpc': '../../src/server/grpc.js',
+  'a2a-ratelimit/server/express': '../../src/server/express/index.js',
+  'a2a-ratelimit/server/grpc': '../../src/server/grpc/index.js',
   'a2a-ratelimit/server': '../../src/server/index.js',
   'a2a-ratelimit/client/grpc': '../../src/client/grpc.js',
   'a2a-ratelimit/client': '../../src/client/index.js',

@@ -38,8 +38,8 @@ import {
   rateLimitedJsonRpcHandler,
   rateLimitedRestHandler,
   restAdmission,
-} from '../src/server/express.js';
-import { grpcAdmissionInterceptor, rateLimitedGrpcService } from '../src/server/grpc.js';
+} from '../src/server/express/index.js';
+import { grpcAdmissionInterceptor, rateLimitedGrpcService } from '../src/server/grpc/index.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../src/server/limiter.js';
 import { guardContextBuilder, guardRequestHandler } from '../src/server/mediation.js';
 import { createRateLimitMetrics, type RateLimitMetrics } from '../src/server/metrics.js';

@@ -12,8 +12,11 @@ import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ExpressAdmissionOptions, rateLimitedJsonRpcHandler } from '../src/server/express.js';
-import { grpcAdmissionInterceptor } from '../src/server/grpc.js';
+import {
+  type ExpressAdmissionOptions,
+  rateLimitedJsonRpcHandler,
+} from '../src/server/express/index.js';
+import { grpcAdmissionInterceptor } from '../src/server/grpc/index.js';
 import { createLimiter, type Limiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';

@@ -21,7 +21,7 @@ import { UserBuilder } from '@a2a-js/sdk/server/express';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { withRateLimitExtension } from '../src/server/card-extension.js';
-import { rateLimitedJsonRpcHandler } from '../src/server/express.js';
+import { rateLimitedJsonRpcHandler } from '../src/server/express/index.js';
 import { createLimiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';

@@ -20,7 +20,7 @@ import {
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { withRateLimitExtension } from '../src/server/card-extension.js';
-import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../src/server/express.js';
+import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../src/server/express/index.js';
 import { createLimiter, type Limiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';

@@ -13,7 +13,7 @@ import {
   type RateLimitedHandlerOptions,
   rateLimitedJsonRpcHandler,
   shareUserBuilder,
-} from '../src/server/express.js';
+} from '../src/server/express/index.js';
 import { createLimiter, type Limiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { countingEchoExecutor } from './echo-executor.helpers.js';

@@ -31,8 +31,8 @@ import type { A2AMethod } from '../core/a2a-methods.js';
 import type { Clock } from '../core/clock.js';
 import type { HoldOptions, Policy } from '../core/policy.js';
 import { withRateLimitExtension } from '../server/card-extension.js';
-import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../server/express.js';
-import { grpcAdmissionInterceptor, rateLimitedGrpcService } from '../server/grpc.js';
+import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../server/express/index.js';
+import { grpcAdmissionInterceptor, rateLimitedGrpcService } from '../server/grpc/index.js';
 import {
   type AdmissionRequest,
   type Binding,

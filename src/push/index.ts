@@ -9,13 +9,24 @@
  * The webhook side: `pushWebhookRateLimit`, Express middleware that rate-limits incoming
  * notifications per sending agent. Loads `@a2a-js/sdk` (optional peer).
  */
+
+export {
+  type Cidr,
+  cidrContains,
+  embeddedIpv4,
+  formatCidr,
+  formatIpAddress,
+  type IpAddress,
+  parseCidr,
+  parseIpAddress,
+} from '../wire/ip-address.js';
 export * from './circuit-board.js';
-export * from './ip-address.js';
 export * from './notification-queue.js';
 export * from './push-configs.js';
 export * from './push-drops.js';
 export * from './push-sender-options.js';
 export * from './rate-limited-push-sender.js';
+export * from './special-purpose-ranges.js';
 export * from './validating-push-store.js';
 export * from './webhook-attempt.js';
 export * from './webhook-circuit.js';

@@ -9,18 +9,20 @@
  */
 
 import {
-  ADDRESS_RANGE,
-  type AddressRange,
   type Cidr,
   cidrContains,
-  classifyIpAddress,
   embeddedIpv4,
   formatCidr,
   formatIpAddress,
-  isOpenedByPrivateNetworks,
   parseCidr,
   parseIpAddress,
-} from './ip-address.js';
+} from '../wire/ip-address.js';
+import {
+  ADDRESS_RANGE,
+  type AddressRange,
+  classifyIpAddress,
+  isOpenedByPrivateNetworks,
+} from './special-purpose-ranges.js';
 
 /**
  * Why a webhook was refused.

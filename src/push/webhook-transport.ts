@@ -21,7 +21,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { connect as netConnect } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
-import { parseIpAddress } from './ip-address.js';
+import { parseIpAddress } from '../wire/ip-address.js';
 import {
   type AllowedAddress,
   createWebhookPolicy,

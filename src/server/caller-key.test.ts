@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { formatIpv6 } from '../wire/ip-address.js';
 import {
   addressCallerKey,
   anonymousCallerKey,
@@ -7,7 +8,6 @@ import {
   authenticatedCallerKey,
   createAddressKey,
 } from './caller-key.js';
-import { formatIpv6 } from './ip-address.js';
 
 /** Names that lean on the reserved prefixes: `addr:…`, `user:addr:…`, `user:user:…`, plain. */
 const name = fc

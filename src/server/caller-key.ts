@@ -8,7 +8,7 @@
  * an IPv4-mapped IPv6 address is the IPv4 address. Pure (no Node APIs).
  */
 
-import { formatIpv6, isIpv4Mapped, parseIpv4, parseIpv6Into } from './ip-address.js';
+import { formatIpv6, isIpv4Mapped, parseIpv4, parseIpv6Into } from '../wire/ip-address.js';
 
 /**
  * The prefix of every key of a caller nobody authenticated.
@@ -44,11 +44,6 @@ export const DEFAULT_IPV6_PREFIX_LENGTH = 64;
 
 /**
  * How address keys aggregate callers.
- *
- * @example
- * ```ts
- * const options: AddressKeyOptions = { ipv6PrefixLength: 56 };
- * ```
  */
 export interface AddressKeyOptions {
   /** IPv6 callers sharing this many leading bits share a key; integer 1–128, default 64. */
@@ -122,7 +117,8 @@ export function ipv6PrefixLengthOf(options: AddressKeyOptions = {}): number {
  * The key of a caller nobody authenticated, from its address: `addr:1.2.3.4` for IPv4 (and for
  * IPv4-mapped IPv6), `addr:<prefix>/<length>` for IPv6 (`addr:2001:db8:1:2::/64`, whatever the
  * spelling, zone ignored), `addr:<text>` for text that is no IP address, `addr:unknown` without
- * one. Allocates a string per call; {@link createAddressKey} reuses the last one.
+ * one. Allocates a string (and scratch space) per call; {@link createAddressKey} reuses the
+ * last key and its scratch space.
  *
  * @example
  * ```ts
@@ -135,37 +131,37 @@ export function addressCallerKey(
   address: string | undefined,
   options: AddressKeyOptions = {},
 ): string {
-  return keyOfAddress(address, ipv6PrefixLengthOf(options));
+  return keyOfAddress(address, ipv6PrefixLengthOf(options), new Array<number>(8).fill(0));
 }
 
-/** Scratch groups for {@link keyOfAddress} (synchronous, so one array serves every call). */
-const GROUPS = new Array<number>(8).fill(0);
 const MAPPED_PREFIX = '::ffff:';
 
-function keyOfAddress(address: string | undefined, prefixLength: number): string {
+/** The key of `address`; `groups` is scratch space (8 numbers), overwritten. */
+function keyOfAddress(address: string | undefined, prefixLength: number, groups: number[]): string {
   if (address === undefined || address === '') return `${ADDRESS_KEY_PREFIX}unknown`;
   // The spellings sockets give, checked without allocating: valid dotted IPv4 is canonical.
   if (!address.includes(':')) return `${ADDRESS_KEY_PREFIX}${address}`; // IPv4, or no IP at all
   if (address.startsWith(MAPPED_PREFIX) && parseIpv4(address, MAPPED_PREFIX.length) >= 0) {
     return `${ADDRESS_KEY_PREFIX}${address.slice(MAPPED_PREFIX.length)}`;
   }
-  if (!parseIpv6Into(address, GROUPS)) return `${ADDRESS_KEY_PREFIX}${address}`;
-  if (isIpv4Mapped(GROUPS)) {
-    const high = GROUPS[6] as number;
-    const low = GROUPS[7] as number;
+  if (!parseIpv6Into(address, groups)) return `${ADDRESS_KEY_PREFIX}${address}`;
+  if (isIpv4Mapped(groups)) {
+    const high = groups[6] as number;
+    const low = groups[7] as number;
     return `${ADDRESS_KEY_PREFIX}${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
   }
   for (let i = 0; i < 8; i++) {
     const bits = Math.min(16, Math.max(0, prefixLength - 16 * i));
-    GROUPS[i] = bits === 0 ? 0 : (GROUPS[i] as number) & ((0xffff << (16 - bits)) & 0xffff);
+    groups[i] = bits === 0 ? 0 : (groups[i] as number) & ((0xffff << (16 - bits)) & 0xffff);
   }
-  return `${ADDRESS_KEY_PREFIX}${formatIpv6(GROUPS)}/${prefixLength}`;
+  return `${ADDRESS_KEY_PREFIX}${formatIpv6(groups)}/${prefixLength}`;
 }
 
 /**
- * {@link addressCallerKey} with its options checked once, remembering the last address: the
- * consecutive requests of one client (a keep-alive connection) cost one string comparison and
- * share one key string (whose hash the store then finds already computed).
+ * {@link addressCallerKey} with its options checked once, remembering the last address (state
+ * of this function, one per handler): the consecutive requests of one client (a keep-alive
+ * connection) cost one string comparison and share one key string (whose hash the store then
+ * finds already computed).
  *
  * @example
  * ```ts
@@ -177,11 +173,13 @@ export function createAddressKey(
   options: AddressKeyOptions = {},
 ): (address: string | undefined) => string {
   const prefixLength = ipv6PrefixLengthOf(options);
+  /** Scratch groups of this key function's parses (synchronous: one array serves every call). */
+  const groups = new Array<number>(8).fill(0);
   let lastAddress: string | undefined;
-  let lastKey = keyOfAddress(undefined, prefixLength);
+  let lastKey = keyOfAddress(undefined, prefixLength, groups);
   return (address) => {
     if (address === lastAddress) return lastKey;
-    const key = keyOfAddress(address, prefixLength);
+    const key = keyOfAddress(address, prefixLength, groups);
     lastAddress = address;
     lastKey = key;
     return key;

@@ -25,11 +25,6 @@ import type { A2AMethod } from '../core/a2a-methods.js';
 /**
  * gRPC metadata key that carries an admission from the interceptor to the SDK's context builder.
  * The interceptor removes what a caller sent under it on every call.
- *
- * @example
- * ```ts
- * metadata.remove(ADMISSION_HEADER);
- * ```
  */
 export const ADMISSION_HEADER = 'x-a2a-ratelimit-admission';
 
@@ -44,11 +39,6 @@ const admittedContexts = new WeakMap<ServerCallContext, A2AMethod>();
 /**
  * Marks an Express request as admitted for `method` (the object is the request's `req.headers`).
  * A later mark replaces it (a duplicate message admitted as its resubscription).
- *
- * @example
- * ```ts
- * markAdmitted(req.headers, 'SendMessage');
- * ```
  */
 export function markAdmitted(headers: object, method: A2AMethod): void {
   admittedHeaders.set(headers, method);
@@ -56,11 +46,6 @@ export function markAdmitted(headers: object, method: A2AMethod): void {
 
 /**
  * The metadata value that marks a gRPC call as admitted for `method`.
- *
- * @example
- * ```ts
- * metadata.set(ADMISSION_HEADER, admissionMark('GetTask'));
- * ```
  */
 export function admissionMark(method: A2AMethod): string {
   return `${SECRET}:${method}`;

@@ -13,11 +13,6 @@ import type { A2AMethod } from '../core/a2a-methods.js';
 
 /**
  * A matched REST route.
- *
- * @example
- * ```ts
- * const route: RestRoute = { method: 'SendMessage', tenant: 'acme', legacy: false };
- * ```
  */
 export interface RestRoute {
   readonly method: A2AMethod;
@@ -33,11 +28,6 @@ export interface RestRoute {
  * Why a REST request matches no route: `bad-escape` (a parameter segment is not valid
  * percent-encoding; the router answers 400), `no-route` (no route has this path; 404),
  * `wrong-verb` (routes have the path but not the verb; `allow` lists theirs).
- *
- * @example
- * ```ts
- * const miss: RestRouteMiss = { miss: 'wrong-verb', allow: ['GET', 'HEAD'] };
- * ```
  */
 export type RestRouteMiss =
   | { readonly miss: 'bad-escape' }

@@ -1,5 +1,5 @@
 /**
- * @module json-body
+ * @module server/express/json-body
  * Reading an A2A request's JSON body in front of the SDK: the plain case (`application/json` or
  * `application/a2a+json` with no parameters, a `Content-Length` within the limit, no
  * `Content-Encoding`, no `Transfer-Encoding`) is read here with three stream listeners and one
@@ -16,11 +16,6 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 /**
  * Options of {@link jsonBodyReader}.
- *
- * @example
- * ```ts
- * const options: JsonBodyOptions = { fallback: express.json(), types: ['application/json'], limitBytes: 102_400, strict: true };
- * ```
  */
 export interface JsonBodyOptions {
   /** The `express.json()` middleware for every other case (configured as the plain case is). */

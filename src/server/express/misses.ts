@@ -1,5 +1,5 @@
 /**
- * @module express-misses
+ * @module server/express/misses
  * Answers the Express adapters write themselves (`writeHttp`, each binding's content type), and
  * what a combined mount answers for a request no A2A route of its binding takes — an unknown
  * path, a verb the path does not take, OPTIONS, a malformed escape in a path parameter — in the
@@ -8,7 +8,7 @@
 
 import { A2A_ERROR_CODE } from '@a2a-js/sdk/errors';
 import type { Request, Response } from 'express';
-import type { RestRouteMiss } from './rest-route.js';
+import type { RestRouteMiss } from '../rest-route.js';
 
 /** Content type of the JSON-RPC binding's answers. */
 export const JSON_RPC_CONTENT = { 'content-type': 'application/json; charset=utf-8' } as const;

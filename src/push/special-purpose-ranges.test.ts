@@ -1,102 +1,17 @@
-import { isIP } from 'node:net';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { embeddedIpv4, type IpAddress, parseIpAddress } from '../wire/ip-address.js';
 import {
-  cidrContains,
   classifyIpAddress,
-  embeddedIpv4,
-  formatCidr,
-  formatIpAddress,
-  type IpAddress,
   isOpenedByPrivateNetworks,
-  parseCidr,
-  parseIpAddress,
   SPECIAL_PURPOSE_RANGES,
-} from './ip-address.js';
+} from './special-purpose-ranges.js';
 
 function ip(text: string): IpAddress {
   const parsed = parseIpAddress(text);
   if (parsed === undefined) throw new Error(`test address ${text} does not parse`);
   return parsed;
 }
-
-/** 16 bytes with long zero runs more often than uniform bytes would give. */
-const ipv6Bytes = fc
-  .array(fc.oneof(fc.constant(0), fc.constant(0xffff), fc.integer({ min: 0, max: 0xffff })), {
-    minLength: 8,
-    maxLength: 8,
-  })
-  .map((groups) => {
-    const bytes = new Uint8Array(16);
-    groups.forEach((g, i) => {
-      bytes[2 * i] = g >> 8;
-      bytes[2 * i + 1] = g & 0xff;
-    });
-    return bytes;
-  });
-
-describe('parseIpAddress / formatIpAddress', () => {
-  it('IPv4: round trip, and the same text WHATWG URL writes', () => {
-    fc.assert(
-      fc.property(fc.uint8Array({ minLength: 4, maxLength: 4 }), (bytes) => {
-        const text = formatIpAddress({ version: 4, bytes });
-        expect(parseIpAddress(text)?.bytes).toEqual(bytes);
-        expect(new URL(`http://${text}/`).hostname).toBe(text);
-      }),
-    );
-  });
-
-  it('IPv6: round trip, the same text WHATWG URL writes, and every other spelling parses alike', () => {
-    fc.assert(
-      fc.property(ipv6Bytes, fc.boolean(), (bytes, upper) => {
-        const text = formatIpAddress({ version: 6, bytes });
-        expect(new URL(`http://[${text}]/`).hostname).toBe(`[${text}]`);
-        expect(parseIpAddress(text)?.bytes).toEqual(bytes);
-        const groups = Array.from({ length: 8 }, (_, i) =>
-          (((bytes[2 * i] as number) << 8) | (bytes[2 * i + 1] as number)).toString(16),
-        );
-        const full = groups.join(':');
-        expect(parseIpAddress(upper ? full.toUpperCase() : full)?.bytes).toEqual(bytes);
-        const dotted = `${groups.slice(0, 6).join(':')}:${Array.from(bytes.slice(12)).join('.')}`;
-        expect(parseIpAddress(dotted)?.bytes).toEqual(bytes);
-        expect(parseIpAddress(`[${text}]`)?.bytes).toEqual(bytes);
-      }),
-    );
-  });
-
-  it('accepts exactly what node:net isIP accepts (random strings over the address alphabet)', () => {
-    const alphabet = fc.constantFrom(...'0123456789abcdefABCDEF:.'.split(''), '::', '255', 'ffff');
-    fc.assert(
-      fc.property(fc.array(alphabet, { maxLength: 24 }), (pieces) => {
-        const text = pieces.join('');
-        expect(parseIpAddress(text) !== undefined, JSON.stringify(text)).toBe(isIP(text) !== 0);
-      }),
-      { numRuns: 5_000 },
-    );
-  });
-
-  it('refuses odd IPv4 spellings itself (URL normalises them first) and host names', () => {
-    for (const text of [
-      '2130706433',
-      '0x7f.1',
-      '0177.0.0.1',
-      '127.1',
-      '01.2.3.4',
-      '1.2.3.256',
-      'example.com',
-      '',
-      '::1::',
-      '1:2:3:4:5:6:7:8:9',
-      'fe80::1%',
-    ]) {
-      expect(parseIpAddress(text), text).toBeUndefined();
-    }
-    expect(formatIpAddress(ip('fe80::1%eth0'))).toBe('fe80::1');
-    expect(formatIpAddress(ip('::FFFF:127.0.0.1'))).toBe('::ffff:7f00:1');
-    expect(formatIpAddress(ip('1:0:0:1:0:0:0:1'))).toBe('1:0:0:1::1');
-    expect(formatIpAddress(ip('1:0:2:3:4:5:6:7'))).toBe('1:0:2:3:4:5:6:7');
-  });
-});
 
 describe('odd spellings go through WHATWG URL to one form', () => {
   it('decimal, hex and octal spellings of any IPv4 address become its dotted form and class', () => {
@@ -228,50 +143,5 @@ describe('classifyIpAddress', () => {
   it('publishes its table', () => {
     expect(SPECIAL_PURPOSE_RANGES).toContainEqual({ cidr: '169.254.0.0/16', range: 'link-local' });
     expect(SPECIAL_PURPOSE_RANGES).toContainEqual({ cidr: '::ffff:0:0/96', range: 'ipv4-mapped' });
-  });
-});
-
-describe('parseCidr / cidrContains', () => {
-  it('parses, formats and matches', () => {
-    const c = parseCidr('10.0.0.0/8');
-    expect(formatCidr(c)).toBe('10.0.0.0/8');
-    expect(cidrContains(c, ip('10.255.0.1'))).toBe(true);
-    expect(cidrContains(c, ip('11.0.0.1'))).toBe(false);
-    expect(cidrContains(c, ip('::ffff:10.0.0.1'))).toBe(false); // versions differ; the policy maps
-    expect(formatCidr(parseCidr('[fd00::]/8'.replace(/[[\]]/g, '')))).toBe('fd00::/8');
-    expect(formatCidr(parseCidr('192.0.2.7'))).toBe('192.0.2.7/32');
-    expect(cidrContains(parseCidr('0.0.0.0/0'), ip('8.8.8.8'))).toBe(true);
-  });
-
-  it('matches exactly the addresses that share the prefix', () => {
-    fc.assert(
-      fc.property(ipv6Bytes, ipv6Bytes, fc.integer({ min: 0, max: 128 }), (a, b, prefixLength) => {
-        const network = new Uint8Array(a);
-        for (let bit = prefixLength; bit < 128; bit++) {
-          network[bit >> 3] = (network[bit >> 3] as number) & ~(0x80 >> (bit & 7));
-        }
-        const cidr = parseCidr(
-          `${formatIpAddress({ version: 6, bytes: network })}/${prefixLength}`,
-        );
-        let same = true;
-        for (let bit = 0; bit < prefixLength; bit++) {
-          const mask = 0x80 >> (bit & 7);
-          if (((a[bit >> 3] as number) & mask) !== ((b[bit >> 3] as number) & mask)) same = false;
-        }
-        expect(cidrContains(cidr, { version: 6, bytes: b })).toBe(same);
-        expect(cidrContains(cidr, { version: 6, bytes: a })).toBe(true);
-      }),
-    );
-  });
-
-  it.each([
-    ['10.1.2.3/8', /host bits set; did you mean 10\.0\.0\.0\/8/],
-    ['10.0.0.0/33', /prefix length must be 0…32/],
-    ['fd00::/129', /prefix length must be 0…128/],
-    ['10.0.0.0/', /prefix length/],
-    ['10.0.0.0/-1', /prefix length/],
-    ['example.com/8', /not an IP address or CIDR range/],
-  ])('%s is refused with a clear error', (text, message) => {
-    expect(() => parseCidr(text)).toThrow(message);
   });
 });

@@ -4,7 +4,7 @@ import { Socket } from 'node:net';
 import express, { type Request, type Response } from 'express';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { fakeIncomingRequest } from '../testing/fake-incoming-request.js';
+import { fakeIncomingRequest } from '../../testing/fake-incoming-request.js';
 import { jsonBodyReader, parseJson } from './json-body.js';
 
 /** A request as Node's HTTP server hands it over: headers known, the body still to be read. */

@@ -1,0 +1,64 @@
+/**
+ * @module server/express/express-call
+ * One Express request on its way through the admission pipeline (`ExpressCall`), and the small
+ * readers both bindings classify with: the media type, a JSON-RPC id, a message's messageId, and
+ * the marks a caller may not send.
+ */
+
+import type { NextFunction, Request, Response } from 'express';
+import type { A2AMethod } from '../../core/a2a-methods.js';
+import type { PipelineCall } from '../admission-pipeline.js';
+import { type Binding, TICKET_HEADER } from '../limiter.js';
+import { ADMISSION_HEADER } from '../mediation.js';
+
+/**
+ * One request's admission state: what the limiter is asked (`caller` and `skill` are filled in by
+ * the pipeline), what the answers need (JSON-RPC id, legacy form), and the Express request,
+ * response and `next` it answers on. One object per request.
+ */
+export class ExpressCall implements PipelineCall {
+  caller = '';
+  skill: string | undefined = undefined;
+  constructor(
+    readonly req: Request,
+    readonly res: Response,
+    readonly next: NextFunction,
+    readonly binding: Binding,
+    readonly method: A2AMethod,
+    readonly tenant: string | undefined,
+    readonly messageId: string | undefined,
+    readonly legacy: boolean,
+    /** JSON-RPC id (null on REST). */
+    readonly id: string | number | null,
+  ) {}
+}
+
+/** A non-empty string, else undefined. */
+export function stringOrUndefined(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** `params.message.messageId` (JSON-RPC) or `body.message.messageId` (REST). */
+export function messageIdOf(params: unknown): string | undefined {
+  const message = (params as { message?: { messageId?: unknown } } | null | undefined)?.message;
+  return stringOrUndefined(message?.messageId);
+}
+
+/** A JSON-RPC body's id, or null. */
+export function jsonRpcId(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/** The `Content-Type` without its parameters, lower case (the common spelling read as it is). */
+export function mediaType(headers: Request['headers']): string | undefined {
+  const raw = headers['content-type'];
+  if (raw === undefined || raw === 'application/json') return raw;
+  return (raw.split(';', 1)[0] ?? '').trim().toLowerCase();
+}
+
+/** Removes the ticket and admission headers a caller sent: only the adapter sets them. */
+export function clearMarks(headers: Request['headers']): void {
+  if (headers[TICKET_HEADER] !== undefined) delete headers[TICKET_HEADER];
+  if (headers[ADMISSION_HEADER] !== undefined) delete headers[ADMISSION_HEADER];
+}

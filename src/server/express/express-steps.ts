@@ -1,0 +1,106 @@
+/**
+ * @module server/express/express-steps
+ * The Express side of the admission pipeline (server/admission-pipeline.ts), shared by the
+ * JSON-RPC and REST middleware: identity from the request, an admitted request's headers, ticket
+ * and mark (server/mediation.ts) before it is handed on, a rejection written in the request's
+ * binding, and an admission that failed answered as the SDK answers its own errors.
+ */
+
+import { restStatusFor, toJsonRpcError, toRestErrorBody } from '@a2a-js/sdk/errors';
+import type { A2ARequestHandler } from '@a2a-js/sdk/server';
+import type { RequestHandler } from 'express';
+import { type BindingSteps, resolveDuplicate } from '../admission-pipeline.js';
+import { type Limiter, TICKET_HEADER } from '../limiter.js';
+import { markAdmitted } from '../mediation.js';
+import { duplicateContext, writeDuplicate } from './duplicate-answers.js';
+import type { ExpressCall } from './express-call.js';
+import { expressCallerKey } from './express-identity.js';
+import type { ExpressAdmissionOptions } from './express-options.js';
+import { JSON_RPC_CONTENT, REST_CONTENT, writeHttp } from './misses.js';
+
+/** The pipeline steps of one Express middleware, and how it hands a request on. */
+export interface ExpressSteps extends BindingSteps<ExpressCall> {
+  readonly options: ExpressAdmissionOptions;
+  /** Hands a request on: to `options.sdkHandler` when given, else to `next()`. */
+  readonly pass: RequestHandler;
+}
+
+const callNext: RequestHandler = (_req, _res, next) => next();
+
+/**
+ * Answers a request whose admission failed (the identity function, the store, a `skill`
+ * function threw) the way the SDK answers an error of its own: JSON in the binding's error
+ * format, never Express's HTML page, and one log line without a stack.
+ */
+function failRequest(call: ExpressCall, error: unknown): void {
+  const res = call.res;
+  console.error(
+    `a2a-ratelimit: ${call.method} (${call.binding}) not admitted, the admission failed: ${error instanceof Error ? error.message : String(error)}`,
+  );
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  if (call.binding === 'jsonrpc') {
+    const body = { jsonrpc: '2.0', id: call.id, error: toJsonRpcError(error) };
+    writeHttp(res, 200, JSON_RPC_CONTENT, JSON.stringify(body));
+    return;
+  }
+  const status = restStatusFor(error);
+  writeHttp(res, status, REST_CONTENT, JSON.stringify(toRestErrorBody(error, status)));
+}
+
+/**
+ * The steps of one middleware. Refuses (`TypeError`) a limiter that deduplicates without the
+ * `requestHandler` a duplicate is answered with.
+ */
+export function createExpressSteps(
+  limiter: Limiter,
+  options: ExpressAdmissionOptions,
+): ExpressSteps {
+  if (limiter.dedupMethods.size > 0 && options.requestHandler === undefined) {
+    throw new TypeError(
+      'a2a-ratelimit: deduplication is on, so the Express adapter needs `requestHandler` (the SDK handler) to answer a duplicate with its task; or create the limiter with `dedup: false`',
+    );
+  }
+  const callerKey = expressCallerKey(options);
+  const skill = options.skill;
+  const pass = options.sdkHandler ?? callNext;
+  const mirrorHttpStatus = options.mirrorHttpStatus === true;
+  const steps: ExpressSteps = {
+    limiter,
+    options,
+    pass,
+    identify: (call) => callerKey(call.req),
+    skillOf: (call) => (skill === undefined ? undefined : skill(call.req, call.req.body)),
+    isGone: (call) => call.res.destroyed || call.req.socket.destroyed,
+    run(call, ticket, method) {
+      const { req, res } = call;
+      const headers = ticket.headers;
+      for (const name in headers) res.setHeader(name, headers[name] as string);
+      if (ticket.needsEnd) {
+        req.headers[TICKET_HEADER] = ticket.id;
+        // A closure, not a property on `res`: adding one to Express's response objects costs µs.
+        res.on('close', () => ticket.end());
+      }
+      markAdmitted(req.headers, method);
+      pass(req, res, call.next);
+    },
+    reject(call, outcome) {
+      const encoded =
+        call.binding === 'jsonrpc'
+          ? limiter.encodeJsonRpc(outcome.rejection, call.id, outcome.limits, mirrorHttpStatus)
+          : limiter.encodeRest(outcome.rejection, outcome.limits);
+      writeHttp(call.res, encoded.status, encoded.headers, encoded.body);
+    },
+    async duplicate(call, taskId) {
+      const handler = options.requestHandler as A2ARequestHandler;
+      const answer = await resolveDuplicate(handler, call, taskId, () =>
+        duplicateContext(options, call),
+      );
+      writeDuplicate(steps, call, answer);
+    },
+    fail: (call, error) => failRequest(call, error),
+  };
+  return steps;
+}

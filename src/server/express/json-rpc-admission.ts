@@ -1,0 +1,211 @@
+/**
+ * @module server/express/json-rpc-admission
+ * Admission for the JSON-RPC binding in front of the SDK's `jsonRpcHandler`: the endpoint's path
+ * and verb as the SDK's router takes them, the body parsed once (the SDK's own `express.json()`
+ * then skips it) and a malformed one answered as the SDK would, the A2A version checked against
+ * the card, the method and messageId read, then the admission pipeline.
+ */
+
+import { A2A_ERROR_CODE, toJsonRpcError } from '@a2a-js/sdk/errors';
+import { type A2ARequestHandler, validateVersion } from '@a2a-js/sdk/server';
+import express, {
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from 'express';
+import { toA2AMethod } from '../../core/a2a-methods.js';
+import { admitCall } from '../admission-pipeline.js';
+import type { Limiter } from '../limiter.js';
+import {
+  clearMarks,
+  ExpressCall,
+  jsonRpcId,
+  mediaType,
+  messageIdOf,
+  stringOrUndefined,
+} from './express-call.js';
+import {
+  DEFAULT_BODY_LIMIT,
+  type ExpressAdmissionOptions,
+  limitBytesOf,
+} from './express-options.js';
+import { createExpressSteps } from './express-steps.js';
+import { jsonBodyReader } from './json-body.js';
+import { JSON_RPC_CONTENT, writeAllow, writeHttp, writeJsonRpcMiss } from './misses.js';
+
+/**
+ * The A2A versions the agent's card supports on JSON-RPC, learned as requests name them. A
+ * request naming one the card does not support is answered here with the SDK's own
+ * VersionNotSupported error instead of reaching the SDK's router, which would refuse it too but
+ * log the error with its stack for every such request (a log any caller could flood). The card
+ * is read once per version seen; without a request handler every version is passed on.
+ */
+function versionCheck(handler: A2ARequestHandler | undefined): {
+  readonly known: Set<string>;
+  check(version: string): Promise<Error | undefined>;
+} {
+  const known = new Set<string>();
+  return {
+    known,
+    async check(version) {
+      if (handler === undefined) return undefined;
+      try {
+        validateVersion(version, await handler.getAgentCard(), 'JSONRPC');
+      } catch (error) {
+        return error instanceof Error ? error : new Error(String(error));
+      }
+      known.add(version);
+      return undefined;
+    },
+  };
+}
+
+/**
+ * Admission middleware for the JSON-RPC binding. Mount it on the same path as, and before, the
+ * SDK's `jsonRpcHandler` (or alone, with the SDK's router as `sdkHandler`; see
+ * `rateLimitedJsonRpcHandler`). Every A2A 1.0 method (and the v0.3 names, for the SDK's legacy mode) is
+ * decided; malformed JSON gets the SDK's own `-32700` answer; a rejection is written as
+ * `{"jsonrpc":"2.0","id",…,"error":{"code":-32603,"data":[ErrorInfo, RetryInfo, QuotaFailure?]}}`
+ * with `Retry-After` and `RateLimit` headers (HTTP 200, or 429 / 503 with `mirrorHttpStatus`).
+ *
+ * @example
+ * ```ts
+ * app.use('/a2a/jsonrpc', jsonRpcAdmission(limiter, { userBuilder, requestHandler }));
+ * app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder }));
+ * ```
+ */
+export function jsonRpcAdmission(
+  limiter: Limiter,
+  options: ExpressAdmissionOptions = {},
+): RequestHandler {
+  const steps = createExpressSteps(limiter, options);
+  const pass = steps.pass;
+  const parse = jsonBodyReader({
+    fallback: express.json({ limit: options.bodyLimit ?? DEFAULT_BODY_LIMIT }),
+    types: ['application/json'],
+    limitBytes: limitBytesOf(options.bodyLimit),
+    strict: true,
+  });
+  const legacyNames = options.legacy !== false;
+  const alone = options.sdkHandler !== undefined;
+  const versions = versionCheck(options.requestHandler);
+  /** A parsed JSON-RPC body: decided when it names an operation, else the SDK's to refuse. */
+  const classify = (req: Request, res: Response, next: NextFunction): void => {
+    const body = req.body as { method?: unknown; params?: unknown } | undefined;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      pass(req, res, next);
+      return;
+    }
+    const name = body.method;
+    const method = legacyNames
+      ? toA2AMethod(name)
+      : typeof name === 'string' && !name.includes('/')
+        ? toA2AMethod(name)
+        : undefined;
+    if (method === undefined) {
+      pass(req, res, next);
+      return;
+    }
+    const params = body.params as { tenant?: unknown } | undefined;
+    const tenant = params?.tenant;
+    if (tenant && typeof tenant !== 'string') {
+      // The SDK would set any truthy value as the context's tenant: refuse what is not a name.
+      const error = {
+        code: A2A_ERROR_CODE.INVALID_PARAMS,
+        message: 'params.tenant must be a string',
+      };
+      writeHttp(
+        res,
+        200,
+        JSON_RPC_CONTENT,
+        JSON.stringify({ jsonrpc: '2.0', id: jsonRpcId(body), error }),
+      );
+      return;
+    }
+    const call = new ExpressCall(
+      req,
+      res,
+      next,
+      'jsonrpc',
+      method,
+      stringOrUndefined(tenant),
+      messageIdOf(params),
+      typeof name === 'string' && name.includes('/'),
+      jsonRpcId(body),
+    );
+    admitCall(steps, call);
+  };
+  return (req, res, next) => {
+    const headers = req.headers;
+    clearMarks(headers);
+    // The SDK's `post('/')` matches `/` and `//` (one optional trailing slash), whatever the query
+    // (`req.path` parses the URL: read only when the URL is not plainly `/`).
+    const url = req.url;
+    const path = url === '/' ? url : req.path;
+    if (path !== '/' && path !== '//') {
+      if (alone) writeJsonRpcMiss(res, 404, 'No JSON-RPC endpoint at this path');
+      else pass(req, res, next);
+      return;
+    }
+    if (req.method !== 'POST') {
+      if (!alone) pass(req, res, next);
+      else if (req.method === 'OPTIONS') writeAllow(res, ['POST']);
+      else writeJsonRpcMiss(res, 405, 'JSON-RPC requests are POSTed', ['POST']);
+      return;
+    }
+    const type = mediaType(headers);
+    if (type !== undefined && type !== 'application/json') {
+      pass(req, res, next);
+      return;
+    }
+    parse(req, res, (error?: unknown) => {
+      if (error !== undefined && error !== null) {
+        const syntax = error instanceof SyntaxError;
+        writeHttp(
+          res,
+          200,
+          JSON_RPC_CONTENT,
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: null,
+            error: syntax
+              ? { code: A2A_ERROR_CODE.PARSE_ERROR, message: 'Invalid JSON payload.' }
+              : { code: A2A_ERROR_CODE.INVALID_REQUEST, message: (error as Error).message },
+          }),
+        );
+        return;
+      }
+      const version = headers['a2a-version'];
+      const requested = (Array.isArray(version) ? version[0] : version) || '0.3';
+      if (versions.known.has(requested)) {
+        classify(req, res, next);
+        return;
+      }
+      versions.check(requested).then(
+        (refusal) => {
+          if (refusal === undefined) classify(req, res, next);
+          else {
+            const answer = {
+              jsonrpc: '2.0',
+              id: jsonRpcId(req.body),
+              error: toJsonRpcError(refusal),
+            };
+            writeHttp(res, 200, JSON_RPC_CONTENT, JSON.stringify(answer));
+          }
+        },
+        (failure: unknown) => {
+          console.error(
+            `a2a-ratelimit: the agent card could not be read to check the A2A version: ${failure instanceof Error ? failure.message : String(failure)}`,
+          );
+          const answer = {
+            jsonrpc: '2.0',
+            id: jsonRpcId(req.body),
+            error: toJsonRpcError(failure),
+          };
+          writeHttp(res, 200, JSON_RPC_CONTENT, JSON.stringify(answer));
+        },
+      );
+    });
+  };
+}

@@ -1,0 +1,92 @@
+/**
+ * @module server/grpc/grpc-call
+ * One gRPC call on its way through the admission pipeline: what the limiter is asked (read from
+ * the request message), and the call's own state — done or not, its ticket, the stream to stop
+ * when it ends — with the ways it ends (a status of ours, OK after a duplicate's answer).
+ */
+
+import type { ServerCallContext } from '@a2a-js/sdk/server';
+import * as grpc from '@grpc/grpc-js';
+import type { A2AMethod } from '../../core/a2a-methods.js';
+import type { PipelineCall } from '../admission-pipeline.js';
+import type { AdmissionTicket } from '../limiter.js';
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** The fields of an A2A request message the admission reads. */
+interface RequestFields {
+  readonly tenant?: unknown;
+  readonly message?: { readonly messageId?: unknown };
+  readonly request?: { readonly messageId?: unknown };
+}
+
+/** One intercepted A2A call: created when it starts, filled in as metadata and message arrive. */
+export class GrpcCall implements PipelineCall {
+  caller = '';
+  skill: string | undefined = undefined;
+  readonly binding = 'grpc' as const;
+  /** gRPC has no v0.3 answer forms: a duplicate stream of a running task is resubscribed. */
+  readonly legacy = false;
+  tenant: string | undefined = undefined;
+  messageId: string | undefined = undefined;
+  /** The incoming metadata (the SDK reads the same object after us). */
+  metadata = new grpc.Metadata();
+  /** The request message, once received. */
+  message: unknown = undefined;
+  /** Hands the request message on to the SDK. */
+  forward: (message: unknown) => void = () => undefined;
+  /** The admission's ticket, ended with the call. */
+  ticket: AdmissionTicket | undefined = undefined;
+  /** A status has gone out (or the call was cancelled): nothing more is sent or run. */
+  done = false;
+  /** A duplicate stream's resubscription, once its task is found: what it streams. */
+  resubscription: { readonly taskId: string; readonly context: ServerCallContext } | undefined =
+    undefined;
+  /** Stops a resubscription stream we run ourselves. */
+  abort: (() => void) | undefined = undefined;
+
+  constructor(
+    readonly call: grpc.ServerInterceptingCallInterface,
+    readonly method: A2AMethod,
+  ) {}
+
+  /** Takes the request message: its tenant and (for a message method) its messageId. */
+  receive(message: unknown, forward: (message: unknown) => void): void {
+    const request = (message ?? {}) as RequestFields;
+    this.message = message;
+    this.forward = forward;
+    this.tenant = text(request.tenant);
+    this.messageId =
+      this.method === 'SendMessage' || this.method === 'SendStreamingMessage'
+        ? text(request.message?.messageId ?? request.request?.messageId)
+        : undefined;
+  }
+
+  /** The call is over: the ticket ends, a stream of ours stops. */
+  finish(): void {
+    this.done = true;
+    this.ticket?.end();
+    this.abort?.();
+  }
+
+  /** Ends the call with an error status of ours (once). */
+  fail(code: grpc.status, details: string): void {
+    if (this.done) return;
+    this.finish();
+    this.call.sendStatus({ code, details, metadata: new grpc.Metadata() });
+  }
+
+  /** Ends a call we answered ourselves with OK (once). */
+  succeed(): void {
+    if (this.done) return;
+    this.done = true;
+    this.call.sendStatus({ code: grpc.status.OK, details: 'OK', metadata: new grpc.Metadata() });
+  }
+
+  /** Sends one response message; resolves once it is written. */
+  send(message: unknown): Promise<void> {
+    return new Promise((resolve) => this.call.sendMessage(message, resolve));
+  }
+}
