@@ -61,6 +61,11 @@ export interface CardRatePolicy {
   readonly tiers: readonly CardRateTier[];
   /** The tier whose limits these are, when the card says (the caller's own on an extended card). */
   readonly tier?: string;
+  /**
+   * A usage budget's unit (e.g. `tokens`): `limit` and `burst` count these, not requests, so the
+   * policy is no request pace. Absent for request rates.
+   */
+  readonly unit?: string;
 }
 
 /**
@@ -211,6 +216,7 @@ function ratePolicy(
       mostRestrictive(tiers);
   }
   if (chosen === undefined) return undefined;
+  const unit = name(entry.unit);
   return {
     kind: 'rate',
     ...base,
@@ -219,6 +225,7 @@ function ratePolicy(
     burst: chosen.burst,
     tiers,
     ...(chosen.name === undefined ? {} : { tier: chosen.name }),
+    ...(unit === undefined || unit === 'requests' ? {} : { unit }),
   };
 }
 
