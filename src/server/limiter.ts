@@ -39,6 +39,7 @@ import { type AgentCardLike, resolveOperatorDomain } from './operator-domain.js'
 import { PendingMessages } from './pending-messages.js';
 import { ShadowLog } from './shadow-log.js';
 import { type EventBusManagerLike, TaskLeaseTracker } from './task-lease-tracker.js';
+import { type TaskRef, TaskUsageBook, type TaskUsageReporter } from './task-usage.js';
 
 /**
  * The A2A binding a request arrived on.
@@ -330,6 +331,8 @@ export interface Limiter {
    * caller is still connected.
    */
   reportUsage(request: RequestIdentity, units: number): Promise<void>;
+  /** A task's usage reporter (task id or `RequestContext`), charging whoever started it: `server/task-usage.ts`. */
+  usageOf(task: string | TaskRef): TaskUsageReporter;
   /**
    * Decides the resubscription a copy of a still-running streamed message becomes (after
    * {@link admit} answered `duplicate`): a stream like any other, decided under the policies of
@@ -604,6 +607,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
   let tracking = false;
   /** Open tickets by id (until their response ends). */
   const tickets = new Map<string, Ticket>();
+  const usage = new TaskUsageBook({
+    ticketHeader: TICKET_HEADER,
+    admittedBy: (id) => tickets.get(id)?.request,
+    charge: (request, units) => limiter.reportUsage(request, units),
+    nowMs: () => clock.nowMs(),
+  });
   let ticketCounter = 0;
 
   /**
@@ -674,7 +683,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         leaseDelta(leases.length);
         overloadLeaseCount += overloadLeases(leases);
       }
-      this.needsEnd = this.dedupPending || leases.length > 0;
+      this.needsEnd = this.dedupPending || leases.length > 0 || this.limits.some((l) => l.unit); // usage: found by task
     }
 
     /** Unique id (made on first use: a ticket that holds nothing is never looked up). */
@@ -1046,8 +1055,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       encodeGrpcRejection(rejection, limits === undefined ? { domain } : { domain, limits }),
     trackTasks: (inner) => {
       tracking = true;
-      return tracker.wrap(inner);
+      return usage.wrap(tracker.wrap(inner));
     },
+    usageOf: (task) => usage.reporterOf(task),
     leasesHeld: () => leaseCount,
     tasksTracked: () => tracker.size(),
     async close() {
