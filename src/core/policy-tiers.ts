@@ -41,11 +41,6 @@ export interface RateParams {
 
 /**
  * What makes a rate policy a usage budget, as given: its unit and the units charged at admission.
- *
- * @example
- * ```ts
- * const usage: UsageSource = { unit: 'tokens', estimate: 500 };
- * ```
  */
 export interface UsageSource {
   readonly unit: unknown;
@@ -55,11 +50,6 @@ export interface UsageSource {
 /**
  * Unit names: lower-case letters, digits, `_` and `-`, 1–32 characters, starting with a letter
  * (they are written as `qu` in `RateLimit-Policy` and on the card).
- *
- * @example
- * ```ts
- * UNIT_NAME_PATTERN.test('tokens'); // true
- * ```
  */
 export const UNIT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
 

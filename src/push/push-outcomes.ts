@@ -17,21 +17,11 @@ import type { WebhookPostSpec } from './webhook-attempt.js';
 
 /**
  * One notification on its way to a webhook: a rendered POST with its task, kind and deadline.
- *
- * @example
- * ```ts
- * const url = (n: WebhookNotification) => n.payload.url;
- * ```
  */
 export type WebhookNotification = QueuedNotification<WebhookPostSpec>;
 
 /**
  * What is known about a failed delivery: POSTs made, the last HTTP status, the last error.
- *
- * @example
- * ```ts
- * const detail: DropDetail = { attempts: 3, status: 503 };
- * ```
  */
 export interface DropDetail {
   readonly attempts: number;

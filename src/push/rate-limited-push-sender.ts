@@ -2,11 +2,11 @@
  * @module rate-limited-push-sender
  * `RateLimitedPushSender`: a drop-in `PushNotificationSender` for `@a2a-js/sdk` (the 6th argument
  * of `DefaultRequestHandler`) that treats the caller's webhook the way our client treats an agent
- * (docs/architecture.md, "Layers": `src/push`). It POSTs the same body, media type and authentication header as the SDK's
- * `DefaultPushNotificationSender`, but each POST runs through the shared {@link RetryScheduler}:
- * one gate per webhook URL across all tasks, 429/503 honoured with RetryInfo, `Retry-After`
- * (seconds or HTTP-date) and `RateLimit`, jittered backoff when no delay is given, a deadline per
- * notification. Per-task order is kept, queued status updates of a task are coalesced (latest
+ * (docs/architecture.md, "Push notifications"). It POSTs the same body, media type and
+ * authentication header as the SDK's `DefaultPushNotificationSender`, but each POST runs through
+ * the shared {@link RetryScheduler}: one gate per webhook URL across all tasks, 429/503 honoured
+ * with RetryInfo, `Retry-After` (seconds or HTTP-date) and `RateLimit`, jittered backoff when no
+ * delay is given, a deadline per notification. Per-task order is kept, queued status updates of a task are coalesced (latest
  * state wins), and each webhook's queue is bounded (notification-queue.ts). It cannot be turned
  * against the agent's own network: every URL is checked by the webhook policy and POSTs go through
  * the SSRF-safe transport (webhook-policy.ts, webhook-transport.ts); a webhook that keeps failing

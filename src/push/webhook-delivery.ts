@@ -25,11 +25,6 @@ const PUSH_METHOD = 'PushNotification';
 
 /**
  * What a delivery runs on: the sender's scheduler, circuits, attempt context and outcome ledger.
- *
- * @example
- * ```ts
- * const deps: WebhookDeliveryDeps = { scheduler, board, clock, attemptContext, closing, outcomes };
- * ```
  */
 export interface WebhookDeliveryDeps {
   readonly scheduler: RetryScheduler;

@@ -15,11 +15,6 @@ import { ticketIdOf } from './task-lease-tracker.js';
 /**
  * How long a task's admitted identity is kept after the SDK last asked for the task's event bus,
  * ms (one hour).
- *
- * @example
- * ```ts
- * TASK_USAGE_TTL_MS; // 3_600_000
- * ```
  */
 export const TASK_USAGE_TTL_MS = 3_600_000;
 
