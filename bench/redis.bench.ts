@@ -68,6 +68,28 @@ const tieredBudget = new RedisStore({
   keyPrefix: `${prefix}tiered:`,
   logger: false,
 });
+// Tiers × units: the token budget itself tiered (decided as tier pro), next to a request policy;
+// its callers also report usage (`chargeUsage`, the script's mode g: one round trip per report).
+const tieredUsage = new RedisStore({
+  client,
+  policies: [
+    { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 1_000_000, windowSeconds: 1 },
+    {
+      name: 'tokens',
+      kind: 'rate',
+      unit: 'tokens',
+      defaultTier: 'free',
+      tiers: {
+        free: { limit: 1_000_000, windowSeconds: 1 },
+        pro: { limit: 10_000_000, windowSeconds: 10 },
+      },
+    },
+  ],
+  onError: 'fail-closed',
+  timeoutMs: 5_000,
+  keyPrefix: `${prefix}tiered-usage:`,
+  logger: false,
+});
 const rlf = new RateLimiterRedis({
   storeClient: client,
   points: 1_000_000_000,
@@ -104,6 +126,12 @@ const ops: Record<string, Op> = {
     });
     if (!d.admitted) throw new Error('bench: ours (tiers + budget) rejected');
   },
+  oursTieredUsage: async () => {
+    const d = await tieredUsage.decide({ caller: nextCaller(), tier: 'pro', method: 'GetTask' });
+    if (!d.admitted) throw new Error('bench: ours (tiered token budget) rejected');
+  },
+  usageReport: () =>
+    tieredUsage.chargeUsage({ caller: nextCaller(), tier: 'pro', method: 'GetTask' }, 1),
   rlf: () => rlf.consume(nextCaller()),
   ping: () => client.ping(),
   evalsha: () => client.evalsha(trivialSha, 0),
@@ -131,6 +159,8 @@ const plan: [key: string, op: string, concurrency: number][] = [
   ['rlfC64', 'rlf', 64],
   ['oursC64ThreePolicies', 'oursThree', 64],
   ['oursC64TieredBudget', 'oursTieredBudget', 64],
+  ['oursC64TieredUsage', 'oursTieredUsage', 64],
+  ['usageReportC64', 'usageReport', 64],
   ['pingC64', 'ping', 64],
   ['evalshaC64', 'evalsha', 64],
 ];
@@ -185,7 +215,8 @@ console.log(
     oursFallbackDecisions:
       stats.fallbackDecisions +
       threePolicies.stats().fallbackDecisions +
-      tieredBudget.stats().fallbackDecisions,
+      tieredBudget.stats().fallbackDecisions +
+      tieredUsage.stats().fallbackDecisions,
   }),
 );
 

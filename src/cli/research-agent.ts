@@ -199,7 +199,7 @@ export function demoToken(token: string): { caller: string; tier?: string } {
   return { caller: token.slice(0, at), tier: token.slice(at + 1) };
 }
 
-/** Demo tokens per message a task reports as its usage (`limiter.reportUsage`), units. */
+/** Demo tokens per message a task reports as its usage (`limiter.usageOf(task).report`), units. */
 export const DEMO_TOKENS_PER_MESSAGE = 4_000;
 
 /** The tier the demo authentication last saw for each caller (bounded; a real agent asks its accounts). */
@@ -476,14 +476,10 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
     new InMemoryTaskStore(),
     researchExecutor(counter, options.task, (ctx) => {
       // The demo's usage: a fixed, documented number of tokens per message, charged once the
-      // task has run to the usage policies (unit set) of its authenticated caller.
-      const user = ctx.context?.user;
-      if (user?.isAuthenticated !== true || user.userName === '') return;
+      // task has run to the usage policies (unit set) of the caller whose admission started it.
       void decided
-        .reportUsage(
-          { caller: user.userName, method: 'SendMessage', tenant: ctx.context?.tenant },
-          DEMO_TOKENS_PER_MESSAGE,
-        )
+        .usageOf(ctx)
+        .report(DEMO_TOKENS_PER_MESSAGE)
         .catch(() => undefined);
     }),
     limiter.trackTasks(new DefaultExecutionEventBusManager()),

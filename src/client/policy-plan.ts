@@ -137,14 +137,17 @@ export class RatePlan {
   }
 
   private onAnswer(limits: AnsweredLimits, sentAtMs: number, nowMs: number): void {
-    const announced = limits.policies?.find((p) => p.policy === this.policy);
+    // Items in another unit (`qu`, a token budget) say nothing about this request plan.
+    const announced = limits.policies?.find(
+      (p) => p.policy === this.policy && p.unit === undefined,
+    );
     if (
       announced !== undefined &&
       (announced.limit !== this.limit || announced.windowSeconds !== this.windowSeconds)
     ) {
       this.retune(announced.limit, announced.windowSeconds, nowMs);
     }
-    const state = limits.states?.find((s) => s.policy === this.policy);
+    const state = limits.states?.find((s) => s.policy === this.policy && s.unit === undefined);
     if (state === undefined || !Number.isFinite(state.remaining) || state.remaining < 0) return;
     const r = Math.floor(state.remaining);
     const t = Math.max(0, Math.ceil(state.resetSeconds ?? 0));

@@ -267,7 +267,8 @@ export class SendGate {
   private learnPace(policies: readonly AnnouncedPolicy[], name: string | undefined): void {
     const policy =
       policies.find((p) => p.policy === name) ?? (policies.length === 1 ? policies[0] : undefined);
-    if (policy === undefined || !(policy.limit > 0) || !(policy.windowSeconds > 0)) return;
+    if (policy === undefined || policy.unit !== undefined) return; // a token budget is no pace
+    if (!(policy.limit > 0) || !(policy.windowSeconds > 0)) return;
     this.intervalMs = (policy.windowSeconds * 1000) / policy.limit;
     this.capacity = policy.limit;
   }
@@ -401,10 +402,14 @@ export class SendGate {
 }
 
 function pickState(states: readonly AnnouncedState[], group: string): AnnouncedState | undefined {
-  const named = states.find((s) => s.policy === group);
+  // States in another unit (`qu`, e.g. tokens left) are not requests left.
+  const named = states.find((s) => s.policy === group && s.unit === undefined);
   if (named !== undefined) return named;
   // Otherwise the state closest to exhaustion speaks for the group.
   let lowest: AnnouncedState | undefined;
-  for (const s of states) if (lowest === undefined || s.remaining < lowest.remaining) lowest = s;
+  for (const s of states) {
+    if (s.unit === undefined && (lowest === undefined || s.remaining < lowest.remaining))
+      lowest = s;
+  }
   return lowest;
 }

@@ -90,6 +90,8 @@ export class SendPlanTable {
       if (!PLANNED_SCOPES.has(p.scope) || !(p.methods as readonly string[]).includes(method)) {
         continue;
       }
+      // A usage budget (tokens) is not paced by requests: its refusals still come as hints.
+      if (p.kind === 'rate' && p.unit !== undefined) continue;
       const bucket = p.scope === 'caller+method' ? `${p.name}\u0000${method}` : p.name;
       const plan = this.planOf(key(agent, caller, bucket), p);
       if (plan instanceof RatePlan) rates.push(plan);

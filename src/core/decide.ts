@@ -445,13 +445,11 @@ export function limitStateOf(
       ? p
       : { burst: p.burst, emissionUs: p.unitUs, toleranceUs: (p.burst - 1) * p.unitUs },
   );
-  return {
-    policy: p.name,
-    limit: p.limit,
-    windowSeconds: p.windowSeconds,
-    remaining,
-    resetSeconds: nextUs > 0 ? Math.ceil(nextUs / 1_000_000) : 0,
-  };
+  const resetSeconds = nextUs > 0 ? Math.ceil(nextUs / 1_000_000) : 0;
+  const { name: policy, limit, windowSeconds, unit } = p;
+  return unit === undefined
+    ? { policy, limit, windowSeconds, remaining, resetSeconds }
+    : { policy, limit, windowSeconds, remaining, resetSeconds, unit };
 }
 
 /**
@@ -464,13 +462,11 @@ export function limitStateOf(
  * ```
  */
 export function rejectingLimitState(p: CompiledRatePolicy, delayUs: number): LimitState {
-  return {
-    policy: p.name,
-    limit: p.limit,
-    windowSeconds: p.windowSeconds,
-    remaining: 0,
-    resetSeconds: wireDelaySeconds(retryAfterMsOf(delayUs)),
-  };
+  const resetSeconds = wireDelaySeconds(retryAfterMsOf(delayUs));
+  const { name: policy, limit, windowSeconds, unit } = p;
+  return unit === undefined
+    ? { policy, limit, windowSeconds, remaining: 0, resetSeconds }
+    : { policy, limit, windowSeconds, remaining: 0, resetSeconds, unit };
 }
 
 function graceUs(delayUs: number, holds: CompiledHoldOptions): number {

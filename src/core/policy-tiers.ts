@@ -4,7 +4,9 @@
  * policy compiles to one {@link CompiledRatePolicy} per tier (its "variants"), all with the
  * policy's index, name and keys — so a caller's bucket is the same whatever tier it has — and each
  * with its own GCRA parameters and its own `paramIndex` (the row the Redis script reads). The
- * default tier's variant is the policy itself in the compiled set. Pure.
+ * default tier's variant is the policy itself in the compiled set. A usage policy (`unit`) may be
+ * tiered too: each tier's limit and burst are then in that unit, its admission charge the
+ * policy's `estimate`. Pure.
  */
 
 import type { A2AMethod } from './a2a-methods.js';
@@ -35,6 +37,42 @@ export interface RateParams {
   readonly emissionUs: number;
   readonly toleranceUs: number;
   readonly windowUs: number;
+}
+
+/**
+ * What makes a rate policy a usage budget, as given: its unit and the units charged at admission.
+ */
+export interface UsageSource {
+  readonly unit: unknown;
+  readonly estimate: unknown;
+}
+
+/**
+ * Unit names: lower-case letters, digits, `_` and `-`, 1–32 characters, starting with a letter
+ * (they are written as `qu` in `RateLimit-Policy` and on the card).
+ */
+export const UNIT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
+
+/**
+ * The GCRA parameters of a usage budget measured by `params`: admission charges `estimate` units
+ * (`emissionUs`, µs) and conforms exactly while the budget holds at least `max(estimate, 1)`
+ * units (`toleranceUs`, µs); `unitUs` is one unit's share of the window, µs.
+ *
+ * @example
+ * ```ts
+ * usageGcra(rateParams({ limit: 10_000, windowSeconds: 60 }, '') as RateParams, 0).unitUs; // 6000
+ * ```
+ */
+export function usageGcra(
+  params: RateParams,
+  estimate: number,
+): { readonly emissionUs: number; readonly toleranceUs: number; readonly unitUs: number } {
+  const unitUs = params.emissionUs;
+  return {
+    emissionUs: estimate * unitUs,
+    toleranceUs: params.toleranceUs - Math.max(0, estimate - 1) * unitUs,
+    unitUs,
+  };
 }
 
 /** A wrong field of a set of rate limits: the field and what is wrong with it. */
@@ -162,7 +200,9 @@ export function variantFor(p: CompiledPolicy, tier: string | undefined): Compile
 /**
  * Tier variants of a compiled rate policy whose source lists `tiers`: one per tier, the default
  * tier's being `base` itself with its parameters replaced. Returns the problem of the first bad
- * field instead. `nextRow` hands out `paramIndex` values for the non-default tiers.
+ * field instead. `nextRow` hands out `paramIndex` values for the non-default tiers. With `usage`
+ * (the source gave `unit` or `estimate`) every variant is a usage budget in that unit, and the
+ * estimate must fit every tier's burst.
  *
  * @example
  * ```ts
@@ -174,9 +214,29 @@ export function compileTierVariants(
   tiers: unknown,
   defaultTier: unknown,
   nextRow: () => number,
+  usage?: UsageSource,
 ):
   | { readonly policy: CompiledRatePolicy; readonly extraRows: CompiledRatePolicy[] }
   | RateParamsProblem {
+  let unit: string | undefined;
+  let estimate = 0;
+  if (usage !== undefined) {
+    if (usage.unit === undefined) {
+      return { field: 'estimate', problem: 'is for usage policies (give `unit`)' };
+    }
+    if (typeof usage.unit !== 'string' || !UNIT_NAME_PATTERN.test(usage.unit)) {
+      return {
+        field: 'unit',
+        problem: `must match [a-z][a-z0-9_-]{0,31}, got ${show(usage.unit)}`,
+      };
+    }
+    unit = usage.unit;
+    const e = usage.estimate ?? 0;
+    if (typeof e !== 'number' || !Number.isSafeInteger(e) || e < 0) {
+      return { field: 'estimate', problem: `must be an integer ≥ 0, got ${show(usage.estimate)}` };
+    }
+    estimate = e;
+  }
   if (typeof tiers !== 'object' || tiers === null || Array.isArray(tiers)) {
     return {
       field: 'tiers',
@@ -203,6 +263,12 @@ export function compileTierVariants(
     }
     const params = rateParams(limits as Record<string, unknown>, `tiers.${tier}.`);
     if ('problem' in params) return params;
+    if (estimate > params.burst) {
+      return {
+        field: 'estimate',
+        problem: `must be at most every tier's burst (tiers.${tier}: ${params.burst}), got ${estimate}`,
+      };
+    }
     const isDefault = tier === defaultTier;
     const variant: CompiledRatePolicy = {
       ...base,
@@ -210,8 +276,10 @@ export function compileTierVariants(
       tier,
       paramIndex: isDefault ? base.paramIndex : nextRow(),
       tierVariants: variants,
-      unit: undefined,
-      unitUs: params.emissionUs,
+      ...(unit === undefined
+        ? { unit: undefined, unitUs: params.emissionUs }
+        : // A budget is not a queue of slots: usage policies never hold.
+          { callerScoped: false, unit, ...usageGcra(params, estimate) }),
     };
     variants.push(variant);
     if (isDefault) policy = variant;

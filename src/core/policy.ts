@@ -659,9 +659,6 @@ function compileOne(
       const rejectAs = compileRejectAs(name, p.rejectAs);
       const common = { kind: 'rate' as const, index, paramIndex: index, name, shadow, ...scoped };
       if (p.tiers !== undefined || p.defaultTier !== undefined) {
-        if (p.unit !== undefined) {
-          throw new PolicyError(name, 'unit', 'cannot be combined with tiers (not supported yet)');
-        }
         for (const field of ['limit', 'windowSeconds', 'burst'] as const) {
           if (p[field] !== undefined) {
             throw new PolicyError(name, field, 'must be left out when tiers are given');
@@ -672,6 +669,9 @@ function compileOne(
           p.tiers,
           p.defaultTier,
           nextRow,
+          p.unit === undefined && p.estimate === undefined
+            ? undefined
+            : { unit: p.unit, estimate: p.estimate },
         );
         if ('problem' in compiled) throw new PolicyError(name, compiled.field, compiled.problem);
         extraRows.push(...compiled.extraRows);

@@ -101,10 +101,12 @@ export interface LimitState {
   readonly limit: number;
   /** `w`: window, seconds. */
   readonly windowSeconds: number;
-  /** `r`: whole requests available now, net of holds. */
+  /** `r`: whole requests (or units, for a usage policy) available now, net of holds. */
   readonly remaining: number;
   /** `t`: seconds until `remaining` next grows (0 when the bucket is full). */
   readonly resetSeconds: number;
+  /** `qu`: the unit of `limit` and `remaining` for a usage policy (e.g. `tokens`); absent = requests. */
+  readonly unit?: string;
 }
 
 /**

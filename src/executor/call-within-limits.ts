@@ -1,11 +1,11 @@
 /**
  * @module call-within-limits
  * For agent executors: a limit hit *inside* a task (a model provider's 429, a downstream 503) is
- * work inside the task, not a protocol error (DESIGN §4). `callWithinLimits` retries the internal
- * call after the delay the provider named (read with `extractRetryHint`), publishes a WORKING
- * status update saying it is waiting and for how long, and when it gives up ends the task
- * `TASK_STATE_FAILED` with a status message saying why — so a stream always ends with a terminal
- * event. Structural event types: no SDK import.
+ * work inside the task, not a protocol error (docs/architecture.md, "Layers": `src/executor`).
+ * `callWithinLimits` retries the internal call after the delay the provider named (read with
+ * `extractRetryHint`), publishes a WORKING status update saying it is waiting and for how long,
+ * and when it gives up ends the task `TASK_STATE_FAILED` with a status message saying why — so a
+ * stream always ends with a terminal event. Structural event types: no SDK import.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -71,16 +71,30 @@ export interface CallWithinLimitsOptions {
 }
 
 /**
- * Thrown by {@link callWithinLimits} when it gave up; the task was already ended FAILED (unless
- * `failTaskOnGiveUp: false`). Carries the last hint and the last error.
+ * Stable `code` strings of the executor helper's errors.
  *
  * @example
  * ```ts
- * try { await callWithinLimits(call, options); } catch (e) { if (e instanceof LimitedCallFailedError) return; }
+ * if (e.code === EXECUTOR_ERROR_CODES.limitedCallFailed) return;
+ * ```
+ */
+export const EXECUTOR_ERROR_CODES = { limitedCallFailed: 'ERR_A2A_LIMITED_CALL_FAILED' } as const;
+
+/**
+ * Thrown by {@link callWithinLimits} when it gave up; the task was already ended FAILED (unless
+ * `failTaskOnGiveUp: false`). Carries the last hint and the last error. Recognise it with
+ * {@link isLimitedCallFailedError} (a brand, so it works across duplicate installs) or its `code`.
+ *
+ * @example
+ * ```ts
+ * try { await callWithinLimits(call, options); } catch (e) { if (isLimitedCallFailedError(e)) return; }
  * ```
  */
 export class LimitedCallFailedError extends Error {
   override readonly name = 'LimitedCallFailedError';
+  /** Brand checked by {@link isLimitedCallFailedError}. */
+  readonly isLimitedCallFailedError = true;
+  readonly code = EXECUTOR_ERROR_CODES.limitedCallFailed;
   /** What the last failure said about retrying. */
   readonly hint: RetryHint;
   /** Attempts made. */
@@ -91,6 +105,23 @@ export class LimitedCallFailedError extends Error {
     this.hint = hint;
     this.attempts = attempts;
   }
+}
+
+/**
+ * Whether `error` is a {@link LimitedCallFailedError}, by its brand rather than `instanceof`, so
+ * it holds across duplicate installs of this package.
+ *
+ * @example
+ * ```ts
+ * catch (e) { if (!isLimitedCallFailedError(e)) throw e; console.log(e.attempts, e.hint.delayMs); }
+ * ```
+ */
+export function isLimitedCallFailedError(error: unknown): error is LimitedCallFailedError {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { isLimitedCallFailedError?: unknown }).isLimitedCallFailedError === true
+  );
 }
 
 function statusEvent(
@@ -158,7 +189,7 @@ function why(hint: RetryHint): string {
  *     });
  *     bus.publish(completed(answer));
  *   } catch (e) {
- *     if (!(e instanceof LimitedCallFailedError)) throw e;
+ *     if (!isLimitedCallFailedError(e)) throw e;
  *   } finally { bus.finished(); }
  * }
  * ```

@@ -2,17 +2,18 @@
  * @module rate-limited-push-sender
  * `RateLimitedPushSender`: a drop-in `PushNotificationSender` for `@a2a-js/sdk` (the 6th argument
  * of `DefaultRequestHandler`) that treats the caller's webhook the way our client treats an agent
- * (DESIGN §6). It POSTs the same body, media type and authentication header as the SDK's
- * `DefaultPushNotificationSender`, but each POST runs through the shared {@link RetryScheduler}:
- * one gate per webhook URL across all tasks, 429/503 honoured with RetryInfo, `Retry-After`
- * (seconds or HTTP-date) and `RateLimit`, jittered backoff when no delay is given, a deadline per
- * notification. Per-task order is kept, queued status updates of a task are coalesced (latest
+ * (docs/architecture.md, "Push notifications"). It POSTs the same body, media type and
+ * authentication header as the SDK's `DefaultPushNotificationSender`, but each POST runs through
+ * the shared {@link RetryScheduler}: one gate per webhook URL across all tasks, 429/503 honoured
+ * with RetryInfo, `Retry-After` (seconds or HTTP-date) and `RateLimit`, jittered backoff when no
+ * delay is given, a deadline per notification. Per-task order is kept, queued status updates of a task are coalesced (latest
  * state wins), and each webhook's queue is bounded (notification-queue.ts). It cannot be turned
  * against the agent's own network: every URL is checked by the webhook policy and POSTs go through
  * the SSRF-safe transport (webhook-policy.ts, webhook-transport.ts); a webhook that keeps failing
- * is left alone for a while by its origin's circuit (circuit-board.ts). A webhook's failures
- * never reach the task: `send` never rejects, and every notification ends delivered or counted as
- * dropped.
+ * is left alone for a while by its origin's circuit (circuit-board.ts). One notification's
+ * delivery is webhook-delivery.ts, the counting and hooks of how it ended push-outcomes.ts; this
+ * room accepts events, renders and queues them per webhook. A webhook's failures never reach the
+ * task: `send` never rejects, and every notification ends delivered or counted as dropped.
  */
 
 import type {
@@ -22,33 +23,25 @@ import type {
   StoredPushNotificationConfig,
 } from '@a2a-js/sdk/server';
 import { DEFAULT_RETRY_RULES } from '../client/plan-retry.js';
-import { isRetryBudgetExceededError, isRetryError } from '../client/retry-errors.js';
 import { RetryScheduler } from '../client/retry-scheduler.js';
 import { systemClock, systemSleep } from '../client/sleep.js';
 import type { Clock } from '../core/clock.js';
 import { TERMINAL_TASK_STATES } from '../core/task-events.js';
-import { CircuitBoard, type PushCircuitEvent } from './circuit-board.js';
-import { NotificationQueue, type QueuedNotification } from './notification-queue.js';
+import { CircuitBoard } from './circuit-board.js';
+import { NotificationQueue } from './notification-queue.js';
 import { PushConfigReader } from './push-configs.js';
-import { PUSH_DROP_REASONS, type PushDropReason, type PushPayloadKind } from './push-drops.js';
+import { PUSH_DROP_REASONS, type PushPayloadKind } from './push-drops.js';
+import { PushOutcomes, type WebhookNotification } from './push-outcomes.js';
 import {
   consolePushLogger,
-  logCircuitChange,
-  type PushSenderLogger,
   type PushSenderStats,
   type RateLimitedPushSenderOptions,
 } from './push-sender-options.js';
-import {
-  type AttemptContext,
-  type AttemptTrace,
-  CircuitPause,
-  type WebhookPostSpec,
-  webhookAttempt,
-} from './webhook-attempt.js';
+import type { WebhookPostSpec } from './webhook-attempt.js';
+import { deliverNotification, type WebhookDeliveryDeps } from './webhook-delivery.js';
 import type { WebhookPolicy } from './webhook-policy.js';
 import {
   createWebhookTransport,
-  isWebhookRefusedError,
   toWebhookPolicy,
   WebhookRefusedError,
   type WebhookTransport,
@@ -57,10 +50,7 @@ import {
 type StreamResponse = Parameters<PushNotificationSender['send']>[0];
 type Task = NonNullable<Parameters<PushNotificationSender['send']>[2]>;
 
-type Notification = QueuedNotification<WebhookPostSpec>;
-
-/** The group name of webhook POSTs in the scheduler's gates (until a policy names itself). */
-const PUSH_METHOD = 'PushNotification';
+type Notification = WebhookNotification;
 
 /**
  * Whether a `TaskState` number is terminal (completed, failed, canceled, rejected).
@@ -120,39 +110,23 @@ export function isTerminalTaskState(state: number | undefined): boolean {
  * ```
  */
 export class RateLimitedPushSender implements PushNotificationSender {
-  private readonly scheduler: RetryScheduler;
   private readonly clock: Clock;
   private readonly policy: WebhookPolicy;
   private readonly transport: WebhookTransport;
   private readonly ownsTransport: boolean;
   private readonly board: CircuitBoard;
-  private readonly attemptContext: AttemptContext;
+  private readonly delivery: WebhookDeliveryDeps;
+  private readonly outcomes: PushOutcomes;
   private readonly deliveryDeadlineMs: number;
   private readonly maxQueued: number;
   private readonly maxConcurrent: number;
   private readonly configs: PushConfigReader;
-  private readonly hooks: Pick<
-    RateLimitedPushSenderOptions,
-    'onDrop' | 'onDelivered' | 'onError' | 'onCircuitChange'
-  >;
-  private readonly logger: PushSenderLogger | undefined;
   private readonly webhooks = new Map<string, NotificationQueue<WebhookPostSpec>>();
   /** Per task: the chain of config loads, so that notifications are queued in `send` order. */
   private readonly loads = new Map<string, Promise<void>>();
   private readonly closing = new AbortController();
   private readonly idleWaiters: (() => void)[] = [];
   private pendingLoads = 0;
-  private readonly counters = {
-    accepted: 0,
-    delivered: 0,
-    posts: 0,
-    retries: 0,
-    errors: 0,
-    dropped: Object.fromEntries(Object.values(PUSH_DROP_REASONS).map((r) => [r, 0])) as Record<
-      PushDropReason,
-      number
-    >,
-  };
 
   /**
    * @param store - Where the agent's push configs live: the same store given to
@@ -173,36 +147,27 @@ export class RateLimitedPushSender implements PushNotificationSender {
       tokenHeaderName: options.tokenHeaderName ?? 'X-A2A-Notification-Token',
       ...(options.serializers === undefined ? {} : { serializers: options.serializers }),
     });
-    this.hooks = {
-      ...(options.onDrop === undefined ? {} : { onDrop: options.onDrop }),
-      ...(options.onDelivered === undefined ? {} : { onDelivered: options.onDelivered }),
-      ...(options.onError === undefined ? {} : { onError: options.onError }),
-      ...(options.onCircuitChange === undefined
-        ? {}
-        : { onCircuitChange: options.onCircuitChange }),
-    };
-    this.logger = options.logger === false ? undefined : (options.logger ?? consolePushLogger);
+    const logger = options.logger === false ? undefined : (options.logger ?? consolePushLogger);
+    const outcomes = new PushOutcomes(options, this.clock, logger);
+    this.outcomes = outcomes;
     const circuitOptions = options.circuit ?? {};
     this.board = new CircuitBoard({
       circuit: circuitOptions,
       clock: this.clock,
       sleep,
-      onChange: (event) => this.circuitChanged(event, circuitOptions.openMs ?? 30_000),
+      onChange: (event) => outcomes.circuitChanged(event, circuitOptions.openMs ?? 30_000),
     });
-    this.attemptContext = {
+    const attemptContext = {
       transport: this.transport,
       board: this.board,
       clock: this.clock,
-      timeoutSignal: options.timeoutSignal ?? ((ms) => AbortSignal.timeout(ms)),
+      timeoutSignal: options.timeoutSignal ?? ((ms: number) => AbortSignal.timeout(ms)),
       postTimeoutMs: positive(options.postTimeoutMs, 10_000),
       closing: this.closing.signal,
-      onPost: (resend) => {
-        this.counters.posts++;
-        if (resend) this.counters.retries++;
-      },
+      onPost: (resend: boolean) => outcomes.posted(resend),
     };
     const retry = options.retry ?? {};
-    this.scheduler = new RetryScheduler({
+    const scheduler = new RetryScheduler({
       maxRetries: retry.maxRetries ?? 100,
       maxSingleWaitMs: retry.maxSingleWaitMs ?? this.deliveryDeadlineMs,
       jitterMs: retry.jitterMs ?? DEFAULT_RETRY_RULES.jitterMs,
@@ -213,6 +178,14 @@ export class RateLimitedPushSender implements PushNotificationSender {
       sleep,
       ...(options.random === undefined ? {} : { random: options.random }),
     });
+    this.delivery = {
+      scheduler,
+      board: this.board,
+      clock: this.clock,
+      attemptContext,
+      closing: this.closing.signal,
+      outcomes,
+    };
   }
 
   /**
@@ -243,7 +216,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
         this.notifyIfIdle();
       }
     } catch (error) {
-      this.reportError(error, taskId);
+      this.outcomes.reportError(error, taskId);
     }
   }
 
@@ -256,18 +229,19 @@ export class RateLimitedPushSender implements PushNotificationSender {
       inFlight += queue.inDelivery;
     }
     const circuits = this.board.stats();
+    const counters = this.outcomes.counters;
     return {
-      accepted: this.counters.accepted,
-      delivered: this.counters.delivered,
-      dropped: { ...this.counters.dropped },
-      posts: this.counters.posts,
-      retries: this.counters.retries,
+      accepted: counters.accepted,
+      delivered: counters.delivered,
+      dropped: { ...counters.dropped },
+      posts: counters.posts,
+      retries: counters.retries,
       queued,
       inFlight,
       webhooks: this.webhooks.size,
       circuitsOpen: circuits.open,
       circuitOpenings: circuits.openings,
-      errors: this.counters.errors,
+      errors: counters.errors,
     };
   }
 
@@ -300,7 +274,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
       this.closing.abort(new Error('push sender closed'));
       for (const queue of this.webhooks.values()) {
         for (const { notification, reason } of queue.clear()) {
-          this.drop(notification, reason, { attempts: 0 });
+          this.outcomes.drop(notification, reason, { attempts: 0 });
         }
       }
     }
@@ -331,7 +305,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
     try {
       configs = await this.configs.load(taskId, context);
     } catch (error) {
-      this.reportError(error, taskId);
+      this.outcomes.reportError(error, taskId);
       return;
     }
     if (this.closing.signal.aborted) return;
@@ -349,10 +323,10 @@ export class RateLimitedPushSender implements PushNotificationSender {
         const { headers, body } = this.configs.render(config, wireVersion, streamResponse, task);
         post = { url: config.url, origin: check.allowed ? check.url.origin : '', headers, body };
       } catch (error) {
-        this.reportError(error, taskId);
+        this.outcomes.reportError(error, taskId);
         continue;
       }
-      this.counters.accepted++;
+      this.outcomes.counters.accepted++;
       const notification: Notification = {
         lane: `${config.id}\u0000${taskId}`,
         taskId,
@@ -366,7 +340,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
       if (check.allowed) this.enqueue(notification);
       else {
         const error = new WebhookRefusedError(config.url, check);
-        this.drop(notification, PUSH_DROP_REASONS.refused, { attempts: 0, error });
+        this.outcomes.drop(notification, PUSH_DROP_REASONS.refused, { attempts: 0, error });
       }
     }
   }
@@ -382,7 +356,7 @@ export class RateLimitedPushSender implements PushNotificationSender {
       notification,
       this.clock.nowMs(),
     )) {
-      this.drop(dropped, reason, { attempts: 0 });
+      this.outcomes.drop(dropped, reason, { attempts: 0 });
     }
     this.pump(url, queue);
   }
@@ -392,148 +366,12 @@ export class RateLimitedPushSender implements PushNotificationSender {
     while (queue.inDelivery < this.maxConcurrent && !this.closing.signal.aborted) {
       const notification = queue.take();
       if (notification === undefined) break;
-      void this.deliver(notification).finally(() => {
+      void deliverNotification(this.delivery, notification).finally(() => {
         queue.finish(notification.lane);
         if (queue.isIdle() && this.webhooks.get(url) === queue) this.webhooks.delete(url);
         else this.pump(url, queue);
         this.notifyIfIdle();
       });
-    }
-  }
-
-  /**
-   * Delivers one notification: waits while its origin's circuit is open, then runs the POST
-   * through the scheduler (again after a pause the circuit imposed mid-way); reports how it
-   * ended. Never rejects.
-   */
-  private async deliver(notification: Notification): Promise<void> {
-    const post = notification.payload;
-    const closing = this.closing.signal;
-    const trace: AttemptTrace = { attempts: 0 };
-    const detail = () => ({
-      attempts: trace.attempts,
-      status: trace.lastStatus,
-      error: trace.lastError,
-    });
-    for (;;) {
-      if (this.clock.nowMs() >= notification.deadlineMs) {
-        const open = this.board.stateOf(post.origin) !== 'closed';
-        this.drop(
-          notification,
-          open ? PUSH_DROP_REASONS.circuitOpen : PUSH_DROP_REASONS.deadline,
-          detail(),
-        );
-        return;
-      }
-      let mayTry: boolean;
-      try {
-        mayTry = await this.board.waitFor(post.origin, notification.deadlineMs, closing);
-      } catch {
-        this.drop(notification, PUSH_DROP_REASONS.closed, detail());
-        return;
-      }
-      if (!mayTry) {
-        this.drop(notification, PUSH_DROP_REASONS.circuitOpen, detail());
-        return;
-      }
-      try {
-        const result = await this.scheduler.run(
-          {
-            agent: post.url,
-            caller: '',
-            method: PUSH_METHOD,
-            signal: closing,
-            deadlineMs: notification.deadlineMs,
-            repeatable: true,
-          },
-          webhookAttempt(this.attemptContext, post, trace),
-        );
-        if (result.status >= 200 && result.status < 300) {
-          this.delivered(notification, trace.attempts);
-        } else {
-          // The scheduler stopped on the webhook's own answer: final, or repeated too often.
-          const reason =
-            trace.lastHint?.kind === 'not-retryable'
-              ? PUSH_DROP_REASONS.rejected
-              : PUSH_DROP_REASONS.retriesExhausted;
-          this.drop(notification, reason, { attempts: trace.attempts, status: result.status });
-        }
-        return;
-      } catch (error) {
-        if (error instanceof CircuitPause && !closing.aborted) continue;
-        const reason: PushDropReason = closing.aborted
-          ? PUSH_DROP_REASONS.closed
-          : isWebhookRefusedError(error)
-            ? PUSH_DROP_REASONS.refused
-            : isRetryBudgetExceededError(error)
-              ? PUSH_DROP_REASONS.deadline
-              : isRetryError(error) || trace.lastHint?.kind !== 'not-retryable'
-                ? PUSH_DROP_REASONS.retriesExhausted
-                : PUSH_DROP_REASONS.rejected;
-        this.drop(notification, reason, { ...detail(), error });
-        return;
-      }
-    }
-  }
-
-  private circuitChanged(event: PushCircuitEvent, openMs: number): void {
-    try {
-      this.hooks.onCircuitChange?.(event);
-    } catch {
-      // A metrics hook must not break delivery.
-    }
-    if (this.logger !== undefined) logCircuitChange(this.logger, event, openMs);
-  }
-
-  private delivered(notification: Notification, attempts: number): void {
-    this.counters.delivered++;
-    const hook = this.hooks.onDelivered;
-    if (hook === undefined) return;
-    try {
-      hook({
-        url: notification.payload.url,
-        taskId: notification.taskId,
-        kind: notification.kind,
-        state: notification.state,
-        attempts,
-        ageMs: this.clock.nowMs() - notification.acceptedAtMs,
-      });
-    } catch {
-      // A metrics hook must not break delivery.
-    }
-  }
-
-  private drop(
-    notification: Notification,
-    reason: PushDropReason,
-    detail: { attempts: number; status?: number | undefined; error?: unknown },
-  ): void {
-    this.counters.dropped[reason]++;
-    const hook = this.hooks.onDrop;
-    if (hook === undefined) return;
-    try {
-      hook({
-        reason,
-        url: notification.payload.url,
-        taskId: notification.taskId,
-        kind: notification.kind,
-        state: notification.state,
-        attempts: detail.attempts,
-        ageMs: this.clock.nowMs() - notification.acceptedAtMs,
-        status: detail.status,
-        ...(detail.error === undefined ? {} : { error: detail.error }),
-      });
-    } catch {
-      // A metrics hook must not break delivery.
-    }
-  }
-
-  private reportError(error: unknown, taskId: string): void {
-    this.counters.errors++;
-    try {
-      this.hooks.onError?.(error, taskId);
-    } catch {
-      // Nothing may reach the SDK.
     }
   }
 }

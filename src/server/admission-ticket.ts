@@ -82,7 +82,8 @@ export class Ticket implements AdmissionTicket {
       }
       host.taken(leases);
     }
-    this.needsEnd = this.dedupPending || leases.length > 0;
+    // A usage policy's ticket is looked up by task (`limiter.usageOf`) even when it holds nothing.
+    this.needsEnd = this.dedupPending || leases.length > 0 || this.limits.some((l) => l.unit);
   }
 
   /** Unique id (made on first use: a ticket that holds nothing is never looked up). */

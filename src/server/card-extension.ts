@@ -51,6 +51,8 @@ export interface PublishedPolicy {
    * `windowSeconds` / `burst` are.
    */
   readonly tier?: string;
+  /** Usage policy: the unit `limit` and `burst` count (e.g. `tokens`); absent = requests. */
+  readonly unit?: string;
 }
 
 /**
@@ -141,7 +143,12 @@ export function rateLimitExtension(
     };
     switch (p.kind) {
       case 'rate': {
-        const limits = { limit: p.limit, windowSeconds: p.windowSeconds, burst: p.burst };
+        const limits = {
+          limit: p.limit,
+          windowSeconds: p.windowSeconds,
+          burst: p.burst,
+          ...(p.unit === undefined ? {} : { unit: p.unit }),
+        };
         if (p.tierVariants.length === 0) return { ...published, ...limits };
         return {
           ...published,

@@ -14,3 +14,4 @@ export * from './operator-domain.js';
 export * from './pending-messages.js';
 export * from './rest-route.js';
 export * from './task-lease-tracker.js';
+export * from './task-usage.js';

@@ -12,6 +12,7 @@ import type { Store } from '../store/store.js';
 import type { GrpcRejectionStatus, HttpRejectionResponse } from '../wire/index.js';
 import type { AdmissionRequest } from './limiter-options.js';
 import type { EventBusManagerLike } from './task-lease-tracker.js';
+import type { TaskRef, TaskUsageReporter } from './task-usage.js';
 
 /**
  * What the limiter made of a request.
@@ -132,6 +133,8 @@ export interface Limiter {
    * caller is still connected.
    */
   reportUsage(request: RequestIdentity, units: number): Promise<void>;
+  /** A task's usage reporter (task id or `RequestContext`), charging whoever started it: `server/task-usage.ts`. */
+  usageOf(task: string | TaskRef): TaskUsageReporter;
   /**
    * Decides the resubscription a copy of a still-running streamed message becomes (after
    * {@link admit} answered `duplicate`): a stream like any other, decided under the policies of

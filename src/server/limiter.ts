@@ -37,6 +37,7 @@ import { MessageDedup } from './message-dedup.js';
 import { resolveOperatorDomain } from './operator-domain.js';
 import { ShadowDecisions } from './shadow-decisions.js';
 import { TaskLeaseTracker } from './task-lease-tracker.js';
+import { TaskUsageBook } from './task-usage.js';
 
 export * from './limiter-api.js';
 export {
@@ -143,6 +144,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
     TICKET_HEADER,
   );
+  // Usage a task reports is charged to whoever's admission started it (`limiter.usageOf`).
+  const usage = new TaskUsageBook({
+    ticketHeader: TICKET_HEADER,
+    admittedBy: (id) => tickets.get(id)?.request,
+    charge: (request, units) => limiter.reportUsage(request, units),
+    nowMs: () => clock.nowMs(),
+  });
 
   // Hold bookkeeping exists only for the metrics that count holds made / claimed / expired.
   const holdLedger =
@@ -351,8 +359,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       encodeGrpcRejection(rejection, limits === undefined ? { domain } : { domain, limits }),
     trackTasks: (inner) => {
       tracking = true;
-      return tracker.wrap(inner);
+      return usage.wrap(tracker.wrap(inner));
     },
+    usageOf: (task) => usage.reporterOf(task),
     leasesHeld: () => leases.count(),
     tasksTracked: () => tracker.size(),
     async close() {

@@ -118,7 +118,16 @@ export interface TaskLeaseTrackerOptions {
   readonly nowMs: () => number;
 }
 
-function ticketIdOf(context: unknown, header: string): string | undefined {
+/**
+ * The ticket id an adapter put on the request, read from a `ServerCallContext` (its `state`
+ * map's `headers`), or undefined.
+ *
+ * @example
+ * ```ts
+ * ticketIdOf(requestContext.context, TICKET_HEADER); // 't1f.2c'
+ * ```
+ */
+export function ticketIdOf(context: unknown, header: string): string | undefined {
   const state = (context as { state?: { get?: (key: string) => unknown } } | undefined)?.state;
   const headers = typeof state?.get === 'function' ? state.get('headers') : undefined;
   if (headers === null || typeof headers !== 'object') return undefined;

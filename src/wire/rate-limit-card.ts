@@ -51,6 +51,11 @@ export interface CardRatePolicy {
   readonly tiers: readonly CardRateTier[];
   /** The tier whose limits these are, when the card says (the caller's own on an extended card). */
   readonly tier?: string;
+  /**
+   * A usage budget's unit (e.g. `tokens`): `limit` and `burst` count these, not requests, so the
+   * policy is no request pace. Absent for request rates.
+   */
+  readonly unit?: string;
 }
 
 /**
@@ -191,6 +196,7 @@ function ratePolicy(
       mostRestrictive(tiers);
   }
   if (chosen === undefined) return undefined;
+  const unit = name(entry.unit);
   return {
     kind: 'rate',
     ...base,
@@ -199,6 +205,7 @@ function ratePolicy(
     burst: chosen.burst,
     tiers,
     ...(chosen.name === undefined ? {} : { tier: chosen.name }),
+    ...(unit === undefined || unit === 'requests' ? {} : { unit }),
   };
 }
 

@@ -4,7 +4,10 @@
  * fields via `structured-headers`): writing them for our responses, and reading every form a
  * server may send — draft-11 named items, the draft-07 `limit=, remaining=, reset=` dictionary,
  * the draft-06 `RateLimit-Remaining` / `RateLimit-Reset` fields and the `X-RateLimit-*` family.
- * Malformed fields are ignored, as the draft requires.
+ * A usage policy's items carry its unit as `qu` (the draft's quota unit; absent means
+ * `"requests"`), and a reader marks such policies and their states with `unit`, so pacing by
+ * requests never mistakes a token budget for a request quota. Malformed fields are ignored, as
+ * the draft requires.
  */
 
 import {
@@ -24,6 +27,10 @@ import type { AnnouncedPolicy, AnnouncedState } from './retry-hint.js';
 const SF_INTEGER_MAX = 999_999_999_999_999;
 /** sf-string: printable ASCII only. */
 const SF_STRING = /^[\x20-\x7e]*$/;
+/** A unit we write as `qu` without escaping (the policy model's unit names are of this form). */
+const UNIT_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
+/** The draft's default quota unit: an item without `qu` counts requests. */
+const REQUESTS_UNIT = 'requests';
 /** A reset above this many seconds is read as a Unix time (seconds), above the next as ms. */
 const EPOCH_SECONDS_THRESHOLD = 1e9;
 const EPOCH_MS_THRESHOLD = 1e12;
@@ -36,8 +43,9 @@ function sfInteger(value: number, round: (n: number) => number): number | undefi
 /**
  * `RateLimit-Policy` and `RateLimit` header fields (lower-case names) for the given rate policy
  * states: one list member per policy, `"<name>";q=<limit>;w=<windowSeconds>` and
- * `"<name>";r=<remaining>;t=<resetSeconds>` (r rounded down, t up, both ≥ 0). The
- * `rejectedPolicy` item is sent with `r=0`. States with a non-finite number, a window below 1 s,
+ * `"<name>";r=<remaining>;t=<resetSeconds>` (r rounded down, t up, both ≥ 0); a usage policy's
+ * policy item adds `qu="<unit>"` (its q and r are in that unit). The `rejectedPolicy` item is
+ * sent with `r=0`. States with a non-finite number, a window below 1 s,
  * a name that is not printable ASCII or a repeated name are left out. No states → `{}`.
  *
  * @example
@@ -61,11 +69,13 @@ export function rateLimitHeaders(
     const r = state.policy === rejectedPolicy ? 0 : sfInteger(state.remaining, Math.floor);
     const t = sfInteger(state.resetSeconds, Math.ceil);
     if (q === undefined || w === undefined || w < 1 || r === undefined || t === undefined) continue;
+    const unit = state.unit;
+    if (unit !== undefined && !UNIT_NAME.test(unit)) continue;
     if (seen === undefined) seen = [state.policy];
     else seen.push(state.policy);
     // RFC 9651 §4.1: an item is its bare item then `;key=value` parameters; integers serialize
     // as their decimal digits. The name goes through the structured-fields serializer (cached).
-    policies += `${policies === '' ? '' : ', '}${name};q=${q};w=${w}`;
+    policies += `${policies === '' ? '' : ', '}${name};q=${q}${unit === undefined ? '' : `;qu="${unit}"`};w=${w}`;
     states += `${states === '' ? '' : ', '}${name};r=${r};t=${t}`;
   }
   if (policies === '') return {};
@@ -111,6 +121,8 @@ export interface SourcedState {
   readonly policy?: string;
   readonly remaining?: number;
   readonly resetSeconds?: number;
+  /** The unit of `remaining` when its policy is announced with a `qu` other than requests. */
+  readonly unit?: string;
 }
 
 function itemName(value: BareItem): string | undefined {
@@ -147,7 +159,15 @@ function readPolicies(get: HeaderLookup): AnnouncedPolicy[] {
     const name = itemName(value);
     const q = name === undefined ? nonNegativeInteger(value) : nonNegativeInteger(params.get('q'));
     if (q === undefined || w === undefined || w === 0) continue;
-    out.push({ policy: name ?? String(q), limit: q, windowSeconds: w });
+    const qu = params.get('qu');
+    if (qu !== undefined && typeof qu !== 'string' && !(qu instanceof Token)) continue;
+    const unit = qu === undefined ? REQUESTS_UNIT : qu.toString();
+    out.push({
+      policy: name ?? String(q),
+      limit: q,
+      windowSeconds: w,
+      ...(unit === REQUESTS_UNIT ? {} : { unit }),
+    });
   }
   return out;
 }
@@ -274,13 +294,23 @@ export function readRateLimitFields(
       ),
     );
   }
-  return { policies: readPolicies(get), states };
+  const policies = readPolicies(get);
+  return { policies, states: withUnits(states, policies) };
+}
+
+/** States of a policy announced in another unit than requests, marked with that unit. */
+function withUnits(states: SourcedState[], policies: readonly AnnouncedPolicy[]): SourcedState[] {
+  if (!policies.some((p) => p.unit !== undefined)) return states;
+  return states.map((s) => {
+    const unit = policies.find((p) => p.policy === s.policy)?.unit;
+    return unit === undefined ? s : { ...s, unit };
+  });
 }
 
 /**
  * What a (typically successful) response says about the caller's quotas, for pacing: policies
  * from `RateLimit-Policy`, states from every `RateLimit` form (states without a remaining count
- * are left out). Pass `nowMs` to convert legacy resets given as Unix times or HTTP-dates.
+ * are left out). Items of a policy counted in another unit (`qu`, e.g. tokens) carry `unit`. Pass `nowMs` to convert legacy resets given as Unix times or HTTP-dates.
  *
  * @example
  * ```ts

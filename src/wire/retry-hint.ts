@@ -32,6 +32,8 @@ export interface AnnouncedPolicy {
   readonly limit: number;
   /** `w`, seconds. */
   readonly windowSeconds: number;
+  /** `qu` when it is not `requests`: `limit` counts these units (e.g. `tokens`), not requests. */
+  readonly unit?: string;
 }
 
 /**
@@ -40,10 +42,12 @@ export interface AnnouncedPolicy {
 export interface AnnouncedState {
   /** Policy name when the form names one. */
   readonly policy?: string;
-  /** `r`: requests left now. */
+  /** `r`: requests (or `unit`s) left now. */
   readonly remaining: number;
   /** `t`: seconds until `remaining` grows / the window resets. */
   readonly resetSeconds?: number;
+  /** Set when the state's policy is announced in another unit than requests (`qu`). */
+  readonly unit?: string;
 }
 
 /**

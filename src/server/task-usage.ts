@@ -1,0 +1,230 @@
+/**
+ * @module task-usage
+ * Usage reported by a task, charged to the caller that started it. When the SDK asks for a task's
+ * event bus (right before the executor starts, while the admission is open) the identity the
+ * limiter admitted — caller, method, tenant, skill and tier as resolved at admission — is kept
+ * with the task id for {@link TASK_USAGE_TTL_MS}. A reporter resolved for the task captures that
+ * identity, so usage reported after the task ended, after the caller went away, or from outside
+ * the executor still charges the right budgets. Structural SDK types: no SDK import.
+ */
+
+import type { RequestIdentity } from '../core/policy.js';
+import type { EventBusManagerLike } from '../core/task-events.js';
+import { ticketIdOf } from './task-lease-tracker.js';
+
+/**
+ * How long a task's admitted identity is kept after the SDK last asked for the task's event bus,
+ * ms (one hour).
+ */
+export const TASK_USAGE_TTL_MS = 3_600_000;
+
+/** Tasks whose identity is kept at most; the oldest go first. */
+const MAX_TASKS = 100_000;
+
+/**
+ * A task as an executor knows it: its id, and the SDK's `RequestContext` fields the limiter can
+ * read the admission from (`context`, the `ServerCallContext`). The SDK's `RequestContext` fits.
+ *
+ * @example
+ * ```ts
+ * const task: TaskRef = requestContext; // in AgentExecutor.execute(requestContext, bus)
+ * ```
+ */
+export interface TaskRef {
+  readonly taskId: string;
+  readonly context?: unknown;
+}
+
+/**
+ * Reports the usage of one task to the usage policies (`unit`) of the caller that started it.
+ *
+ * @example
+ * ```ts
+ * await limiter.usageOf(requestContext).report(4_000); // 4,000 tokens
+ * ```
+ */
+export interface TaskUsageReporter {
+  readonly taskId: string;
+  /** The admitted identity charged, or undefined when no admission is known for the task. */
+  readonly request: RequestIdentity | undefined;
+  /**
+   * Charges `units` (a whole number ≥ 0) to the caller's usage budgets, possibly into debt.
+   * Rejects with {@link UnknownTaskUsageError} when no admission is known for the task.
+   */
+  report(units: number): Promise<void>;
+}
+
+/**
+ * Stable `code` strings of the usage reporter's errors.
+ *
+ * @example
+ * ```ts
+ * if (e.code === TASK_USAGE_ERROR_CODES.unknownTask) console.log('not admitted here');
+ * ```
+ */
+export const TASK_USAGE_ERROR_CODES = { unknownTask: 'ERR_A2A_USAGE_UNKNOWN_TASK' } as const;
+
+/**
+ * Thrown (as a rejection of `report`) when usage is reported for a task whose admission the
+ * limiter does not know: the task was not started through this limiter's `trackTasks`-wrapped
+ * bus manager, or its identity expired ({@link TASK_USAGE_TTL_MS} after its last message).
+ *
+ * @example
+ * ```ts
+ * reporter.report(100).catch((e) => { if (isUnknownTaskUsageError(e)) log(e.taskId); });
+ * ```
+ */
+export class UnknownTaskUsageError extends Error {
+  override readonly name = 'UnknownTaskUsageError';
+  /** Brand checked by {@link isUnknownTaskUsageError}. */
+  readonly isUnknownTaskUsageError = true;
+  readonly code = TASK_USAGE_ERROR_CODES.unknownTask;
+  readonly taskId: string;
+
+  constructor(taskId: string) {
+    super(
+      `a2a-ratelimit: no admission is known for task ${taskId} (is the SDK's event-bus manager wrapped by limiter.trackTasks?); its usage was not charged`,
+    );
+    this.taskId = taskId;
+  }
+}
+
+/**
+ * Whether `error` is an {@link UnknownTaskUsageError} (by brand: works across duplicate installs).
+ *
+ * @example
+ * ```ts
+ * if (isUnknownTaskUsageError(e)) console.log(e.taskId);
+ * ```
+ */
+export function isUnknownTaskUsageError(error: unknown): error is UnknownTaskUsageError {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { isUnknownTaskUsageError?: unknown }).isUnknownTaskUsageError === true
+  );
+}
+
+/**
+ * What {@link TaskUsageBook} needs from the limiter.
+ *
+ * @example
+ * ```ts
+ * const options: TaskUsageBookOptions = { ticketHeader: TICKET_HEADER, admittedBy: (id) => tickets.get(id)?.request, charge: limiter.reportUsage, nowMs: () => clock.nowMs() };
+ * ```
+ */
+export interface TaskUsageBookOptions {
+  /** The header (in `ServerCallContext.state.get('headers')`) carrying the admission's ticket id. */
+  readonly ticketHeader: string;
+  /** The identity of the open admission with this ticket id. */
+  readonly admittedBy: (ticketId: string) => RequestIdentity | undefined;
+  /** Charges usage to a request's usage policies (`limiter.reportUsage`). */
+  readonly charge: (request: RequestIdentity, units: number) => Promise<void>;
+  /** Current time, ms. */
+  readonly nowMs: () => number;
+}
+
+interface KeptIdentity {
+  readonly request: RequestIdentity;
+  readonly expiresAtMs: number;
+}
+
+/**
+ * The admitted identity of each task, by task id: recorded when the SDK asks for the task's
+ * event bus under an open admission, kept for {@link TASK_USAGE_TTL_MS} after the last such
+ * request (at most 100,000 tasks, the oldest dropped first).
+ *
+ * @example
+ * ```ts
+ * const book = new TaskUsageBook({ ticketHeader, admittedBy, charge, nowMs });
+ * const manager = book.wrap(tracker.wrap(new DefaultExecutionEventBusManager()));
+ * await book.reporterOf('task-1').report(4_000);
+ * ```
+ */
+export class TaskUsageBook {
+  private readonly tasks = new Map<string, KeptIdentity>();
+
+  constructor(private readonly options: TaskUsageBookOptions) {}
+
+  /** Tasks whose identity is kept. */
+  size(): number {
+    return this.tasks.size;
+  }
+
+  /**
+   * Wraps a bus manager: same behaviour; creating (or resuming) a task's bus under an open
+   * admission records that admission's identity for the task.
+   */
+  wrap<M extends EventBusManagerLike>(inner: M): M {
+    const wrapper: EventBusManagerLike & { settleByTaskId?: unknown } = {
+      createOrGetByTaskId: (taskId, context) => {
+        const ticketId = ticketIdOf(context, this.options.ticketHeader);
+        const request = ticketId === undefined ? undefined : this.options.admittedBy(ticketId);
+        const bus = inner.createOrGetByTaskId(taskId, context);
+        if (request !== undefined) this.remember(taskId, request);
+        return bus;
+      },
+      getByTaskId: (taskId, context) => inner.getByTaskId(taskId, context),
+      cleanupByTaskId: (taskId, context) => inner.cleanupByTaskId(taskId, context),
+    };
+    const settle = (inner as { settleByTaskId?: (...args: unknown[]) => boolean }).settleByTaskId;
+    if (typeof settle === 'function') {
+      wrapper.settleByTaskId = (...args: unknown[]) => settle.apply(inner, args);
+    }
+    return wrapper as unknown as M;
+  }
+
+  /** Keeps `request` as the identity of `taskId` from now on. */
+  remember(taskId: string, request: RequestIdentity): void {
+    const nowMs = this.options.nowMs();
+    this.tasks.delete(taskId);
+    for (const [id, kept] of this.tasks) {
+      if (kept.expiresAtMs > nowMs && this.tasks.size < MAX_TASKS) break;
+      this.tasks.delete(id);
+    }
+    this.tasks.set(taskId, {
+      request: identityOf(request),
+      expiresAtMs: nowMs + TASK_USAGE_TTL_MS,
+    });
+  }
+
+  /**
+   * The reporter of a task: the identity is resolved now — from the task id, else from the open
+   * admission of `task.context` — and kept by the reporter, so its reports count whenever they
+   * come.
+   */
+  reporterOf(task: string | TaskRef): TaskUsageReporter {
+    const taskId = typeof task === 'string' ? task : task.taskId;
+    const kept = this.tasks.get(taskId);
+    let request =
+      kept !== undefined && kept.expiresAtMs > this.options.nowMs() ? kept.request : undefined;
+    if (request === undefined && typeof task !== 'string') {
+      const ticketId = ticketIdOf(task.context, this.options.ticketHeader);
+      const admitted = ticketId === undefined ? undefined : this.options.admittedBy(ticketId);
+      if (admitted !== undefined) {
+        this.remember(taskId, admitted);
+        request = this.tasks.get(taskId)?.request;
+      }
+    }
+    const charge = this.options.charge;
+    return {
+      taskId,
+      request,
+      report: (units) =>
+        request === undefined
+          ? Promise.reject(new UnknownTaskUsageError(taskId))
+          : charge(request, units),
+    };
+  }
+}
+
+/** The identity fields a usage charge needs (not the binding or the message id). */
+function identityOf(r: RequestIdentity): RequestIdentity {
+  return {
+    caller: r.caller,
+    method: r.method,
+    ...(r.tenant === undefined ? {} : { tenant: r.tenant }),
+    ...(r.skill === undefined ? {} : { skill: r.skill }),
+    ...(r.tier === undefined ? {} : { tier: r.tier }),
+  };
+}

@@ -1,0 +1,221 @@
+/**
+ * A usage policy's unit on the wire (`qu`, draft-ietf-httpapi-ratelimit-headers-11 §3) and on the
+ * card: the server writes it, the readers mark the policy and its states with it, and the client's
+ * request pacing (gate and card plans) never mistakes a token budget for a request quota.
+ */
+
+import { parseList } from 'structured-headers';
+import { describe, expect, it } from 'vitest';
+import { SimulatedAgent } from '../src/cli/simulated-agent.js';
+import { RetryScheduler } from '../src/client/retry-scheduler.js';
+import { SendPlanTable } from '../src/client/send-plan-table.js';
+import type { Policy } from '../src/core/policy.js';
+import type { LimitState } from '../src/core/rejection.js';
+import { rateLimitExtension } from '../src/server/card-extension.js';
+import { createLimiter } from '../src/server/limiter.js';
+import { MemoryStore } from '../src/store/memory-store.js';
+import { ManualClock } from '../src/testing/manual-clock.js';
+import { seededRandom } from '../src/testing/store-contract.js';
+import { createVirtualTime } from '../src/testing/virtual-time.js';
+import { RATE_LIMIT_CARD_URI, readRateLimitCard } from '../src/wire/rate-limit-card.js';
+import { rateLimitHeaders, readRateLimitHeaders } from '../src/wire/ratelimit-headers.js';
+
+const TOKENS: Policy = {
+  name: 'tokens',
+  kind: 'rate',
+  unit: 'tokens',
+  methods: ['SendMessage'],
+  limit: 10_000,
+  windowSeconds: 60,
+};
+const PER_CALLER: Policy = {
+  name: 'per-caller',
+  kind: 'rate',
+  methods: ['SendMessage'],
+  limit: 60,
+  windowSeconds: 60,
+  burst: 10,
+};
+
+const tokenState: LimitState = {
+  policy: 'tokens',
+  limit: 10_000,
+  windowSeconds: 60,
+  remaining: 6_000,
+  resetSeconds: 1,
+  unit: 'tokens',
+};
+
+describe('qu in RateLimit-Policy', () => {
+  it('a usage policy item carries qu="<unit>"; a request policy none', () => {
+    const headers = rateLimitHeaders([
+      { policy: 'per-caller', limit: 60, windowSeconds: 60, remaining: 9, resetSeconds: 1 },
+      tokenState,
+    ]);
+    expect(headers).toEqual({
+      'ratelimit-policy': '"per-caller";q=60;w=60, "tokens";q=10000;qu="tokens";w=60',
+      ratelimit: '"per-caller";r=9;t=1, "tokens";r=6000;t=1',
+    });
+    const [, tokens] = parseList(headers['ratelimit-policy'] as string);
+    expect(tokens?.[1].get('qu')).toBe('tokens'); // an sf-string, as the draft requires
+  });
+
+  it('leaves out a state whose unit could not be written as is', () => {
+    expect(rateLimitHeaders([{ ...tokenState, unit: 'Tokens "x"' }])).toEqual({});
+  });
+
+  it('reads qu back onto the policy and the states of that policy', () => {
+    const read = readRateLimitHeaders({
+      'ratelimit-policy': '"per-caller";q=60;w=60, "tokens";q=10000;qu="tokens";w=60',
+      ratelimit: '"per-caller";r=9;t=1, "tokens";r=6000;t=1',
+    });
+    expect(read).toEqual({
+      policies: [
+        { policy: 'per-caller', limit: 60, windowSeconds: 60 },
+        { policy: 'tokens', limit: 10_000, windowSeconds: 60, unit: 'tokens' },
+      ],
+      states: [
+        { policy: 'per-caller', remaining: 9, resetSeconds: 1 },
+        { policy: 'tokens', remaining: 6_000, resetSeconds: 1, unit: 'tokens' },
+      ],
+    });
+  });
+
+  it('qu="requests" is the default unit; a token qu is read; a non-string qu drops the item', () => {
+    const read = readRateLimitHeaders({
+      'ratelimit-policy':
+        '"a";q=5;qu="requests";w=1, "b";q=5;qu=content-bytes;w=1, "c";q=5;qu=3;w=1',
+    });
+    expect(read.policies).toEqual([
+      { policy: 'a', limit: 5, windowSeconds: 1 },
+      { policy: 'b', limit: 5, windowSeconds: 1, unit: 'content-bytes' },
+    ]);
+  });
+
+  it('round-trips every state through the writer and the reader', () => {
+    const states: LimitState[] = [
+      tokenState,
+      { policy: 'per-caller', limit: 60, windowSeconds: 60, remaining: 0, resetSeconds: 12 },
+    ];
+    const read = readRateLimitHeaders(rateLimitHeaders(states));
+    expect(read.policies.map((p) => p.unit)).toEqual(['tokens', undefined]);
+    expect(read.states.map((s) => s.unit)).toEqual(['tokens', undefined]);
+  });
+
+  it("the limiter's answers carry the usage policy's qu, admitted or refused", async () => {
+    const clock = new ManualClock(1_000_000);
+    const limiter = createLimiter({
+      policies: [PER_CALLER, TOKENS],
+      clock,
+      domain: 'agents.example.com',
+      eventLoopDelay: false,
+    });
+    const alice = { caller: 'alice', method: 'SendMessage' as const, binding: 'rest' as const };
+    const first = await limiter.admit(alice);
+    expect(first.status).toBe('admitted');
+    if (first.status !== 'admitted') return;
+    expect(first.ticket.headers['ratelimit-policy']).toBe(
+      '"per-caller";q=60;w=60, "tokens";q=10000;qu="tokens";w=60',
+    );
+    first.ticket.end();
+    await limiter.reportUsage(alice, 10_000);
+    const refused = await limiter.admit(alice);
+    expect(refused.status).toBe('rejected');
+    if (refused.status !== 'rejected') return;
+    const rest = limiter.encodeRest(refused.rejection, refused.limits);
+    expect(rest.headers['ratelimit-policy']).toContain('"tokens";q=10000;qu="tokens";w=60');
+    expect(rest.headers.ratelimit).toContain('"tokens";r=0;t=');
+    await limiter.close();
+  });
+});
+
+describe('the unit on the card', () => {
+  it('the extension publishes the unit and the card reader keeps it', () => {
+    const limiter = createLimiter({
+      policies: [PER_CALLER, TOKENS],
+      domain: 'agents.example.com',
+      eventLoopDelay: false,
+    });
+    const ext = rateLimitExtension(limiter);
+    expect(ext.params.policies.find((p) => p.name === 'tokens')).toMatchObject({
+      limit: 10_000,
+      unit: 'tokens',
+    });
+    expect(ext.params.policies.find((p) => p.name === 'per-caller')).not.toHaveProperty('unit');
+    const card = readRateLimitCard({
+      capabilities: { extensions: [{ uri: RATE_LIMIT_CARD_URI, params: ext.params }] },
+    });
+    const tokens = card?.policies.find((p) => p.name === 'tokens');
+    expect(tokens).toMatchObject({ kind: 'rate', limit: 10_000, unit: 'tokens' });
+    void limiter.close();
+  });
+
+  it('a card plan paces requests by the request policy only, never by the token budget', () => {
+    const table = new SendPlanTable({ clock: { nowMs: () => 0 } });
+    const card = readRateLimitCard({
+      capabilities: {
+        extensions: [
+          {
+            uri: RATE_LIMIT_CARD_URI,
+            params: {
+              policies: [
+                {
+                  name: 'tokens',
+                  kind: 'rate',
+                  scope: 'caller',
+                  limit: 10_000,
+                  windowSeconds: 60,
+                  unit: 'tokens',
+                },
+                { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 60, windowSeconds: 60 },
+              ],
+            },
+          },
+        ],
+      },
+    });
+    if (card === undefined) throw new Error('card not read');
+    table.learn('agent', card);
+    const plan = table.planFor('agent', 'alice', 'SendMessage');
+    expect(plan?.rates.map((p) => p.policy)).toEqual(['per-caller']);
+    table.learn('other', { ...card, policies: card.policies.filter((p) => p.name === 'tokens') });
+    expect(table.planFor('other', 'alice', 'SendMessage')).toBeUndefined();
+  });
+});
+
+describe('the gate and a token budget', () => {
+  it('"tokens";r=… answers do not pace requests: 30 calls all leave at once', async () => {
+    // 10 tokens a minute with 9 already used and nothing charged at admission: every call is
+    // admitted (one token is left) and answered "tokens";r=1. Read as requests (1 left, one more
+    // every 6 s) the gate would hold the calls back for minutes.
+    const vt = createVirtualTime();
+    const policies: Policy[] = [{ ...TOKENS, limit: 10, windowSeconds: 60 }];
+    const store = new MemoryStore({ policies, clock: vt });
+    await store.chargeUsage({ caller: 'a', method: 'SendMessage' }, 9);
+    const agent = new SimulatedAgent({ store, clock: vt });
+    const scheduler = new RetryScheduler({
+      clock: vt,
+      sleep: vt.sleep,
+      random: seededRandom(1),
+      maxSingleWaitMs: Number.POSITIVE_INFINITY,
+      budgetMs: Number.POSITIVE_INFINITY,
+    });
+    const send = (i: number) =>
+      scheduler.run(
+        { agent: 'agent', caller: 'a', method: 'SendMessage' },
+        agent.attempt({ caller: 'a', method: 'SendMessage', messageId: `m-${i}` }),
+      );
+    const first = await (async () => {
+      const p = send(0);
+      await vt.runUntilIdle();
+      return p;
+    })();
+    expect(first.admitted).toBe(true);
+    const rest = Array.from({ length: 29 }, (_, i) => send(i + 1));
+    await vt.runUntilIdle();
+    const results = await Promise.all(rest);
+    expect(results.every((r) => r.admitted)).toBe(true);
+    expect(agent.requests).toHaveLength(30);
+    expect(Math.max(...agent.requests.map((r) => r.atMs))).toBe(0);
+  });
+});
