@@ -9,6 +9,7 @@ import { strict as assert } from 'node:assert';
 import type { DecisionInput } from '../core/decide.js';
 import type { HoldOptions, Policy } from '../core/policy.js';
 import { type Decision, type Rejection, wireDelaySeconds } from '../core/rejection.js';
+import { seededRandom } from '../simulation/seeded-random.js';
 import type { Store } from '../store/store.js';
 import { ManualClock } from './manual-clock.js';
 import { WORKED_EXAMPLE_POLICY } from './worked-example-policy.js';
@@ -45,25 +46,8 @@ const T0_MS = 1_760_000_000_000;
 
 const PER_CALLER: Policy = WORKED_EXAMPLE_POLICY;
 
-/**
- * A seeded uniform [0, 1) source (mulberry32), for reproducible jitter in tests.
- *
- * @example
- * ```ts
- * const random = seededRandom(42);
- * random(); // same sequence every run
- * ```
- */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The simulation's seeded source, re-exported for the tests that import it from here. */
+export { seededRandom } from '../simulation/seeded-random.js';
 
 function send(caller: string, messageId?: string, extra?: Partial<DecisionInput>): DecisionInput {
   return {

@@ -25,23 +25,20 @@ import {
 import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
-import express from 'express';
-import type { Sleep } from '../client/sleep.js';
-import type { A2AMethod } from '../core/a2a-methods.js';
-import type { Clock } from '../core/clock.js';
-import type { HoldOptions, Policy } from '../core/policy.js';
-import { withRateLimitExtension } from '../server/card-extension.js';
-import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../server/express.js';
-import { grpcAdmissionInterceptor, rateLimitedGrpcService } from '../server/grpc.js';
+import type { A2AMethod, Clock, HoldOptions, Policy, Store } from 'a2a-ratelimit';
+import type { Sleep } from 'a2a-ratelimit/client';
 import {
   type AdmissionRequest,
   type Binding,
   createLimiter,
   type Limiter,
   type LimiterObserver,
-} from '../server/limiter.js';
-import { createRateLimitMetrics, type RateLimitMetrics } from '../server/metrics.js';
-import type { Store } from '../store/store.js';
+  withRateLimitExtension,
+} from 'a2a-ratelimit/server';
+import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from 'a2a-ratelimit/server/express';
+import { grpcAdmissionInterceptor, rateLimitedGrpcService } from 'a2a-ratelimit/server/grpc';
+import { createRateLimitMetrics, type RateLimitMetrics } from 'a2a-ratelimit/server/metrics';
+import express from 'express';
 import { bareErrorLimiter } from './bare-error-limiter.js';
 import { CliError } from './cli-error.js';
 

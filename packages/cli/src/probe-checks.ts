@@ -6,19 +6,20 @@
  * what was lost. Pure: the captured response in, the verdicts out.
  */
 
-import { retryInfoDelayMs } from '../wire/decoded-rejection.js';
-import { type ErrorBody, parseErrorBody } from '../wire/error-body.js';
 import {
   A2A_DOMAIN,
   type Detail,
+  type ErrorBody,
   type ErrorInfo,
   findDetail,
   GRPC_CODES,
-} from '../wire/google-rpc.js';
-import { headerLookup } from '../wire/headers-like.js';
-import { tryDecodeStatus } from '../wire/proto-binary.js';
-import { readRateLimitFields } from '../wire/ratelimit-headers.js';
-import { parseRetryAfter } from '../wire/retry-after.js';
+  headerLookup,
+  parseErrorBody,
+  parseRetryAfter,
+  readRateLimitFields,
+  retryInfoDelayMs,
+  tryDecodeStatus,
+} from 'a2a-ratelimit';
 import type { CapturedResponse } from './probe-transport.js';
 
 /**

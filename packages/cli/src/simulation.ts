@@ -10,13 +10,15 @@
  * every kind, so the kinds are compared on identical traffic.
  */
 
-import { RetryScheduler, type RetrySchedulerOptions } from '../client/retry-scheduler.js';
-import { type A2AMethod, MESSAGE_METHODS } from '../core/a2a-methods.js';
-import type { HoldOptions, Policy } from '../core/policy.js';
-import { MemoryStore } from '../store/memory-store.js';
-import { seededRandom } from '../testing/store-contract.js';
-import { createVirtualTime, type VirtualClock } from '../testing/virtual-time.js';
-import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
+import type { HoldOptions, Policy } from 'a2a-ratelimit';
+import { type A2AMethod, MESSAGE_METHODS, MemoryStore } from 'a2a-ratelimit';
+import { RetryScheduler, type RetrySchedulerOptions } from 'a2a-ratelimit/client';
+import {
+  createVirtualTime,
+  seededRandom,
+  type VirtualClock,
+  WORKED_EXAMPLE_POLICY,
+} from 'a2a-ratelimit/simulation';
 import { type CallOutcomeCounts, countAttempts } from './call-outcomes.js';
 import {
   publishedAgentCard,
