@@ -15,7 +15,6 @@ import type { Clock } from '../core/clock.js';
 import {
   chargeUsage,
   type DecisionInput,
-  type DecisionState,
   decide,
   type LeasePolicy,
   type LeaseSet,
@@ -262,7 +261,7 @@ const systemClock: Clock = { nowMs: () => Date.now() };
  * const d = store.decideSync({ caller: 'orchestrator-7', method: 'SendMessage', messageId: 'm-1' });
  * ```
  */
-export class MemoryStore implements Store, DecisionState {
+export class MemoryStore implements Store {
   readonly policySet: CompiledPolicySet;
   private readonly clock: Clock;
   private readonly maxKeys: number;
@@ -313,7 +312,7 @@ export class MemoryStore implements Store, DecisionState {
     return decide(this.policySet, boundedInput(input), nowMs, this);
   }
 
-  /** {@inheritDoc Store.chargeUsage} Synchronous. */
+  /** Charges reported usage, as {@link Store.chargeUsage}, synchronously. */
   chargeUsageSync(request: DecisionInput, units: number): void {
     const nowMs = this.clock.nowMs();
     for (const p of policiesOf(this.policySet, request)) {
@@ -382,7 +381,7 @@ export class MemoryStore implements Store, DecisionState {
   }
 
   /**
-   * {@inheritDoc Store.rememberMessage}, synchronously.
+   * Records a message, as {@link Store.rememberMessage}, synchronously.
    *
    * @example
    * ```ts
@@ -437,7 +436,7 @@ export class MemoryStore implements Store, DecisionState {
   }
 
   /**
-   * {@inheritDoc Store.recordMessageTask}, synchronously, by the record key
+   * Records a message's task, as {@link Store.recordMessageTask}, synchronously, by the record key
    * `messageRecordKey(caller, messageId)`. Throws a `RangeError` for a bad `ttlMs`.
    *
    * @example
@@ -560,7 +559,8 @@ export class MemoryStore implements Store, DecisionState {
     return this.rates[policy.index] as RateTable;
   }
 
-  // DecisionState: called by the pure decision, never by users.
+  // DecisionState (structurally; `this` is passed to the decision): never called by users, so
+  // `@internal` and stripped from the shipped declarations.
 
   /** @internal */
   rateKey(policy: CompiledRatePolicy, key: string, nowUs: number): string {
