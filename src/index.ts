@@ -51,6 +51,7 @@ export {
   toA2AMethod,
   wireDelaySeconds,
 } from './core/index.js';
+export type { RateTierLimits } from './core/policy-tiers.js';
 // The store contract and the in-process store.
 export {
   MemoryStore,
@@ -97,6 +98,7 @@ export {
   type HttpRejectionResponse,
   headerLookup,
   JSON_RPC_REJECTION_CODE,
+  type JsonObject,
   type JsonRpcEncodeOptions,
   type KnownDetail,
   type KnownDetailMessages,

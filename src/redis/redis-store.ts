@@ -465,7 +465,7 @@ export class RedisStore implements Store {
     return { mode: this.mode, degradedSinceMs: this.degradedSinceMs, ...this.counters };
   }
 
-  /** Decides one request at Redis's time, as {@link a2a-ratelimit!Store.decide}. */
+  /** Decides one request at Redis's time, as `Store.decide`. */
   decide(request: DecisionInput): Promise<Decision> {
     // Long values hashed exactly as MemoryStore does (bounded-key.ts): the same decisions.
     const input = boundedInput(request);
@@ -479,7 +479,7 @@ export class RedisStore implements Store {
     }
   }
 
-  /** Ends leases, as {@link a2a-ratelimit!Store.release}. */
+  /** Ends leases, as `Store.release`. */
   async release(leases: readonly LeaseRef[]): Promise<void> {
     const own: LeaseRef[] = [];
     const insured: LeaseRef[] = [];
@@ -511,7 +511,7 @@ export class RedisStore implements Store {
    * that is already running.
    */
   /**
-   * Charges reported usage, as {@link a2a-ratelimit!Store.chargeUsage}: one script call per usage
+   * Charges reported usage, as `Store.chargeUsage`: one script call per usage
    * policy key (mode `g`). While Redis is unreachable the usage is charged to the insurance
    * limiter, if any, else dropped (counted as an error).
    */
@@ -566,7 +566,7 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Records a message, as {@link a2a-ratelimit!Store.rememberMessage}. When Redis cannot answer
+   * Records a message, as `Store.rememberMessage`. When Redis cannot answer
    * (failed, late, or degraded between probes): `unavailable` — whether this is a copy is unknown, and the limiter decides what that means (never a silent second
    * run). After a late `pending` write, the owner's pending record is dropped again right behind
    * it (same connection, so Redis runs the two in order): a decision that gave up leaves nothing
@@ -614,7 +614,7 @@ export class RedisStore implements Store {
     }
   }
 
-  /** Renews pending records, as {@link a2a-ratelimit!Store.renewPendingMessages}. */
+  /** Renews pending records, as `Store.renewPendingMessages`. */
   async renewPendingMessages(
     records: readonly { readonly caller: string; readonly messageId: string }[],
     owner: string,
@@ -637,7 +637,7 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Drops a pending record, as {@link a2a-ratelimit!Store.forgetPendingMessage}.
+   * Drops a pending record, as `Store.forgetPendingMessage`.
    * @param timed false: no deadline (a clean-up sent behind a call that timed out).
    */
   async forgetPendingMessage(
@@ -653,7 +653,7 @@ export class RedisStore implements Store {
     await (timed ? this.withTimeout(call) : call);
   }
 
-  /** Attaches a message's task, as {@link a2a-ratelimit!Store.recordMessageTask}. */
+  /** Attaches a message's task, as `Store.recordMessageTask`. */
   async recordMessageTask(
     caller: string,
     messageId: string,
