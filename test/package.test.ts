@@ -51,12 +51,14 @@ function sizeOf(dir: string): number {
 function productionTree(dir: string): string[] {
   const out = run('npm', ['ls', '--all', '--omit=dev', '--json'], dir);
   interface Node {
+    version?: string;
     dependencies?: Record<string, Node>;
   }
   const names = new Set<string>();
   const walk = (node: Node): void => {
     for (const [name, child] of Object.entries(node.dependencies ?? {})) {
-      if (names.has(name)) continue;
+      // An optional peer nobody installed is listed without a version: not in the tree.
+      if (names.has(name) || child.version === undefined) continue;
       names.add(name);
       walk(child);
     }
