@@ -1,10 +1,29 @@
+import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
+/**
+ * `a2a-ratelimit/*` (the CLI's imports of the library) resolves to the library's sources through
+ * this export condition, so tests run without a build.
+ */
+const conditions = ['a2a-ratelimit-source', ...defaultServerConditions];
+
 export default defineConfig({
+  ssr: { resolve: { conditions } },
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    projects: [
+      {
+        extends: true,
+        // Unit tests: no Redis, Postgres or nginx needed (`npm run test:unit`).
+        test: { name: 'unit', include: ['src/**/*.test.ts', 'packages/cli/src/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        // Whole-system tests: real agents on loopback, Redis, Postgres, nginx, the packed package.
+        test: { name: 'integration', include: ['test/**/*.test.ts'] },
+      },
+    ],
   },
 });

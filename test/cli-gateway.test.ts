@@ -10,7 +10,7 @@
 import { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, RestTransportFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runProbe } from '../src/cli/probe.js';
+import { runProbe } from '../packages/cli/src/probe.js';
 import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
 import { isRetryError } from '../src/client/retry-errors.js';
 import {

@@ -1,14 +1,14 @@
 /**
  * Runs the `a2a-ratelimit` CLI from source as a child process (`node --import tsx
- * src/cli/main.ts …`), for the CLI tests: one-shot commands with their exit code, stdout and
- * stderr; and `serve` as a long-lived child whose ports are read from its ready banner.
+ * --conditions=a2a-ratelimit-source packages/cli/src/main.ts …`: the library from its sources
+ * too), for the CLI tests: one-shot commands with their exit code, stdout and stderr; and `serve` as a long-lived child whose ports are read from its ready banner.
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const MAIN = 'src/cli/main.ts';
+const MAIN = 'packages/cli/src/main.ts';
 
 export interface CliRun {
   readonly code: number | null;
@@ -17,11 +17,15 @@ export interface CliRun {
 }
 
 function spawnCli(args: readonly string[]): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
-    cwd: ROOT,
-    env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  return spawn(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=a2a-ratelimit-source', MAIN, ...args],
+    {
+      cwd: ROOT,
+      env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
 }
 
 /** Runs one command to completion. */

@@ -5,9 +5,9 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { runProbe } from '../src/cli/probe.js';
-import { runSimulateCommand, type SimulateIo } from '../src/cli/simulate-command.js';
-import { createStatusLine } from '../src/cli/status-line.js';
+import { runProbe } from '../packages/cli/src/probe.js';
+import { runSimulateCommand, type SimulateIo } from '../packages/cli/src/simulate-command.js';
+import { createStatusLine } from '../packages/cli/src/status-line.js';
 import { createVirtualTime } from '../src/testing/virtual-time.js';
 import { runCliProcess, startServeProcess } from './cli-process.helpers.js';
 

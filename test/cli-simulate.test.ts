@@ -17,9 +17,9 @@ import {
   runSimulateCommand,
   type SimulateCommandOptions,
   type SimulateIo,
-} from '../src/cli/simulate-command.js';
-import type { ClientKind } from '../src/cli/simulation.js';
-import type { OutcomeSummary, SimulationJson } from '../src/cli/simulation-report.js';
+} from '../packages/cli/src/simulate-command.js';
+import type { ClientKind } from '../packages/cli/src/simulation.js';
+import type { OutcomeSummary, SimulationJson } from '../packages/cli/src/simulation-report.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'a2a-simulate-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -513,22 +513,34 @@ describe('simulate: arrivals, policies and errors', () => {
     });
   });
 
-  const main = resolve(import.meta.dirname, '../src/cli/main.ts');
-  it.skipIf(!existsSync(main))('runs through the real binary entry (src/cli/main.ts)', () => {
-    const out = execFileSync(
-      process.execPath,
-      ['--import', 'tsx', main, 'simulate', '--clients', 'ours', '--json'],
-      {
-        cwd: resolve(import.meta.dirname, '..'),
-        encoding: 'utf8',
-      },
-    );
-    const json = JSON.parse(out.trimEnd().split('\n').at(-1) ?? '') as SimulationJson;
-    expect(kindOf(json, 'ours')).toMatchObject({
-      admittedAtOnce: 10,
-      admittedOnFirstRetry: 20,
-      abandoned: 0,
-      requestsSeenByAgent: 50,
-    });
-  });
+  const main = resolve(import.meta.dirname, '../packages/cli/src/main.ts');
+  it.skipIf(!existsSync(main))(
+    'runs through the real binary entry (packages/cli/src/main.ts)',
+    () => {
+      const out = execFileSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--conditions=a2a-ratelimit-source',
+          main,
+          'simulate',
+          '--clients',
+          'ours',
+          '--json',
+        ],
+        {
+          cwd: resolve(import.meta.dirname, '..'),
+          encoding: 'utf8',
+        },
+      );
+      const json = JSON.parse(out.trimEnd().split('\n').at(-1) ?? '') as SimulationJson;
+      expect(kindOf(json, 'ours')).toMatchObject({
+        admittedAtOnce: 10,
+        admittedOnFirstRetry: 20,
+        abandoned: 0,
+        requestsSeenByAgent: 50,
+      });
+    },
+  );
 });

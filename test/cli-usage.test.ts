@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { joinNegativeValues } from '../src/cli/cli-app.js';
-import { parsePolicyConfig } from '../src/cli/policy-config.js';
+import { joinNegativeValues } from '../packages/cli/src/cli-app.js';
+import { parsePolicyConfig } from '../packages/cli/src/policy-config.js';
 import { runCliProcess, startServeProcess } from './cli-process.helpers.js';
 import { probeRedis, REDIS_URL } from './fixtures/redis/redis-env.js';
 

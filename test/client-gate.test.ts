@@ -3,7 +3,7 @@
  * delay and are released at the policy's pace; gates are per method group and per caller.
  */
 import { describe, expect, it } from 'vitest';
-import { SimulatedAgent } from '../src/cli/simulated-agent.js';
+import { SimulatedAgent } from '../packages/cli/src/simulated-agent.js';
 import { RetryScheduler } from '../src/client/retry-scheduler.js';
 import type { RatePolicy } from '../src/core/policy.js';
 import { MemoryStore } from '../src/store/memory-store.js';

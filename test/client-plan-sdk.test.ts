@@ -20,14 +20,14 @@ import {
 } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CARD_BINDING_NAMES, type CliBinding } from '../src/cli/cli-options.js';
-import { runFanOut } from '../src/cli/fan-out-demo.js';
+import { CARD_BINDING_NAMES, type CliBinding } from '../packages/cli/src/cli-options.js';
+import { runFanOut } from '../packages/cli/src/fan-out-demo.js';
 import {
   type AgentRequestEvent,
   type ResearchAgent,
   startResearchAgent,
-} from '../src/cli/research-agent.js';
-import { createScaledTime, type ScaledTime } from '../src/cli/scaled-time.js';
+} from '../packages/cli/src/research-agent.js';
+import { createScaledTime, type ScaledTime } from '../packages/cli/src/scaled-time.js';
 import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
 import { createRetryInterceptor } from '../src/client/grpc.js';
 import { RetryScheduler } from '../src/client/retry-scheduler.js';

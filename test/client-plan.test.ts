@@ -13,7 +13,7 @@ import {
   publishedAgentCard,
   type SeenRequest,
   SimulatedAgent,
-} from '../src/cli/simulated-agent.js';
+} from '../packages/cli/src/simulated-agent.js';
 import { isRetryBudgetExceededError } from '../src/client/retry-errors.js';
 import { RetryScheduler, type RetrySchedulerOptions } from '../src/client/retry-scheduler.js';
 import type { Policy } from '../src/core/policy.js';

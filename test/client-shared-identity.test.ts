@@ -14,7 +14,7 @@ import {
   type AgentRequestEvent,
   type ResearchAgent,
   startResearchAgent,
-} from '../src/cli/research-agent.js';
+} from '../packages/cli/src/research-agent.js';
 import type { Policy } from '../src/core/policy.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

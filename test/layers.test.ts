@@ -1,6 +1,8 @@
 /**
  * The layer rules of docs/architecture.md are lint rules (biome.json `noRestrictedImports` per
  * folder): a deliberate bad import in each guarded layer fails `biome lint`, a good one passes.
+ * Production code never imports `src/testing`, `src/simulation` (but `src/testing`) or the CLI
+ * package; the CLI (`packages/cli`) reaches the library through its public subpaths only.
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -60,6 +62,31 @@ describe('layers are enforced by lint', () => {
       "import { createLimiter } from '../server/limiter.js';\nexport const x = createLimiter;\n",
       'src/redis may import only src/core, src/store',
     ],
+    [
+      'src/push/zz-layer-check.ts',
+      "import { seededRandom } from '../simulation/seeded-random.js';\nexport const x = seededRandom;\n",
+      'src/push may import only',
+    ],
+    [
+      'src/server/zz-layer-check.ts',
+      "import { runCli } from 'a2a-ratelimit-cli';\nexport const x = runCli;\n",
+      'production code never imports the CLI',
+    ],
+    [
+      'src/simulation/zz-layer-check.ts',
+      "import { createLimiter } from '../server/index.js';\nexport const x = createLimiter;\n",
+      'src/simulation may import only src/core',
+    ],
+    [
+      'packages/cli/src/zz-layer-check.ts',
+      "import { createLimiter } from '../../../src/server/index.js';\nexport const x = createLimiter;\n",
+      'public subpaths only',
+    ],
+    [
+      'packages/cli/src/zz-layer-check.ts',
+      "import { ManualClock } from 'a2a-ratelimit/testing';\nexport const x = ManualClock;\n",
+      'never imports a2a-ratelimit/testing',
+    ],
   ])('%s: a bad import fails (%#)', (path, source, message) => {
     expect(lint(path, source)).toContain(message);
   });
@@ -67,5 +94,11 @@ describe('layers are enforced by lint', () => {
   it('an import along the layers passes', () => {
     const good = "import { decide } from '../core/decide.js';\nexport const x = decide;\n";
     expect(lint('src/store/zz-layer-check.ts', good)).toBe('');
+  });
+
+  it('the CLI importing a public subpath passes', () => {
+    const good =
+      "import { createLimiter } from 'a2a-ratelimit/server';\nexport const x = createLimiter;\n";
+    expect(lint('packages/cli/src/zz-layer-check.ts', good)).toBe('');
   });
 });

@@ -6,7 +6,7 @@
 
 import { parseList } from 'structured-headers';
 import { describe, expect, it } from 'vitest';
-import { SimulatedAgent } from '../src/cli/simulated-agent.js';
+import { SimulatedAgent } from '../packages/cli/src/simulated-agent.js';
 import { RetryScheduler } from '../src/client/retry-scheduler.js';
 import { SendPlanTable } from '../src/client/send-plan-table.js';
 import type { Policy } from '../src/core/policy.js';

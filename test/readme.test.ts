@@ -4,7 +4,10 @@
  * that uses `card`, `executor`, `app` without defining them gets them declared). The server quick
  * start also RUNS as written (its subpaths mapped to the sources, its ports from PORT / GRPC_PORT):
  * the README's curl lines get the card and an answer on JSON-RPC and REST, the SDK's gRPC client
- * gets one on gRPC, and the 11th SendMessage is refused with 429, Retry-After and RateLimit.
+ * gets one on gRPC, and the 11th SendMessage is refused with 429, Retry-After and RateLimit. The
+ * client quick start RUNS as written too, against that agent on loopback (its agent's addresses
+ * replaced by the agent's): a first run is answered, and once the caller has spent far more than
+ * its burst, its `catch` really catches the `RetryBudgetExceededError` and prints the delay asked.
  */
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -37,6 +40,75 @@ declare const card: AgentCard;
 declare const executor: AgentExecutor;
 const app = express();
 `;
+
+/** A running server quick start: its ports, everything it printed, and how to stop it. */
+interface QuickStartServer {
+  readonly port: number;
+  readonly grpcPort: number;
+  output(): string;
+  stop(): void;
+}
+
+/** Writes the README's package subpaths as the sources (`.ts`), so a block runs under tsx. */
+function onSources(code: string): string {
+  return code.replace(/from '(a2a-ratelimit[^']*)'/g, (_, spec: string) => {
+    const target = SUBPATHS[spec];
+    if (target === undefined) throw new Error(`README imports ${spec}: add it to SUBPATHS`);
+    return `from '${target.replace(/\.js$/, '.ts')}'`;
+  });
+}
+
+/** Starts the README's server quick start as written, on free ports; resolves once it listens. */
+async function startServerQuickStart(name: string): Promise<QuickStartServer> {
+  const server = blocks.find((b) => b.includes('createLimiter') && b.includes('const card = '));
+  expect(server).toBeDefined();
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name}.ts`);
+  writeFileSync(file, onSources(server ?? ''));
+  const [port, grpcPort] = [await freePort(), await freePort()];
+  const child = spawn(process.execPath, ['--import', 'tsx', file], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), GRPC_PORT: String(grpcPort) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  for (let i = 0; i < 300 && !output.includes('A2A gRPC on'); i++) {
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { port, grpcPort, output: () => output, stop: () => child.kill('SIGTERM') };
+}
+
+/** Runs a script to its end (at most `timeoutMs`): exit code and everything it printed. */
+function runScript(
+  file: string,
+  timeoutMs: number,
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolveRun) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      setImmediate(() => resolveRun({ code, output }));
+    });
+  });
+}
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -81,36 +153,12 @@ describe('README', () => {
   });
 
   it('the server quick start runs as written; the curl lines and a gRPC call get answers, the 11th call a 429', async () => {
-    const server = blocks.find((b) => b.includes('createLimiter') && b.includes('const card = '));
-    expect(server).toBeDefined();
-    mkdirSync(dir, { recursive: true });
-    const code = (server ?? '').replace(/from '(a2a-ratelimit[^']*)'/g, (_, spec: string) => {
-      const target = SUBPATHS[spec];
-      if (target === undefined) throw new Error(`README imports ${spec}: add it to SUBPATHS`);
-      return `from '${target.replace(/\.js$/, '.ts')}'`;
-    });
-    const file = join(dir, 'server-quick-start.ts');
-    writeFileSync(file, code);
-    const [port, grpcPort] = [await freePort(), await freePort()];
-    const child = spawn(process.execPath, ['--import', 'tsx', file], {
-      cwd: root,
-      env: { ...process.env, PORT: String(port), GRPC_PORT: String(grpcPort) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => {
-      output += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      output += d.toString();
-    });
+    const agent = await startServerQuickStart('server-quick-start');
+    const { port } = agent;
     try {
-      for (let i = 0; i < 300 && !output.includes('A2A gRPC on'); i++) {
-        if (child.exitCode !== null) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      const output = agent.output();
       expect(output).toContain(`A2A agent on http://127.0.0.1:${port}`);
-      expect(output).toContain(`A2A gRPC on 127.0.0.1:${grpcPort}`);
+      expect(output).toContain(`A2A gRPC on 127.0.0.1:${agent.grpcPort}`);
 
       // The README's curl lines, on this run's ports.
       const shell = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
@@ -169,7 +217,48 @@ describe('README', () => {
       const body = (await refused?.json()) as { error: { status: string } };
       expect(body.error.status).toBe('RESOURCE_EXHAUSTED');
     } finally {
-      child.kill('SIGTERM');
+      agent.stop();
+    }
+  });
+
+  it('the client quick start runs as written against that agent; its catch catches a budget refusal', async () => {
+    const client = blocks.find((b) => b.includes('createRetryingFetch') && b.includes('catch'));
+    expect(client).toBeDefined();
+    const agent = await startServerQuickStart('server-for-client');
+    try {
+      expect(agent.output()).toContain('A2A gRPC on');
+      // The README's agent, replaced by the one on loopback (its card names its own addresses).
+      const code = onSources(client ?? '')
+        .replaceAll('https://agents.example.com', `http://127.0.0.1:${agent.port}`)
+        .replaceAll('agents.example.com:50051', `127.0.0.1:${agent.grpcPort}`);
+      expect(code).not.toContain('example.com');
+      const file = join(dir, 'client-quick-start.ts');
+      writeFileSync(file, code);
+
+      // A caller with its burst left: answered, nothing caught, nothing printed.
+      const first = await runScript(file, 60_000);
+      expect(first).toEqual({ code: 0, output: '' });
+
+      // Spend the caller (the agent keys anonymous callers by address): 40 more messages than the
+      // burst hold 40 slots, so the next one is asked to wait about 40 s, more than the quick
+      // start's maxSingleWaitMs of 30 s.
+      for (let i = 0; i < 50; i++) {
+        const response = await fetch(`http://127.0.0.1:${agent.port}/a2a/rest/message:send`, {
+          method: 'POST',
+          headers: { 'a2a-version': '1.0', 'content-type': 'application/a2a+json' },
+          body: JSON.stringify({
+            message: { messageId: `spend-${i}`, role: 'ROLE_USER', parts: [{ text: 'x' }] },
+          }),
+        });
+        await response.text();
+      }
+      const refused = await runScript(file, 60_000);
+      expect(refused.code).toBe(0);
+      const asked = /^the agent asks for (\d+) ms, more than we have$/m.exec(refused.output);
+      expect(asked, refused.output).not.toBeNull();
+      expect(Number(asked?.[1])).toBeGreaterThan(30_000);
+    } finally {
+      agent.stop();
     }
   });
 });

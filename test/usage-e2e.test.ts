@@ -15,7 +15,7 @@ import {
   DEMO_TOKENS_PER_MESSAGE,
   type ResearchAgent,
   startResearchAgent,
-} from '../src/cli/research-agent.js';
+} from '../packages/cli/src/research-agent.js';
 import type { Policy } from '../src/core/policy.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
 import { textMessage } from '../src/testing/text-message.js';

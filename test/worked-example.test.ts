@@ -5,7 +5,7 @@
  * spec-literal bare 500 over plain GCRA, a naive backoff client wastes retries and abandons calls.
  */
 import { describe, expect, it } from 'vitest';
-import { SimulatedAgent, type SimulatedResult } from '../src/cli/simulated-agent.js';
+import { SimulatedAgent, type SimulatedResult } from '../packages/cli/src/simulated-agent.js';
 import { isRetryError } from '../src/client/retry-errors.js';
 import { RetryScheduler } from '../src/client/retry-scheduler.js';
 import type { RatePolicy } from '../src/core/policy.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { publishedAgentCard } from '../cli/simulated-agent.js';
+import { publishedAgentCard } from '../../packages/cli/src/simulated-agent.js';
 import { learnAgentCardResponse } from './fetch-card-learning.js';
 import { RetryScheduler } from './retry-scheduler.js';
 

@@ -81,7 +81,7 @@ export class AdmissionEndedError extends Error {
 }
 
 /** What the tracker needs from an admission ticket. */
-interface TrackedTicket {
+export interface TrackedTicket {
   readonly bound: boolean;
   /** False when the message must not start (its shared pending record lapsed). */
   mayStart?(): boolean;
@@ -291,7 +291,7 @@ export class TaskLeaseTracker {
     return tracked;
   }
 
-  /** An event published on a tracked bus (before the SDK sees it). */
+  /** An event published on a tracked bus (before the SDK sees it). @internal */
   observe(bus: TrackedBus, event: AgentEventLike): void {
     const ticket = bus.pending;
     if (ticket !== undefined) {
@@ -318,6 +318,8 @@ export class TaskLeaseTracker {
    * The execution flow ended on a tracked bus. A task left waiting on its caller keeps its
    * leases when `releaseOnInterrupted` is off; they are no longer renewed and expire by TTL
    * unless the task resumes (a follow-up message binds to the same record).
+   *
+   * @internal
    */
   observeFinished(bus: TrackedBus): void {
     const record = this.records.size === 0 ? undefined : this.records.get(bus.taskId);

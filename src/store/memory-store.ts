@@ -16,7 +16,6 @@ import type { Clock } from '../core/clock.js';
 import {
   chargeUsage,
   type DecisionInput,
-  type DecisionState,
   decide,
   type LeasePolicy,
   type LeaseSet,
@@ -109,7 +108,7 @@ const SWEEP_EVERY = 64;
  * const d = store.decideSync({ caller: 'orchestrator-7', method: 'SendMessage', messageId: 'm-1' });
  * ```
  */
-export class MemoryStore implements Store, SynchronousStore, DecisionState {
+export class MemoryStore implements Store, SynchronousStore {
   private policies: CompiledPolicySet;
   private readonly clock: Clock;
   private readonly maxKeys: number;
@@ -182,7 +181,7 @@ export class MemoryStore implements Store, SynchronousStore, DecisionState {
     return decide(this.policies, boundedInput(input), nowMs, this);
   }
 
-  /** {@inheritDoc Store.chargeUsage} Synchronous. */
+  /** Charges reported usage, as {@link Store.chargeUsage}, synchronously. */
   chargeUsageSync(request: DecisionInput, units: number): void {
     const nowMs = this.clock.nowMs();
     for (const p of policiesOf(this.policies, request)) {
@@ -237,7 +236,7 @@ export class MemoryStore implements Store, SynchronousStore, DecisionState {
   }
 
   /**
-   * {@inheritDoc Store.rememberMessage}, synchronously.
+   * Records a message, as {@link Store.rememberMessage}, synchronously.
    *
    * @example
    * ```ts
@@ -275,7 +274,7 @@ export class MemoryStore implements Store, SynchronousStore, DecisionState {
   }
 
   /**
-   * {@inheritDoc Store.recordMessageTask}, synchronously, by the record key
+   * Records a message's task, as {@link Store.recordMessageTask}, synchronously, by the record key
    * `messageRecordKey(caller, messageId)`. Throws a `RangeError` for a bad `ttlMs`.
    */
   recordMessageTaskKeySync(key: string, taskId: string, ttlMs: number): void {
@@ -363,7 +362,8 @@ export class MemoryStore implements Store, SynchronousStore, DecisionState {
     return this.rates[policy.index] as RateTable;
   }
 
-  // DecisionState: called by the pure decision, never by users.
+  // DecisionState (structurally; `this` is passed to the decision): never called by users, so
+  // `@internal` and stripped from the shipped declarations.
 
   /** @internal */
   rateKey(policy: CompiledRatePolicy, key: string, nowUs: number): string {

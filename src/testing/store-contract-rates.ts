@@ -6,9 +6,7 @@
 import { strict as assert } from 'node:assert';
 import type { Policy } from '../core/policy.js';
 import { wireDelaySeconds } from '../core/rejection.js';
-// A cycle (store-contract.ts imports this file), harmless: only called inside a case, after both
-// modules loaded. It goes when `seededRandom` moves to its own module.
-import { seededRandom } from './store-contract.js';
+import { seededRandom } from '../simulation/seeded-random.js';
 import {
   at,
   PER_CALLER,

@@ -13,27 +13,9 @@ import { LEASE_CONTRACT } from './store-contract-leases.js';
 import { POLICY_CHANGE_CONTRACT } from './store-contract-policies.js';
 import { RATE_CONTRACT } from './store-contract-rates.js';
 
+/** Re-exported for the tests that import it from here (it lives in `a2a-ratelimit/simulation`). */
+export { seededRandom } from '../simulation/seeded-random.js';
 export type { StoreContractCase, StoreFactory } from './store-contract-kit.js';
-
-/**
- * A seeded uniform [0, 1) source (mulberry32), for reproducible jitter in tests.
- *
- * @example
- * ```ts
- * const random = seededRandom(42);
- * random(); // same sequence every run
- * ```
- */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * The contract cases.

@@ -19,7 +19,7 @@ import {
 } from './google-rpc.js';
 
 /** A ProtoJSON object. */
-type JsonObject = Record<string, unknown>;
+export type JsonObject = Record<string, unknown>;
 
 const INT64_TEXT = /^-?\d{1,19}$/;
 const INT64_MIN = -(2n ** 63n);

@@ -8,16 +8,16 @@
 
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import * as z from 'zod';
-import { ALL_A2A_METHODS } from '../core/a2a-methods.js';
 import {
+  ALL_A2A_METHODS,
   BUILTIN_SCOPES,
   compilePolicies,
   type HoldOptions,
   type Policy,
   PolicyError,
-} from '../core/policy.js';
+} from 'a2a-ratelimit';
+import { parse as parseYaml } from 'yaml';
+import * as z from 'zod';
 import { CliError } from './cli-error.js';
 
 /**

@@ -13,10 +13,10 @@ import { registerProbeCommand } from './probe-command.js';
 import { registerServeCommand } from './serve-command.js';
 import { registerSimulateCommand } from './simulate-command.js';
 
-/** The package version, read from the package.json two levels up (src/cli or dist/cli). */
+/** The package version, read from the CLI package's package.json one level up (src or dist). */
 function packageVersion(): string {
   try {
-    const text = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+    const text = readFileSync(new URL('../package.json', import.meta.url), 'utf8');
     const version = (JSON.parse(text) as { version?: unknown }).version;
     return typeof version === 'string' ? version : '0.0.0';
   } catch {

@@ -13,10 +13,8 @@
 
 import type { Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AGENT_CARD_PATH, AgentCard, Message, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { AGENT_CARD_PATH, AgentCard } from '@a2a-js/sdk';
 import {
-  AgentEvent,
-  type AgentExecutor,
   DefaultExecutionEventBusManager,
   DefaultRequestHandler,
   InMemoryTaskStore,
@@ -25,25 +23,25 @@ import {
 import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
-import express from 'express';
-import type { Sleep } from '../client/sleep.js';
-import type { A2AMethod } from '../core/a2a-methods.js';
-import type { Clock } from '../core/clock.js';
-import type { HoldOptions, Policy } from '../core/policy.js';
-import { withRateLimitExtension } from '../server/card-extension.js';
-import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../server/express/index.js';
-import { grpcAdmissionInterceptor, rateLimitedGrpcService } from '../server/grpc/index.js';
+import type { A2AMethod, Clock, HoldOptions, Policy, Store } from 'a2a-ratelimit';
+import type { Sleep } from 'a2a-ratelimit/client';
 import {
   type AdmissionRequest,
   type Binding,
   createLimiter,
   type Limiter,
   type LimiterObserver,
-} from '../server/limiter.js';
-import { createRateLimitMetrics, type RateLimitMetrics } from '../server/metrics.js';
-import type { Store } from '../store/store.js';
+  withRateLimitExtension,
+} from 'a2a-ratelimit/server';
+import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from 'a2a-ratelimit/server/express';
+import { grpcAdmissionInterceptor, rateLimitedGrpcService } from 'a2a-ratelimit/server/grpc';
+import { createRateLimitMetrics, type RateLimitMetrics } from 'a2a-ratelimit/server/metrics';
+import express from 'express';
+import { bindGrpc, isWildcard, listenHttp, urlHost } from './agent-listen.js';
 import { bareErrorLimiter } from './bare-error-limiter.js';
 import { CliError } from './cli-error.js';
+import { bearerUser, DemoTiers } from './demo-auth.js';
+import { researchExecutor, type TaskCounter } from './research-executor.js';
 
 /**
  * How the agent writes a rejection: `ours` (429 / RESOURCE_EXHAUSTED with ErrorInfo, RetryInfo,
@@ -168,147 +166,8 @@ export interface ResearchAgent {
   close(): Promise<void>;
 }
 
-/**
- * The demo's authentication: `Bearer <name>` makes an authenticated user named `<name>`; anything
- * else is unauthenticated (the adapters then key the caller by address).
- *
- * @example
- * ```ts
- * bearerUser('Bearer orchestrator-7').userName; // 'orchestrator-7'
- * ```
- */
-export function bearerUser(value: unknown): User {
-  const text = Array.isArray(value) ? value[0] : value;
-  const match = typeof text === 'string' ? /^Bearer\s+(\S.*)$/i.exec(text.trim()) : null;
-  const name = demoToken(match?.[1]?.trim() ?? '').caller;
-  return { isAuthenticated: name !== '', userName: name };
-}
-
-/**
- * The demo token's parts: `<caller>@<tier>` authenticates `<caller>` with tier `<tier>`; a plain
- * `<caller>` has no tier (each policy's default tier).
- *
- * @example
- * ```ts
- * demoToken('alice@pro'); // { caller: 'alice', tier: 'pro' }
- * ```
- */
-export function demoToken(token: string): { caller: string; tier?: string } {
-  const at = token.lastIndexOf('@');
-  if (at <= 0 || at === token.length - 1) return { caller: token };
-  return { caller: token.slice(0, at), tier: token.slice(at + 1) };
-}
-
 /** Demo tokens per message a task reports as its usage (`limiter.usageOf(task).report`), units. */
 export const DEMO_TOKENS_PER_MESSAGE = 4_000;
-
-/** The tier the demo authentication last saw for each caller (bounded; a real agent asks its accounts). */
-class DemoTiers {
-  private readonly tiers = new Map<string, string>();
-  note(value: unknown): void {
-    const text = Array.isArray(value) ? value[0] : value;
-    const match = typeof text === 'string' ? /^Bearer\s+(\S.*)$/i.exec(text.trim()) : null;
-    const { caller, tier } = demoToken(match?.[1]?.trim() ?? '');
-    if (caller === '') return;
-    if (tier === undefined) this.tiers.delete(caller);
-    else {
-      if (this.tiers.size >= 10_000 && !this.tiers.has(caller)) return;
-      this.tiers.set(caller, tier);
-    }
-  }
-  of(caller: string): string | undefined {
-    return this.tiers.get(caller);
-  }
-}
-
-function textOf(message: Message): string {
-  for (const part of message.parts) {
-    const content = (part as { content?: { $case?: string; value?: unknown } }).content;
-    if (content?.$case === 'text' && typeof content.value === 'string') return content.value;
-  }
-  return '';
-}
-
-/** Counts the tasks working at once. */
-interface TaskCounter {
-  running: number;
-  peak: number;
-}
-
-/** The agent's work: a task that is worked on (for `task.durationMs`) and completed with a note. */
-function researchExecutor(
-  counter: TaskCounter,
-  task: ResearchAgentOptions['task'],
-  used: (ctx: Parameters<AgentExecutor['execute']>[0]) => void,
-): AgentExecutor {
-  return {
-    async execute(ctx, bus) {
-      counter.running++;
-      counter.peak = Math.max(counter.peak, counter.running);
-      try {
-        await researchTask(ctx, bus, task);
-      } finally {
-        counter.running--;
-        used(ctx);
-      }
-    },
-    cancelTask,
-  };
-}
-
-async function researchTask(
-  ctx: Parameters<AgentExecutor['execute']>[0],
-  bus: Parameters<AgentExecutor['execute']>[1],
-  task: ResearchAgentOptions['task'],
-): Promise<void> {
-  const { taskId, contextId } = ctx;
-  const topic = textOf(ctx.userMessage).slice(0, 200) || 'nothing in particular';
-  if (ctx.task === undefined) {
-    bus.publish(
-      AgentEvent.task(
-        Task.fromJSON({
-          id: taskId,
-          contextId,
-          status: { state: 'TASK_STATE_WORKING' },
-          history: [Message.toJSON(ctx.userMessage)],
-        }),
-      ),
-    );
-  }
-  if (task !== undefined && task.durationMs > 0) await task.sleep(task.durationMs);
-  bus.publish(
-    AgentEvent.statusUpdate(
-      TaskStatusUpdateEvent.fromJSON({
-        taskId,
-        contextId,
-        status: {
-          state: 'TASK_STATE_COMPLETED',
-          timestamp: new Date().toISOString(),
-          message: {
-            messageId: `notes-${taskId}`,
-            contextId,
-            taskId,
-            role: 'ROLE_AGENT',
-            parts: [{ text: `Research notes on "${topic}": done.` }],
-          },
-        },
-      }),
-    ),
-  );
-  bus.finished();
-}
-
-const cancelTask: AgentExecutor['cancelTask'] = async (taskId, bus) => {
-  bus.publish(
-    AgentEvent.statusUpdate(
-      TaskStatusUpdateEvent.fromJSON({
-        taskId,
-        status: { state: 'TASK_STATE_CANCELED', timestamp: new Date().toISOString() },
-      }),
-    ),
-  );
-  bus.finished();
-};
 
 function combineObservers(...observers: (LimiterObserver | undefined)[]): LimiterObserver {
   const list = observers.filter((o): o is LimiterObserver => o !== undefined);
@@ -329,57 +188,6 @@ function combineObservers(...observers: (LimiterObserver | undefined)[]): Limite
       for (const o of list) o.leasesHeld?.(count);
     },
   };
-}
-
-function isWildcard(host: string): boolean {
-  return host === '0.0.0.0' || host === '::' || host === '[::]' || host === '';
-}
-
-function urlHost(host: string): string {
-  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-}
-
-function listenHttp(app: express.Express, host: string, port: number): Promise<HttpServer> {
-  return new Promise((resolve, reject) => {
-    const server = app.listen(port, host);
-    const onError = (error: NodeJS.ErrnoException): void => {
-      server.close();
-      reject(
-        new CliError(
-          error.code === 'EADDRINUSE'
-            ? `HTTP port ${port} on ${host} is already in use (choose another with --port, or 0 for any free port)`
-            : `cannot listen on ${host}:${port}: ${error.message}`,
-          { cause: error },
-        ),
-      );
-    };
-    server.once('error', onError);
-    server.once('listening', () => {
-      server.off('error', onError);
-      resolve(server);
-    });
-  });
-}
-
-function bindGrpc(server: grpc.Server, host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.bindAsync(
-      `${urlHost(host)}:${port}`,
-      grpc.ServerCredentials.createInsecure(),
-      (error, bound) => {
-        if (error) {
-          reject(
-            new CliError(
-              /in use|EADDRINUSE/i.test(error.message)
-                ? `gRPC port ${port} on ${host} is already in use (choose another with --grpc-port, or 0 for any free port)`
-                : `cannot listen for gRPC on ${host}:${port}: ${error.message}`,
-              { cause: error },
-            ),
-          );
-        } else resolve(bound);
-      },
-    );
-  });
 }
 
 /**

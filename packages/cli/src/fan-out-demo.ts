@@ -20,12 +20,15 @@ import {
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
-import { createRetryingFetch } from '../client/create-retrying-fetch.js';
-import { createRetryInterceptor } from '../client/grpc.js';
-import { RetryScheduler, type RetrySchedulerOptions } from '../client/retry-scheduler.js';
-import type { Policy } from '../core/policy.js';
-import { RATE_LIMIT_EXTENSION_URI } from '../server/card-extension.js';
-import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
+import type { Policy } from 'a2a-ratelimit';
+import {
+  createRetryingFetch,
+  RetryScheduler,
+  type RetrySchedulerOptions,
+} from 'a2a-ratelimit/client';
+import { createRetryInterceptor } from 'a2a-ratelimit/client/grpc';
+import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
+import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
 import { type CallOutcomeCounts, countAttempts, type SeenAttempt } from './call-outcomes.js';
 import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
 import {

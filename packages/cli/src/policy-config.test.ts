@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { compilePolicies } from 'a2a-ratelimit';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { compilePolicies } from '../core/policy.js';
 import { parsePolicyConfig } from './policy-config.js';
 
-const CLI_DOC = fileURLToPath(new URL('../../docs/cli.md', import.meta.url));
+const CLI_DOC = fileURLToPath(new URL('../../../docs/cli.md', import.meta.url));
 
 describe('policy config with tiers, budgets, shadow and exemptions', () => {
   it('accepts the documented example and compiles it', () => {

@@ -10,14 +10,16 @@
  * every kind, so the kinds are compared on identical traffic.
  */
 
-import { RetryScheduler, type RetrySchedulerOptions } from '../client/retry-scheduler.js';
-import { type A2AMethod, MESSAGE_METHODS } from '../core/a2a-methods.js';
-import type { HoldOptions, Policy } from '../core/policy.js';
-import { MemoryStore } from '../store/memory-store.js';
-import { seededRandom } from '../testing/store-contract.js';
-import { createVirtualTime, type VirtualClock } from '../testing/virtual-time.js';
-import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
-import { type CallOutcomeCounts, countAttempts } from './call-outcomes.js';
+import type { HoldOptions, Policy } from 'a2a-ratelimit';
+import { type A2AMethod, MESSAGE_METHODS, MemoryStore } from 'a2a-ratelimit';
+import { RetryScheduler, type RetrySchedulerOptions } from 'a2a-ratelimit/client';
+import {
+  createVirtualTime,
+  seededRandom,
+  type VirtualClock,
+  WORKED_EXAMPLE_POLICY,
+} from 'a2a-ratelimit/simulation';
+import type { CallOutcomeCounts } from './call-outcomes.js';
 import {
   publishedAgentCard,
   type SeenRequest,
@@ -25,6 +27,7 @@ import {
   SimulatedAgent,
   type SimulatedResult,
 } from './simulated-agent.js';
+import { type CallTrack, summarize } from './simulation-summary.js';
 
 /**
  * The client kinds a simulation can compare:
@@ -219,17 +222,6 @@ function ownSchedule(kind: ClientKind, fixedDelayMs: number): OwnSchedule | unde
   }
 }
 
-/** Per-call bookkeeping, filled in by the tracking attempt wrapper. */
-interface CallTrack {
-  /** Caller and messageId, as `summarize` keys requests. */
-  readonly call: string;
-  arrivalMs: number;
-  firstSendMs: number;
-  admittedAttempt: number;
-  admittedAtMs: number;
-  endMs: number;
-}
-
 /**
  * Arrival times of every caller's calls, ms, sorted per caller; the same for every client kind.
  *
@@ -262,13 +254,6 @@ export function arrivalTimesMs(
     out.push(times.sort((a, b) => a - b));
   }
   return out;
-}
-
-/** Nearest-rank percentile of sorted values. */
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
-  return sorted[Math.min(sorted.length, rank) - 1] as number;
 }
 
 function callerName(index: number, callers: number): string {
@@ -390,54 +375,6 @@ export async function simulateClientKind(
   await vt.runUntilIdle(Math.max(1_000_000, totalCalls * 64));
   await done;
   return summarize(kind, tracks, agent.requests);
-}
-
-/** ms → s, to the millisecond. */
-function seconds(ms: number): number {
-  return Math.round(ms) / 1000;
-}
-
-function summarize(
-  kind: ClientKind,
-  tracks: readonly CallTrack[],
-  requests: readonly SeenRequest[],
-): ClientKindOutcome {
-  let abandoned = 0;
-  let heldByClient = 0;
-  let endMs = 0;
-  const waitsMs: number[] = [];
-  const abandonedAtMs: number[] = [];
-  for (const t of tracks) {
-    if (t.admittedAttempt < 0) {
-      abandoned++;
-      abandonedAtMs.push(t.endMs);
-    } else waitsMs.push(t.admittedAtMs - t.arrivalMs);
-    if (t.firstSendMs > t.arrivalMs) heldByClient++;
-    if (t.endMs > endMs) endMs = t.endMs;
-  }
-  const paced = new Set<string>();
-  for (const t of tracks) if (t.firstSendMs > t.arrivalMs) paced.add(t.call);
-  const counts = countAttempts(
-    requests.map((r) => {
-      const call = `${r.caller}\u0000${r.messageId ?? ''}`;
-      return { call, attemptIndex: r.attemptIndex, admitted: r.admitted, paced: paced.has(call) };
-    }),
-  );
-  waitsMs.sort((a, b) => a - b);
-  return {
-    kind,
-    calls: tracks.length,
-    ...counts,
-    abandoned,
-    firstRetrySuccessRate:
-      counts.rejected === 0 ? 1 : counts.admittedOnFirstRetry / counts.rejected,
-    heldByClient,
-    totalSeconds: seconds(endMs),
-    waitP50Seconds: seconds(percentile(waitsMs, 50)),
-    waitP99Seconds: seconds(percentile(waitsMs, 99)),
-    requests,
-    abandonedAtMs,
-  };
 }
 
 /**

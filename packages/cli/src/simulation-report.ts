@@ -5,7 +5,7 @@
  * the same keys as `demo --json`, plus the simulation's own figures).
  */
 
-import type { Policy } from '../core/policy.js';
+import type { Policy } from 'a2a-ratelimit';
 import type {
   ArrivalPattern,
   ClientKind,

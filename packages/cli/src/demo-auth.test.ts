@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bearerUser, demoToken } from './research-agent.js';
+import { bearerUser, demoToken } from './demo-auth.js';
 
 describe('demo authentication with tiers', () => {
   it('reads <caller>@<tier>; a plain token is the caller with no tier', () => {

@@ -7,8 +7,8 @@
  * that the difference between the two demo runs is the response format alone.
  */
 
-import type { AdmissionOutcome, AdmissionTicket, Limiter } from '../server/limiter.js';
-import type { GrpcRejectionStatus, HttpRejectionResponse } from '../wire/index.js';
+import type { GrpcRejectionStatus, HttpRejectionResponse } from 'a2a-ratelimit';
+import type { AdmissionOutcome, AdmissionTicket, Limiter } from 'a2a-ratelimit/server';
 
 /** google.rpc.Code INTERNAL. */
 const GRPC_INTERNAL = 13;

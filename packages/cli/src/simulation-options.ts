@@ -5,9 +5,14 @@
  * loader as `serve`. Every mistake is a `CliError` whose one line names the flag or field.
  */
 
-import { toA2AMethod } from '../core/a2a-methods.js';
-import { compilePolicies, type HoldOptions, type Policy, PolicyError } from '../core/policy.js';
-import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
+import {
+  compilePolicies,
+  type HoldOptions,
+  type Policy,
+  PolicyError,
+  toA2AMethod,
+} from 'a2a-ratelimit';
+import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
 import { CliError } from './cli-error.js';
 import { parseOptionalString, parsePositiveInteger, parsePositiveNumber } from './cli-options.js';
 import { loadPolicyConfig } from './policy-config.js';

@@ -6,20 +6,20 @@
  * what was lost. Pure: the captured response in, the verdicts out.
  */
 
-import { retryInfoDelayMs } from '../wire/decoded-rejection.js';
-import { type ErrorBody, parseErrorBody } from '../wire/error-body.js';
 import {
   A2A_DOMAIN,
-  type Detail,
-  type ErrorInfo,
-  findDetail,
   GRPC_CODES,
-} from '../wire/google-rpc.js';
-import { headerLookup } from '../wire/headers-like.js';
-import { tryDecodeStatus } from '../wire/proto-binary.js';
-import { readRateLimitFields } from '../wire/ratelimit-headers.js';
-import { parseRetryAfter } from '../wire/retry-after.js';
+  headerLookup,
+  parseErrorBody,
+  parseRetryAfter,
+  readRateLimitFields,
+  retryInfoDelayMs,
+} from 'a2a-ratelimit';
+import { fail, firstErrorInfo, grpcBody, httpBody, pass } from './probe-body.js';
+import { describeContent, GRPC_NAMES } from './probe-response.js';
 import type { CapturedResponse } from './probe-transport.js';
+
+export { describeContent, summarizeResponse } from './probe-response.js';
 
 /**
  * A check's verdict: `skip` when there was nothing to check it on (it does not fail the probe).
@@ -93,59 +93,6 @@ const KIND_OF_REASON: Readonly<Record<string, 'quota' | 'overload'>> = {
   RATE_LIMIT_EXCEEDED: 'quota',
   AGENT_OVERLOADED: 'overload',
 };
-const GRPC_NAMES: Readonly<Record<number, string>> = Object.fromEntries(
-  Object.entries(GRPC_CODES).map(([name, code]) => [code, name]),
-);
-
-const pass = (name: string, detail: string): ProbeCheck => ({ name, status: 'pass', detail });
-const fail = (name: string, detail: string): ProbeCheck => ({ name, status: 'fail', detail });
-
-/**
- * A short description of what came back, for messages: `text/html`, `an empty body`, …
- *
- * @example
- * ```ts
- * describeContent({ mediaType: 'text/html', body: '<html>' } as CapturedResponse); // 'text/html (a gateway page?)'
- * ```
- */
-export function describeContent(response: Pick<CapturedResponse, 'mediaType' | 'body'>): string {
-  if (response.body.trim() === '') return 'an empty body (stripped on the way?)';
-  const type = response.mediaType ?? 'no Content-Type';
-  if (type === 'text/html' || /^\s*<(!doctype|html)/i.test(response.body)) {
-    return `${type} (a gateway page?)`;
-  }
-  return type;
-}
-
-/**
- * A one-line summary of any response: `HTTP 429 application/a2a+json`, `gRPC UNAVAILABLE: …`,
- * `JSON-RPC error -32601 Method not found`.
- *
- * @example
- * ```ts
- * summarizeResponse(captured); // 'HTTP 502 text/html (a gateway page?)'
- * ```
- */
-export function summarizeResponse(response: CapturedResponse): string {
-  if (response.binding === 'grpc') {
-    const name = GRPC_NAMES[response.status] ?? String(response.status);
-    return `gRPC ${name} (${response.status})${response.body ? `: ${response.body}` : ''}`;
-  }
-  const parsed = parseErrorBody(response.body);
-  if (parsed?.shape === 'json-rpc') {
-    return `HTTP ${response.status}, JSON-RPC error ${parsed.code ?? '?'}${parsed.message ? ` ${parsed.message}` : ''}`;
-  }
-  if (parsed !== undefined) {
-    return `HTTP ${response.status} ${response.mediaType ?? ''}${parsed.message ? `: ${parsed.message}` : ''}`.trim();
-  }
-  return `HTTP ${response.status} ${describeContent(response)}`;
-}
-
-/** The details a response carries (body or binary trailer), with how the body came out. */
-interface BodyReading {
-  readonly check: ProbeCheck;
-  readonly details: readonly Detail[];
-}
 
 function expectedHttpKind(status: number): 'quota' | 'overload' | undefined {
   return status === 429 ? 'quota' : status === 503 ? 'overload' : undefined;
@@ -211,116 +158,6 @@ function mediaTypeCheck(response: CapturedResponse): ProbeCheck {
   }
   if (type === 'application/json') return pass('media type', type);
   return fail('media type', `expected application/json, got ${describeContent(response)}`);
-}
-
-function httpBody(response: CapturedResponse): BodyReading {
-  const parsed: ErrorBody | undefined = parseErrorBody(response.body);
-  const got = describeContent(response);
-  if (response.binding === 'rest') {
-    if (parsed?.shape !== 'google-rpc') {
-      return {
-        check: fail(
-          'body',
-          `expected google.rpc.Status JSON under "error", got ${parsed === undefined ? got : `JSON of another shape (${parsed.shape})`}`,
-        ),
-        details: parsed?.details ?? [],
-      };
-    }
-    const problems: string[] = [];
-    if (parsed.code !== response.status)
-      problems.push(
-        `error.code ${parsed.code ?? 'missing'} is not the HTTP status ${response.status}`,
-      );
-    const expectedName =
-      response.status === 429
-        ? 'RESOURCE_EXHAUSTED'
-        : response.status === 503
-          ? 'UNAVAILABLE'
-          : undefined;
-    if (expectedName !== undefined && parsed.statusName !== expectedName) {
-      problems.push(`error.status ${parsed.statusName ?? 'missing'}, expected ${expectedName}`);
-    }
-    if (parsed.details.length === 0) problems.push('error.details is empty');
-    return {
-      check:
-        problems.length === 0
-          ? pass(
-              'body',
-              `google.rpc.Status JSON: code ${parsed.code}, ${parsed.statusName}, ${parsed.details.length} details`,
-            )
-          : fail('body', problems.join('; ')),
-      details: parsed.details,
-    };
-  }
-  if (parsed?.shape !== 'json-rpc') {
-    return {
-      check: fail(
-        'body',
-        `expected a JSON-RPC error envelope, got ${parsed === undefined ? got : `JSON of another shape (${parsed.shape})`}`,
-      ),
-      details: parsed?.details ?? [],
-    };
-  }
-  if (parsed.code !== -32603) {
-    return {
-      check: fail('body', `expected error.code -32603, got ${parsed.code ?? 'none'}`),
-      details: parsed.details,
-    };
-  }
-  if (parsed.details.length === 0) {
-    return {
-      check: fail(
-        'body',
-        'JSON-RPC error -32603 without error.data: the rejection details were lost',
-      ),
-      details: [],
-    };
-  }
-  return {
-    check: pass(
-      'body',
-      `JSON-RPC error -32603 with ${parsed.details.length} typed details in error.data`,
-    ),
-    details: parsed.details,
-  };
-}
-
-function grpcBody(response: CapturedResponse): BodyReading {
-  if (response.statusDetails === undefined) {
-    return {
-      check: fail(
-        'body',
-        'no grpc-status-details-bin trailer: the google.rpc.Status details were lost (stripped on the way?)',
-      ),
-      details: [],
-    };
-  }
-  const status = tryDecodeStatus(response.statusDetails);
-  if (status === undefined) {
-    return {
-      check: fail('body', 'grpc-status-details-bin is not a binary google.rpc.Status'),
-      details: [],
-    };
-  }
-  const problems: string[] = [];
-  if (status.code !== response.status)
-    problems.push(`its code ${status.code} is not the grpc-status ${response.status}`);
-  if (status.message !== response.body) problems.push('its message is not the grpc-message');
-  if (status.details.length === 0) problems.push('it has no details');
-  return {
-    check:
-      problems.length === 0
-        ? pass(
-            'body',
-            `grpc-status-details-bin: google.rpc.Status with ${status.details.length} details, matching grpc-status and grpc-message`,
-          )
-        : fail('body', `grpc-status-details-bin: ${problems.join('; ')}`),
-    details: status.details,
-  };
-}
-
-function firstErrorInfo(details: readonly Detail[]): ErrorInfo | undefined {
-  return findDetail(details, 'ErrorInfo');
 }
 
 /**

@@ -7,10 +7,9 @@
  * cleanly on SIGINT / SIGTERM, releasing its ports.
  */
 
+import type { CompiledPolicy, HoldOptions, Policy, Store } from 'a2a-ratelimit';
+import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
 import type { CAC } from 'cac';
-import type { CompiledPolicy, HoldOptions, Policy } from '../core/policy.js';
-import type { Store } from '../store/store.js';
-import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
 import { CliError } from './cli-error.js';
 import { parseHttpUrl, parseOptionalString, parsePort } from './cli-options.js';
 import { loadPolicyConfig } from './policy-config.js';
@@ -96,9 +95,9 @@ async function connectRedis(
   } catch {
     throw new CliError('--redis needs the "ioredis" package: npm install ioredis');
   }
-  let redis: typeof import('../redis/index.js');
+  let redis: typeof import('a2a-ratelimit/redis');
   try {
-    redis = await import('../redis/index.js');
+    redis = await import('a2a-ratelimit/redis');
   } catch (error) {
     throw new CliError(`--redis is not available in this build (${(error as Error).message})`);
   }

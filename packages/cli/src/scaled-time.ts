@@ -6,8 +6,8 @@
  * milliseconds and never resolves before the scaled clock has reached its target.
  */
 
-import { type Sleep, systemSleep } from '../client/sleep.js';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from 'a2a-ratelimit';
+import { type Sleep, systemSleep } from 'a2a-ratelimit/client';
 
 /**
  * A scaled clock and the matching sleep.

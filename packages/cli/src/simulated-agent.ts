@@ -9,18 +9,15 @@
  * clients that plan from it.
  */
 
-import type { Attempt } from '../client/retry-scheduler.js';
-import type { Sleep } from '../client/sleep.js';
-import type { A2AMethod } from '../core/a2a-methods.js';
-import type { Clock } from '../core/clock.js';
-import type { Policy } from '../core/policy.js';
-import type { LeaseRef } from '../core/rejection.js';
-import { withRateLimitExtension } from '../server/card-extension.js';
-import { createLimiter } from '../server/limiter.js';
-import type { MemoryStore } from '../store/memory-store.js';
-import { extractRetryHint } from '../wire/extract-retry-hint.js';
-import { rateLimitHeaders, readRateLimitHeaders } from '../wire/ratelimit-headers.js';
-import { encodeRestRejection } from '../wire/rest-rejection.js';
+import type { A2AMethod, Clock, LeaseRef, MemoryStore, Policy } from 'a2a-ratelimit';
+import {
+  encodeRestRejection,
+  extractRetryHint,
+  rateLimitHeaders,
+  readRateLimitHeaders,
+} from 'a2a-ratelimit';
+import type { Attempt, Sleep } from 'a2a-ratelimit/client';
+import { createLimiter, withRateLimitExtension } from 'a2a-ratelimit/server';
 
 /**
  * How a {@link SimulatedAgent} answers: `rest` — rejections in our HTTP+JSON encoding, and

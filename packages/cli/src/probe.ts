@@ -9,9 +9,9 @@
  * rejects — are `CliError`s.
  */
 
-import { systemSleep } from '../client/sleep.js';
-import { RATE_LIMIT_EXTENSION_URI } from '../server/card-extension.js';
-import { extractRetryHint, type RetrySource } from '../wire/extract-retry-hint.js';
+import { extractRetryHint, type RetrySource } from 'a2a-ratelimit';
+import { systemSleep } from 'a2a-ratelimit/client';
+import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
 import { CliError } from './cli-error.js';
 import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
 import { checkRejection, type ProbeCheck, summarizeResponse } from './probe-checks.js';

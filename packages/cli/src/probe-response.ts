@@ -1,0 +1,54 @@
+/**
+ * @module probe-response
+ * Naming what came back to `probe`, for its messages: the content (`text/html (a gateway
+ * page?)`, an empty body) and a one-line summary of any response per binding.
+ */
+
+import { GRPC_CODES, parseErrorBody } from 'a2a-ratelimit';
+import type { CapturedResponse } from './probe-transport.js';
+
+/** gRPC status names by code (`8` → `RESOURCE_EXHAUSTED`). */
+export const GRPC_NAMES: Readonly<Record<number, string>> = Object.fromEntries(
+  Object.entries(GRPC_CODES).map(([name, code]) => [code, name]),
+);
+
+/**
+ * A short description of what came back, for messages: `text/html`, `an empty body`, …
+ *
+ * @example
+ * ```ts
+ * describeContent({ mediaType: 'text/html', body: '<html>' } as CapturedResponse); // 'text/html (a gateway page?)'
+ * ```
+ */
+export function describeContent(response: Pick<CapturedResponse, 'mediaType' | 'body'>): string {
+  if (response.body.trim() === '') return 'an empty body (stripped on the way?)';
+  const type = response.mediaType ?? 'no Content-Type';
+  if (type === 'text/html' || /^\s*<(!doctype|html)/i.test(response.body)) {
+    return `${type} (a gateway page?)`;
+  }
+  return type;
+}
+
+/**
+ * A one-line summary of any response: `HTTP 429 application/a2a+json`, `gRPC UNAVAILABLE: …`,
+ * `JSON-RPC error -32601 Method not found`.
+ *
+ * @example
+ * ```ts
+ * summarizeResponse(captured); // 'HTTP 502 text/html (a gateway page?)'
+ * ```
+ */
+export function summarizeResponse(response: CapturedResponse): string {
+  if (response.binding === 'grpc') {
+    const name = GRPC_NAMES[response.status] ?? String(response.status);
+    return `gRPC ${name} (${response.status})${response.body ? `: ${response.body}` : ''}`;
+  }
+  const parsed = parseErrorBody(response.body);
+  if (parsed?.shape === 'json-rpc') {
+    return `HTTP ${response.status}, JSON-RPC error ${parsed.code ?? '?'}${parsed.message ? ` ${parsed.message}` : ''}`;
+  }
+  if (parsed !== undefined) {
+    return `HTTP ${response.status} ${response.mediaType ?? ''}${parsed.message ? `: ${parsed.message}` : ''}`.trim();
+  }
+  return `HTTP ${response.status} ${describeContent(response)}`;
+}
