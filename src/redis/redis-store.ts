@@ -220,7 +220,7 @@ export class RedisStore implements Store {
     };
   }
 
-  /** {@inheritDoc Store.decide} */
+  /** As `Store.decide`. */
   decide(request: DecisionInput): Promise<Decision> {
     // Long values hashed exactly as MemoryStore does (bounded-key.ts): the same decisions.
     const input = boundedInput(request);
@@ -235,7 +235,7 @@ export class RedisStore implements Store {
   }
 
   /**
-   * {@inheritDoc Store.updatePolicies}
+   * As `Store.updatePolicies`.
    * Here: script, rows and insurance limiter rebuilt, then the set published under
    * `<prefix>policy-set` (rejects when that fails; this store already uses `next`). A removed
    * policy's keys and leases are left to expire; a policy may not change kind under one name.
@@ -244,13 +244,13 @@ export class RedisStore implements Store {
     return this.policies.update(next);
   }
 
-  /** {@inheritDoc Store.onPoliciesChanged} */
+  /** As `Store.onPoliciesChanged`. */
   onPoliciesChanged(listener: (set: CompiledPolicySet) => void): () => void {
     return this.policies.onChanged(listener);
   }
 
   /**
-   * {@inheritDoc Store.chargeUsage} One script call per usage policy key (mode `g`). While Redis
+   * As `Store.chargeUsage`. One script call per usage policy key (mode `g`). While Redis
    * is unreachable the usage is charged to the insurance limiter, if any, else dropped (counted
    * as an error).
    */
@@ -277,13 +277,13 @@ export class RedisStore implements Store {
     }
   }
 
-  /** {@inheritDoc Store.release} */
+  /** As `Store.release`. */
   release(leases: readonly LeaseRef[]): Promise<void> {
     return releaseLeases(this.leaseHost, leases);
   }
 
   /**
-   * {@inheritDoc Store.renew}
+   * As `Store.renew`.
    * When Redis cannot answer, a lease is reported alive (`true`): an outage must not abort work
    * that is already running. A lease of a policy the current set no longer has is reported gone.
    */
@@ -292,7 +292,7 @@ export class RedisStore implements Store {
   }
 
   /**
-   * {@inheritDoc Store.rememberMessage}
+   * As `Store.rememberMessage`.
    * When Redis cannot answer (failed, late, or degraded between probes): `unavailable` (see
    * `redis-message-records.ts`).
    */
@@ -305,7 +305,7 @@ export class RedisStore implements Store {
     return rememberMessage(this.recordHost, caller, messageId, ttlMs, pending);
   }
 
-  /** {@inheritDoc Store.renewPendingMessages} */
+  /** As `Store.renewPendingMessages`. */
   renewPendingMessages(
     records: readonly { readonly caller: string; readonly messageId: string }[],
     owner: string,
@@ -314,12 +314,12 @@ export class RedisStore implements Store {
     return renewPendingMessages(this.recordHost, records, owner, pendingTtlMs);
   }
 
-  /** {@inheritDoc Store.forgetPendingMessage} */
+  /** As `Store.forgetPendingMessage`. */
   forgetPendingMessage(caller: string, messageId: string, owner: string): Promise<void> {
     return forgetPendingMessage(this.recordHost, caller, messageId, owner, true);
   }
 
-  /** {@inheritDoc Store.recordMessageTask} */
+  /** As `Store.recordMessageTask`. */
   recordMessageTask(
     caller: string,
     messageId: string,

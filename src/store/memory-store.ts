@@ -141,13 +141,13 @@ export class MemoryStore implements Store, SynchronousStore {
     this.adopt(this.policies, []);
   }
 
-  /** {@inheritDoc Store.policySet} */
+  /** As `Store.policySet`. */
   get policySet(): CompiledPolicySet {
     return this.policies;
   }
 
   /**
-   * {@inheritDoc Store.updatePolicies} Synchronous inside: the set is swapped before this
+   * As `Store.updatePolicies`. Synchronous inside: the set is swapped before this
    * returns. A policy is the same policy when its name and kind are (a rate policy that became a
    * concurrency one starts empty); its position in the set may change.
    */
@@ -191,13 +191,13 @@ export class MemoryStore implements Store, SynchronousStore {
     }
   }
 
-  /** {@inheritDoc Store.chargeUsage} */
+  /** As `Store.chargeUsage`. */
   chargeUsage(request: DecisionInput, units: number): Promise<void> {
     this.chargeUsageSync(request, units);
     return Promise.resolve();
   }
 
-  /** {@inheritDoc Store.decide} */
+  /** As `Store.decide`. */
   decide(input: DecisionInput): Promise<Decision> {
     try {
       return Promise.resolve(this.decideSync(input));
@@ -215,7 +215,7 @@ export class MemoryStore implements Store, SynchronousStore {
     }
   }
 
-  /** {@inheritDoc Store.release} */
+  /** As `Store.release`. */
   release(leases: readonly LeaseRef[]): Promise<void> {
     this.releaseSync(leases);
     return Promise.resolve();
@@ -230,7 +230,7 @@ export class MemoryStore implements Store, SynchronousStore {
     });
   }
 
-  /** {@inheritDoc Store.renew} */
+  /** As `Store.renew`. */
   renew(leases: readonly LeaseRef[]): Promise<boolean[]> {
     return Promise.resolve(this.renewSync(leases));
   }
@@ -281,7 +281,7 @@ export class MemoryStore implements Store, SynchronousStore {
     this.messages.recordKey(key, taskId, ttlMs, this.clock.nowMs());
   }
 
-  /** {@inheritDoc Store.rememberMessage} */
+  /** As `Store.rememberMessage`. */
   rememberMessage(caller: string, messageId: string, ttlMs: number): Promise<MessageRecord> {
     try {
       return Promise.resolve(this.rememberMessageSync(caller, messageId, ttlMs));
@@ -290,7 +290,7 @@ export class MemoryStore implements Store, SynchronousStore {
     }
   }
 
-  /** {@inheritDoc Store.recordMessageTask} */
+  /** As `Store.recordMessageTask`. */
   recordMessageTask(
     caller: string,
     messageId: string,

@@ -256,7 +256,7 @@ export function parseIpAddress(text: string): IpAddress | undefined {
 
 /**
  * The address as WHATWG `URL` serialises a host: dotted decimal, or IPv6 in RFC 5952 form
- * ({@link formatIpv6}: lower case, the longest run of two or more zero groups as `::`, no dotted
+ * (`formatIpv6`: lower case, the longest run of two or more zero groups as `::`, no dotted
  * tail, no brackets).
  *
  * @example
