@@ -1,8 +1,10 @@
 /**
  * @module decide.bench
  * `npm run bench:decide`: the synchronous MemoryStore decision path against rate-limiter-flexible's
- * `RateLimiterMemory.consume()`, measured in the same run, interleaved, medians of rounds. Prints
- * one line per round and one JSON object as the last line. Needs `--expose-gc` for memory figures.
+ * `RateLimiterMemory.consume()` and against a floor (one clock read, one `Map` get/set and the GCRA
+ * arithmetic per decision: what any in-process GCRA limiter must do at least), measured in the same
+ * run, interleaved, medians of rounds. Prints one line per round and one JSON object as the last
+ * line. Needs `--expose-gc` for memory figures.
  */
 
 import { RateLimiterMemory } from 'rate-limiter-flexible';
@@ -61,6 +63,32 @@ function ours(policies: Policy[]): MemoryStore {
 }
 const open: Policy = { name: 'open', kind: 'rate', limit: huge, windowSeconds: 1000, burst: huge };
 
+/**
+ * The floor: per decision one clock read, one `Map` get and set, and the GCRA arithmetic (conform
+ * check and charge) in integer µs, with the same parameters as our workload of the same name.
+ */
+function floor(limit: number, windowSeconds: number, burst: number, keyOf: (i: number) => string) {
+  const emissionUs = Math.ceil((windowSeconds * 1_000_000) / limit);
+  const toleranceUs = (burst - 1) * emissionUs;
+  const tats = new Map<string, number>();
+  const clock = { nowMs: () => Date.now() };
+  let admitted = 0;
+  return () => {
+    const rate = measureSync((i) => {
+      const key = keyOf(i);
+      const nowUs = Math.floor(clock.nowMs() * 1000);
+      const tatUs = tats.get(key);
+      const from = tatUs === undefined || tatUs < nowUs ? nowUs : tatUs;
+      if (from - toleranceUs - nowUs <= 0) {
+        tats.set(key, from + emissionUs);
+        admitted++;
+      }
+    });
+    if (admitted === 0) throw new Error('floor admitted nothing');
+    return rate;
+  };
+}
+
 const workloads = {
   hotKey: {
     ours: () => {
@@ -71,6 +99,7 @@ const workloads = {
       const r = new RateLimiterMemory({ points: huge, duration: 1000 });
       return () => measureAsync(() => r.consume('hot'));
     },
+    floor: () => floor(huge, 1000, huge, () => 'hot'),
   },
   hotKeyRejected: {
     ours: () => {
@@ -97,6 +126,7 @@ const workloads = {
       const r = new RateLimiterMemory({ points: 1000, duration: 3600 });
       return () => measureAsync((i) => r.consume(keys[i % KEYS_100K] as string));
     },
+    floor: () => floor(1000, 3600, 1000, (i) => keys[i % KEYS_100K] as string),
   },
   threePolicies: {
     ours: () => {
@@ -184,11 +214,13 @@ const runners = Object.entries(workloads).map(([name, w]) => ({
   name: name as Name,
   ours: w.ours(),
   rlf: w.rlf?.(),
+  floor: 'floor' in w ? w.floor() : undefined,
 }));
 // One discarded warm-up round so every path is optimized before it is measured.
 for (const r of runners) {
   r.ours();
   await r.rlf?.();
+  r.floor?.();
 }
 for (let round = 0; round < ROUNDS; round++) {
   for (const r of runners) {
@@ -199,6 +231,11 @@ for (let round = 0; round < ROUNDS; round++) {
       const f = await r.rlf();
       record(`${r.name}:rlf`, f);
       line += `, rate-limiter-flexible ${Math.round(f)}/s`;
+    }
+    if (r.floor) {
+      const f = r.floor();
+      record(`${r.name}:floor`, f);
+      line += `, floor ${Math.round(f)}/s`;
     }
     console.log(line);
   }
@@ -223,5 +260,10 @@ const summary = {
   ratioVsRlfHotKey: ratio(m('hotKey:ours'), m('hotKey:rlf')),
   ratioVsRlfRejected: ratio(m('hotKeyRejected:ours'), m('hotKeyRejected:rlf')),
   ratioVsRlf100kKeys: ratio(m('keys100k:ours'), m('keys100k:rlf')),
+  floorPerSecHotKey: m('hotKey:floor'),
+  floorPerSec100kKeys: m('keys100k:floor'),
+  ratioVsFloorHotKey: ratio(m('hotKey:ours'), m('hotKey:floor')),
+  ratioVsFloor100kKeys: ratio(m('keys100k:ours'), m('keys100k:floor')),
+  ratioTieredBudgetVs3Policies: ratio(m('tieredBudget:ours'), m('threePolicies:ours')),
 };
 console.log(JSON.stringify(summary));
