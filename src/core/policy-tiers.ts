@@ -8,7 +8,7 @@
  */
 
 import type { A2AMethod } from './a2a-methods.js';
-import type { CompiledPolicy, CompiledRatePolicy } from './policy.js';
+import type { CompiledPolicy, CompiledRatePolicy } from './compiled-policy.js';
 
 /**
  * The limits of one tier of a rate policy.
