@@ -168,6 +168,18 @@ export interface RejectedDecision {
 export type Decision = Admission | RejectedDecision;
 
 /**
+ * µs → the exact `retryAfterMs` of a rejection: rounded up to whole milliseconds.
+ *
+ * @example
+ * ```ts
+ * retryAfterMsOf(1_000_001); // 1001
+ * ```
+ */
+export function retryAfterMsOf(delayUs: number): number {
+  return Math.ceil(delayUs / 1000);
+}
+
+/**
  * Whole seconds for the wire: rounded up, never 0. Every wire form of one rejection
  * (`Retry-After`, `RetryInfo`, `RateLimit` `t`, pushback = seconds × 1000) uses this number.
  *

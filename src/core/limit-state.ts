@@ -1,0 +1,57 @@
+/**
+ * @module limit-state
+ * The `RateLimit` state (r, t) of a rate policy after a decision, as every store reports it for
+ * the headers: from the key's timestamp, or r = 0 and t = the delay for the policy that rejected.
+ */
+
+import type { CompiledRatePolicy } from './compiled-policy.js';
+import { availableNow } from './gcra.js';
+import { type LimitState, retryAfterMsOf, wireDelaySeconds } from './rejection.js';
+
+/**
+ * The `RateLimit` state (r, t) of a rate policy whose key holds `tatUs` at `nowUs`.
+ *
+ * @example
+ * ```ts
+ * limitStateOf(policy, undefined, nowUs); // full bucket: remaining = burst, resetSeconds 0
+ * ```
+ */
+export function limitStateOf(
+  p: CompiledRatePolicy,
+  tatUs: number | undefined,
+  nowUs: number,
+): LimitState {
+  const { remaining, nextUs } = availableNow(
+    tatUs,
+    nowUs,
+    p.unit === undefined
+      ? p
+      : { burst: p.burst, emissionUs: p.unitUs, toleranceUs: (p.burst - 1) * p.unitUs },
+  );
+  return {
+    policy: p.name,
+    limit: p.limit,
+    windowSeconds: p.windowSeconds,
+    remaining,
+    resetSeconds: nextUs > 0 ? Math.ceil(nextUs / 1_000_000) : 0,
+  };
+}
+
+/**
+ * The `RateLimit` state of the policy that rejected a request: r = 0 and t = the delay in whole
+ * wire seconds.
+ *
+ * @example
+ * ```ts
+ * rejectingLimitState(policy, 12_000_000).resetSeconds; // 12
+ * ```
+ */
+export function rejectingLimitState(p: CompiledRatePolicy, delayUs: number): LimitState {
+  return {
+    policy: p.name,
+    limit: p.limit,
+    windowSeconds: p.windowSeconds,
+    remaining: 0,
+    resetSeconds: wireDelaySeconds(retryAfterMsOf(delayUs)),
+  };
+}
