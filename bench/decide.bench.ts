@@ -24,11 +24,14 @@ function median(values: number[]): number {
   return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
-/** Runs `op` in batches for about ROUND_MS and returns operations per second. */
-function measureSync(op: (i: number) => void): number {
+/** Slices of a paired round: ours and the floor alternate this often, so load hits both alike. */
+const PAIR_SLICES = 10;
+
+/** Runs `op` in batches for about `ms` (default ROUND_MS) and returns operations per second. */
+function measureSync(op: (i: number) => void, ms = ROUND_MS): number {
   let n = 0;
   const start = process.hrtime.bigint();
-  const budget = BigInt(ROUND_MS) * 1_000_000n;
+  const budget = BigInt(Math.round(ms * 1_000_000));
   let elapsed = 0n;
   while (elapsed < budget) {
     for (let j = 0; j < 1000; j++) op(n++);
@@ -73,17 +76,18 @@ function floor(limit: number, windowSeconds: number, burst: number, keyOf: (i: n
   const tats = new Map<string, number>();
   const clock = { nowMs: () => Date.now() };
   let admitted = 0;
-  return () => {
-    const rate = measureSync((i) => {
-      const key = keyOf(i);
-      const nowUs = Math.floor(clock.nowMs() * 1000);
-      const tatUs = tats.get(key);
-      const from = tatUs === undefined || tatUs < nowUs ? nowUs : tatUs;
-      if (from - toleranceUs - nowUs <= 0) {
-        tats.set(key, from + emissionUs);
-        admitted++;
-      }
-    });
+  const op = (i: number) => {
+    const key = keyOf(i);
+    const nowUs = Math.floor(clock.nowMs() * 1000);
+    const tatUs = tats.get(key);
+    const from = tatUs === undefined || tatUs < nowUs ? nowUs : tatUs;
+    if (from - toleranceUs - nowUs <= 0) {
+      tats.set(key, from + emissionUs);
+      admitted++;
+    }
+  };
+  return (ms?: number) => {
+    const rate = measureSync(op, ms);
     if (admitted === 0) throw new Error('floor admitted nothing');
     return rate;
   };
@@ -93,7 +97,8 @@ const workloads = {
   hotKey: {
     ours: () => {
       const s = ours([open]);
-      return () => measureSync(() => s.decideSync({ caller: 'hot', method: 'SendMessage' }));
+      return (ms?: number) =>
+        measureSync(() => s.decideSync({ caller: 'hot', method: 'SendMessage' }), ms);
     },
     rlf: () => {
       const r = new RateLimiterMemory({ points: huge, duration: 1000 });
@@ -117,9 +122,10 @@ const workloads = {
       const s = ours([
         { name: 'kept', kind: 'rate', limit: 1000, windowSeconds: 3600, burst: 1000 },
       ]);
-      return () =>
-        measureSync((i) =>
-          s.decideSync({ caller: keys[i % KEYS_100K] as string, method: 'SendMessage' }),
+      return (ms?: number) =>
+        measureSync(
+          (i) => s.decideSync({ caller: keys[i % KEYS_100K] as string, method: 'SendMessage' }),
+          ms,
         );
     },
     rlf: () => {
@@ -222,9 +228,27 @@ for (const r of runners) {
   await r.rlf?.();
   r.floor?.();
 }
+/** Ours and the floor in alternating slices of one round: ops/s of each over its slices. */
+function paired(ours: (ms?: number) => number, floorOf: (ms?: number) => number): [number, number] {
+  let o = 0;
+  let f = 0;
+  const slice = ROUND_MS / PAIR_SLICES;
+  for (let k = 0; k < PAIR_SLICES; k++) {
+    // Alternate who goes first, so neither always follows the other's garbage.
+    if (k % 2 === 0) {
+      o += ours(slice);
+      f += floorOf(slice);
+    } else {
+      f += floorOf(slice);
+      o += ours(slice);
+    }
+  }
+  return [o / PAIR_SLICES, f / PAIR_SLICES];
+}
+
 for (let round = 0; round < ROUNDS; round++) {
   for (const r of runners) {
-    const o = r.ours();
+    const [o, f] = r.floor ? paired(r.ours, r.floor) : [r.ours(), undefined];
     record(`${r.name}:ours`, o);
     let line = `round ${round} ${r.name}: ours ${Math.round(o)}/s`;
     if (r.rlf) {
@@ -232,10 +256,10 @@ for (let round = 0; round < ROUNDS; round++) {
       record(`${r.name}:rlf`, f);
       line += `, rate-limiter-flexible ${Math.round(f)}/s`;
     }
-    if (r.floor) {
-      const f = r.floor();
+    if (f !== undefined) {
       record(`${r.name}:floor`, f);
-      line += `, floor ${Math.round(f)}/s`;
+      record(`${r.name}:ratio`, o / f);
+      line += `, floor ${Math.round(f)}/s (ratio ${(o / f).toFixed(2)})`;
     }
     console.log(line);
   }
@@ -262,8 +286,9 @@ const summary = {
   ratioVsRlf100kKeys: ratio(m('keys100k:ours'), m('keys100k:rlf')),
   floorPerSecHotKey: m('hotKey:floor'),
   floorPerSec100kKeys: m('keys100k:floor'),
-  ratioVsFloorHotKey: ratio(m('hotKey:ours'), m('hotKey:floor')),
-  ratioVsFloor100kKeys: ratio(m('keys100k:ours'), m('keys100k:floor')),
+  // Median over rounds of (ours ÷ floor), each pair measured in alternating slices of one round.
+  ratioVsFloorHotKey: Math.round(median(results['hotKey:ratio'] ?? []) * 100) / 100,
+  ratioVsFloor100kKeys: Math.round(median(results['keys100k:ratio'] ?? []) * 100) / 100,
   ratioTieredBudgetVs3Policies: ratio(m('tieredBudget:ours'), m('threePolicies:ours')),
 };
 console.log(JSON.stringify(summary));
