@@ -327,7 +327,14 @@ export function compilePolicies(
   }
   const none: readonly CompiledPolicy[] = [];
   const noIndexes: readonly number[] = [];
-  const plain = (method: A2AMethod) => byMethod.get(method) ?? none;
+  // A plain object, not the Map: the per-decision lookup is a property load the engine caches.
+  const byMethodName: Partial<Record<string, readonly CompiledPolicy[]>> = {};
+  for (const [method, list] of byMethod) byMethodName[method] = list;
+  const plain = (method: A2AMethod) => {
+    const list = byMethodName[method];
+    // Array.isArray: a name such as `constructor` finds the prototype's member, not a list.
+    return Array.isArray(list) ? list : none;
+  };
   const byTier = tierSelections(compiled, ALL_A2A_METHODS, plain);
   const forMethod =
     byTier.size === 0

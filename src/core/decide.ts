@@ -166,15 +166,17 @@ export function decide(
   const nowUs = Math.floor(nowMs * 1000);
   const policies = policiesOf(policySet, input);
   let count = 0;
+  let rateCount = 0;
   let setter: Step | undefined;
   for (const p of policies) {
     const step = STEP_POOL[count] ?? newStep(count);
     if (!evaluate(step, p, input, nowMs, nowUs, state)) continue;
     count++;
+    if (p.kind === 'rate') rateCount++;
     if (step.delayUs > 0 && (setter === undefined || step.delayUs > setter.delayUs)) setter = step;
   }
 
-  if (setter === undefined) return admit(count, nowMs, nowUs, state);
+  if (setter === undefined) return admit(count, rateCount, nowMs, nowUs, state);
 
   // Rejected: write back lazy refunds; reserve in the setter if allowed.
   let reserved: boolean | undefined;
@@ -202,7 +204,8 @@ export function decide(
       }
     }
   }
-  const limits: LimitState[] = [];
+  const limits = limitsArray(rateCount);
+  let j = 0;
   for (let i = 0; i < count; i++) {
     const step = STEP_POOL[i] as Step;
     const p = step.policy;
@@ -216,17 +219,37 @@ export function decide(
         nowUs,
       );
     }
-    limits.push(
-      step === setter ? rejectingLimitState(p, step.delayUs) : limitStateOf(p, step.tatUs, nowUs),
-    );
+    limits[j++] =
+      step === setter ? rejectingLimitState(p, step.delayUs) : limitStateOf(p, step.tatUs, nowUs);
   }
   return rejectedDecision(setter, input, setter.delayUs, reserved, limits);
 }
 
-function admit(count: number, nowMs: number, nowUs: number, state: DecisionState): Decision {
-  const leases: LeaseRef[] = [];
+/** The leases of an admission that took none (most: rate policies only). Frozen, shared. */
+const NO_LEASES: readonly LeaseRef[] = Object.freeze([]);
+
+/**
+ * An array for exactly `length` rate states (filled by index): `[]` grown by `push` would
+ * allocate room for 17 on the first push, more than the decision's other values together.
+ */
+function limitsArray(length: number): LimitState[] {
+  return length === 1 ? [NO_STATE] : new Array<LimitState>(length);
+}
+
+/** Placeholder of {@link limitsArray}'s one-element array, always overwritten. */
+const NO_STATE = undefined as unknown as LimitState;
+
+function admit(
+  count: number,
+  rateCount: number,
+  nowMs: number,
+  nowUs: number,
+  state: DecisionState,
+): Decision {
+  let leases: LeaseRef[] | undefined;
   let claimedHold = false;
-  const limits: LimitState[] = [];
+  const limits = limitsArray(rateCount);
+  let j = 0;
   for (let i = 0; i < count; i++) {
     const step = STEP_POOL[i] as Step;
     const p = step.policy;
@@ -245,14 +268,16 @@ function admit(count: number, nowMs: number, nowUs: number, state: DecisionState
         isEmptyExtra(step.extra) ? undefined : step.extra,
         nowUs,
       );
-      limits.push(limitStateOf(p, step.tatUs, nowUs));
+      limits[j++] = limitStateOf(p, step.tatUs, nowUs);
     } else if (p.kind === 'concurrency' || Number.isFinite(p.maxInFlight)) {
       const set = step.leases ?? { leases: new Map<string, Lease>(), ewmaHoldMs: undefined };
       const leaseId = state.nextLeaseId();
       set.leases.set(leaseId, { acquiredMs: nowMs, expiresMs: nowMs + p.leaseTtlMs });
       state.putLeases(p, step.key, set);
-      leases.push({ policyIndex: p.index, key: step.key, leaseId });
+      const ref = { policyIndex: p.index, key: step.key, leaseId };
+      if (leases === undefined) leases = [ref];
+      else leases.push(ref);
     }
   }
-  return { admitted: true, limits, leases, claimedHold };
+  return { admitted: true, limits, leases: leases ?? NO_LEASES, claimedHold };
 }

@@ -5,7 +5,7 @@
  */
 
 import type { CompiledRatePolicy } from './compiled-policy.js';
-import { availableNow } from './gcra.js';
+import { nextGrowthUs, remainingNow } from './gcra.js';
 import { type LimitState, retryAfterMsOf, wireDelaySeconds } from './rejection.js';
 
 /**
@@ -21,13 +21,12 @@ export function limitStateOf(
   tatUs: number | undefined,
   nowUs: number,
 ): LimitState {
-  const { remaining, nextUs } = availableNow(
-    tatUs,
-    nowUs,
-    p.unit === undefined
-      ? p
-      : { burst: p.burst, emissionUs: p.unitUs, toleranceUs: (p.burst - 1) * p.unitUs },
-  );
+  // A usage policy's budget is counted in units: its admission charge (the estimate) is not one.
+  const { burst } = p;
+  const emissionUs = p.unit === undefined ? p.emissionUs : p.unitUs;
+  const toleranceUs = p.unit === undefined ? p.toleranceUs : (burst - 1) * p.unitUs;
+  const remaining = remainingNow(tatUs, nowUs, emissionUs, toleranceUs, burst);
+  const nextUs = nextGrowthUs(tatUs, nowUs, emissionUs, toleranceUs, burst, remaining);
   return {
     policy: p.name,
     limit: p.limit,
