@@ -7,7 +7,12 @@
  */
 
 import { A2A_METHODS, type A2AMethod, ALL_A2A_METHODS, isA2AMethod } from './a2a-methods.js';
-import type { CompiledHoldOptions, CompiledPolicy, CompiledPolicySet } from './compiled-policy.js';
+import {
+  type CompiledHoldOptions,
+  type CompiledPolicy,
+  type CompiledPolicySet,
+  compiledRatePolicy,
+} from './compiled-policy.js';
 import type { HoldOptions, Policy, RejectionKind } from './policy.js';
 import { describeValue, PolicyError } from './policy-error.js';
 import { compileScope, withExemptions } from './policy-scope.js';
@@ -129,7 +134,7 @@ function compileOne(
         if (p.estimate !== undefined) {
           throw new PolicyError(name, 'estimate', 'is for usage policies (give `unit`)');
         }
-        return {
+        return compiledRatePolicy({
           ...common,
           rejectAs,
           methods,
@@ -139,7 +144,7 @@ function compileOne(
           tierVariants: [],
           unit: undefined,
           unitUs: params.emissionUs,
-        };
+        });
       }
       if (typeof p.unit !== 'string' || !/^[a-z][a-z0-9_-]{0,31}$/.test(p.unit)) {
         throw new PolicyError(
@@ -157,7 +162,7 @@ function compileOne(
         );
       }
       const unitUs = params.emissionUs;
-      return {
+      return compiledRatePolicy({
         ...common,
         // A budget is not a queue of slots: usage policies never hold.
         callerScoped: false,
@@ -171,7 +176,7 @@ function compileOne(
         tierVariants: [],
         unit: p.unit,
         unitUs,
-      };
+      });
     }
     case 'concurrency': {
       if (!isPositiveInteger(p.max)) {

@@ -9,7 +9,7 @@
  * import path serves the whole decision API.
  */
 
-import type { CompiledPolicy, CompiledPolicySet } from './compiled-policy.js';
+import type { CompiledPolicy, CompiledPolicySet, CompiledRatePolicy } from './compiled-policy.js';
 import {
   type DecisionInput,
   type DecisionState,
@@ -107,31 +107,14 @@ function evaluate(
 ): boolean {
   const tableKey = p.keyOf(input);
   if (tableKey === undefined) return false;
-  step.policy = p;
   if (p.kind === 'rate') {
     const key = state.rateKey(p, tableKey, nowUs);
-    let tatUs = state.getTat(p, key);
-    const extra = state.getExtra(p, key);
-    // Settling holds may refund or empty the extra state: such a key is written back either way.
-    if (extra !== undefined) tatUs = settleExtra(extra, tatUs, nowUs, p);
-    // The hold key is built only where a hold can exist (the key has holds) or be made (below).
-    const mayHold = p.callerScoped && key !== OVERFLOW_KEY;
-    const holdKey = mayHold && extra !== undefined ? holdKeyOf(input) : undefined;
-    const hold = holdKey === undefined ? undefined : extra?.holds.get(holdKey);
-    step.key = key;
-    step.tatUs = tatUs;
-    step.extra = extra;
-    step.holdKey = holdKey;
-    step.mayHold = mayHold;
-    step.hold = hold;
-    step.leases = undefined;
-    step.delayUs =
-      hold === undefined ? conformDelayUs(tatUs, nowUs, p) : Math.max(0, hold.slotUs - nowUs);
-    step.dirty = extra !== undefined;
+    fillRateStep(step, p, input, key, state.getTat(p, key), state.getExtra(p, key), nowUs);
     return true;
   }
   const leases = pruneLeases(state.getLeases(p, tableKey), nowMs);
   const delayMs = leaseStepDelayMs(p, leases, input, nowMs);
+  step.policy = p;
   step.key = tableKey;
   step.tatUs = undefined;
   step.extra = undefined;
@@ -142,6 +125,35 @@ function evaluate(
   step.delayUs = delayMs * 1000;
   step.dirty = false;
   return true;
+}
+
+/** Fills `step` for rate policy `p` from its key's state as read from the store. */
+function fillRateStep(
+  step: Step,
+  p: CompiledRatePolicy,
+  input: DecisionInput,
+  key: string,
+  storedTatUs: number | undefined,
+  extra: RateExtra | undefined,
+  nowUs: number,
+): void {
+  // Settling holds may refund or empty the extra state: such a key is written back either way.
+  const tatUs = extra === undefined ? storedTatUs : settleExtra(extra, storedTatUs, nowUs, p);
+  // The hold key is built only where a hold can exist (the key has holds) or be made (below).
+  const mayHold = p.callerScoped && key !== OVERFLOW_KEY;
+  const holdKey = mayHold && extra !== undefined ? holdKeyOf(input) : undefined;
+  const hold = holdKey === undefined ? undefined : extra?.holds.get(holdKey);
+  step.policy = p;
+  step.key = key;
+  step.tatUs = tatUs;
+  step.extra = extra;
+  step.holdKey = holdKey;
+  step.mayHold = mayHold;
+  step.hold = hold;
+  step.leases = undefined;
+  step.delayUs =
+    hold === undefined ? conformDelayUs(tatUs, nowUs, p) : Math.max(0, hold.slotUs - nowUs);
+  step.dirty = extra !== undefined;
 }
 
 /**
@@ -165,6 +177,9 @@ export function decide(
 ): Decision {
   const nowUs = Math.floor(nowMs * 1000);
   const policies = policiesOf(policySet, input);
+  const only = policies.length === 1 ? policies[0] : undefined;
+  if (only !== undefined && only.kind === 'rate')
+    return decideOneRate(only, policySet, input, nowMs, nowUs, state);
   let count = 0;
   let rateCount = 0;
   let setter: Step | undefined;
@@ -175,7 +190,53 @@ export function decide(
     if (p.kind === 'rate') rateCount++;
     if (step.delayUs > 0 && (setter === undefined || step.delayUs > setter.delayUs)) setter = step;
   }
+  return finish(policySet, input, count, rateCount, setter, nowMs, nowUs, state);
+}
 
+/**
+ * The decision under one rate policy (the usual set for a method): a key with no holds whose
+ * request conforms is charged and admitted right here; any other case is filled into the first
+ * step and finished by the general path, so holds, reservations and rejections have one home.
+ */
+function decideOneRate(
+  p: CompiledRatePolicy,
+  policySet: CompiledPolicySet,
+  input: DecisionInput,
+  nowMs: number,
+  nowUs: number,
+  state: DecisionState,
+): Decision {
+  const tableKey = p.keyOf(input);
+  if (tableKey === undefined) return finish(policySet, input, 0, 0, undefined, nowMs, nowUs, state);
+  const key = state.rateKey(p, tableKey, nowUs);
+  const tatUs = state.getTat(p, key);
+  const extra = state.getExtra(p, key);
+  if (extra === undefined && conformDelayUs(tatUs, nowUs, p) === 0) {
+    const charged = chargeTatUs(tatUs, nowUs, p);
+    state.putRate(p, key, charged, undefined, nowUs);
+    return {
+      admitted: true,
+      limits: [limitStateOf(p, charged, nowUs)],
+      leases: NO_LEASES,
+      claimedHold: false,
+    };
+  }
+  const step = STEP_POOL[0] ?? newStep(0);
+  fillRateStep(step, p, input, key, tatUs, extra, nowUs);
+  return finish(policySet, input, 1, 1, step.delayUs > 0 ? step : undefined, nowMs, nowUs, state);
+}
+
+/** Phase 2 over the `count` evaluated steps: admit, or reject with `setter`'s delay. */
+function finish(
+  policySet: CompiledPolicySet,
+  input: DecisionInput,
+  count: number,
+  rateCount: number,
+  setter: Step | undefined,
+  nowMs: number,
+  nowUs: number,
+  state: DecisionState,
+): Decision {
   if (setter === undefined) return admit(count, rateCount, nowMs, nowUs, state);
 
   // Rejected: write back lazy refunds; reserve in the setter if allowed.

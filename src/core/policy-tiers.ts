@@ -8,7 +8,11 @@
  */
 
 import type { A2AMethod } from './a2a-methods.js';
-import type { CompiledPolicy, CompiledRatePolicy } from './compiled-policy.js';
+import {
+  type CompiledPolicy,
+  type CompiledRatePolicy,
+  compiledRatePolicy,
+} from './compiled-policy.js';
 
 /**
  * The limits of one tier of a rate policy.
@@ -204,7 +208,7 @@ export function compileTierVariants(
     const params = rateParams(limits as Record<string, unknown>, `tiers.${tier}.`);
     if ('problem' in params) return params;
     const isDefault = tier === defaultTier;
-    const variant: CompiledRatePolicy = {
+    const variant = compiledRatePolicy({
       ...base,
       ...params,
       tier,
@@ -212,7 +216,7 @@ export function compileTierVariants(
       tierVariants: variants,
       unit: undefined,
       unitUs: params.emissionUs,
-    };
+    });
     variants.push(variant);
     if (isDefault) policy = variant;
     else extraRows.push(variant);
