@@ -180,8 +180,21 @@ export function decide(
   const nowUs = Math.floor(nowMs * 1000);
   const policies = policiesOf(policySet, input);
   const only = policies.length === 1 ? policies[0] : undefined;
-  if (only !== undefined && only.kind === 'rate')
-    return decideOneRate(only, policySet, input, nowMs, nowUs, state);
+  // Kept small so engines inline it into the store's call: the loop is a function of its own.
+  return only !== undefined && only.kind === 'rate'
+    ? decideOneRate(only, policySet, input, nowMs, nowUs, state)
+    : decideAll(policies, policySet, input, nowMs, nowUs, state);
+}
+
+/** Phase 1 over every policy of the request, then {@link finish}. */
+function decideAll(
+  policies: readonly CompiledPolicy[],
+  policySet: CompiledPolicySet,
+  input: DecisionInput,
+  nowMs: number,
+  nowUs: number,
+  state: DecisionState,
+): Decision {
   let count = 0;
   let rateCount = 0;
   let setter: Step | undefined;
