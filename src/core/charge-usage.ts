@@ -12,11 +12,6 @@ import type { DecisionState } from './decision-state.js';
  * used them): the budget's timestamp moves `units · unitUs` later from `max(tat, now)`, with no
  * conformance check — usage already happened, so the budget may go into debt, and the next
  * admission waits exactly until it holds a unit again. Every store charges with this rule.
- *
- * @example
- * ```ts
- * chargeUsage(tokensPolicy, 'alice', 4_000, clock.nowMs(), tables);
- * ```
  */
 export function chargeUsage(
   policy: CompiledRatePolicy,

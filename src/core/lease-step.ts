@@ -10,11 +10,6 @@ import type { DecisionInput, DecisionState, LeasePolicy, LeaseSet } from './deci
 /**
  * Smallest delay of concurrency and overload rejections, ms. Shared with the Redis
  * script so both stores estimate identically.
- *
- * @example
- * ```ts
- * Math.max(LEASE_MIN_DELAY_MS, estimateMs); // never below 1 s
- * ```
  */
 export const LEASE_MIN_DELAY_MS = 1000;
 
@@ -41,11 +36,6 @@ export function pruneLeases(set: LeaseSet | undefined, nowMs: number): LeaseSet 
 /**
  * Share of the observed mean hold time a lease that has already outlived it is still expected to
  * run (unitless). Such a lease is a long one; half a mean hold is the estimate both stores use.
- *
- * @example
- * ```ts
- * const remainingMs = ewmaMs * LEASE_OVERDUE_FRACTION;
- * ```
  */
 export const LEASE_OVERDUE_FRACTION = 0.5;
 

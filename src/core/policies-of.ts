@@ -10,11 +10,6 @@ import type { DecisionInput } from './decision-state.js';
 /**
  * The policies a decision applies: `input.policyIndexes` when given, else those of the method;
  * tiered rate policies as the variant of `input.tier`. Every store selects with this function.
- *
- * @example
- * ```ts
- * policiesOf(set, { caller: 'a', method: 'GetTask' }).map((p) => p.name);
- * ```
  */
 export function policiesOf(
   policySet: CompiledPolicySet,

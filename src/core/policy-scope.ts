@@ -10,11 +10,6 @@ import { describeValue, PolicyError } from './policy-error.js';
 
 /**
  * Every built-in scope, in documentation order.
- *
- * @example
- * ```ts
- * BUILTIN_SCOPES.includes('tenant'); // true
- * ```
  */
 export const BUILTIN_SCOPES = [
   'caller',

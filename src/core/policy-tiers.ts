@@ -16,11 +16,6 @@ import {
 
 /**
  * The limits of one tier of a rate policy.
- *
- * @example
- * ```ts
- * const pro: RateTierLimits = { limit: 600, windowSeconds: 60, burst: 100 };
- * ```
  */
 export interface RateTierLimits {
   /** Requests per window, a positive integer. */
@@ -50,11 +45,6 @@ export interface RateParamsProblem {
 /**
  * Tier names: lower-case letters, digits, `_` and `-`, 1–32 characters, starting with a letter or
  * digit (they appear in ErrorInfo metadata and on the card).
- *
- * @example
- * ```ts
- * TIER_NAME_PATTERN.test('pro'); // true
- * ```
  */
 export const TIER_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
@@ -118,12 +108,6 @@ export function rateParams(
  * Per tier name, the policies of every method: the variant of each tiered policy for that tier
  * (its default tier's when it does not list the tier), the untiered policies as they are.
  * Requests without a tier, or with a tier no policy lists, use `forMethod` unchanged.
- *
- * @example
- * ```ts
- * const byTier = tierSelections(set.policies, methods, set.forMethod);
- * byTier.get('pro')?.get('SendMessage');
- * ```
  */
 export function tierSelections(
   policies: readonly CompiledPolicy[],
@@ -167,11 +151,6 @@ export function variantFor(p: CompiledPolicy, tier: string | undefined): Compile
  * Tier variants of a compiled rate policy whose source lists `tiers`: one per tier, the default
  * tier's being `base` itself with its parameters replaced. Returns the problem of the first bad
  * field instead. `nextRow` hands out `paramIndex` values for the non-default tiers.
- *
- * @example
- * ```ts
- * compileTierVariants(base, { free: { limit: 60, windowSeconds: 60 } }, 'free', () => 9);
- * ```
  */
 export function compileTierVariants(
   base: Omit<CompiledRatePolicy, keyof RateParams | 'tier' | 'tierVariants' | 'unit' | 'unitUs'>,

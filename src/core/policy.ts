@@ -26,11 +26,6 @@ export { BUILTIN_SCOPES } from './policy-scope.js';
 /**
  * Who a request is, as the limiter sees it. Built by the server adapters from the authenticated
  * user and the request body; pure data.
- *
- * @example
- * ```ts
- * const id: RequestIdentity = { caller: 'orchestrator-7', method: 'SendMessage', messageId: 'm-1' };
- * ```
  */
 export interface RequestIdentity {
   /** Authenticated caller name, or the configured fallback key (e.g. `addr:127.0.0.1`). */
