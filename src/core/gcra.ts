@@ -75,6 +75,43 @@ export function isFullBucket(tatUs: number | undefined, nowUs: number): boolean 
 }
 
 /**
+ * Whole requests available now (`r` of `RateLimit`), in the number form the hot path uses:
+ * `min(burst, floor((now + τ + T − tat) / T))`, `burst` for a full bucket.
+ *
+ * @example
+ * ```ts
+ * remainingNow(20_000_000, 0, 1_000_000, 9_000_000, 10); // 0
+ * ```
+ */
+export function remainingNow(
+  tatUs: number | undefined,
+  nowUs: number,
+  emissionUs: number,
+  toleranceUs: number,
+  burst: number,
+): number {
+  if (tatUs === undefined || tatUs <= nowUs) return burst;
+  const slack = nowUs + toleranceUs + emissionUs - tatUs;
+  return slack > 0 ? Math.min(burst, Math.floor(slack / emissionUs)) : 0;
+}
+
+/**
+ * µs until the requests available now ({@link remainingNow}, `remaining`) next grow; 0 when the
+ * bucket is full.
+ */
+export function nextGrowthUs(
+  tatUs: number | undefined,
+  nowUs: number,
+  emissionUs: number,
+  toleranceUs: number,
+  burst: number,
+  remaining: number,
+): number {
+  if (tatUs === undefined || remaining >= burst) return 0;
+  return tatUs - toleranceUs + remaining * emissionUs - nowUs;
+}
+
+/**
  * Whole requests available now (`r`) and µs until that number next grows (0 when full).
  *
  * @example
@@ -88,9 +125,10 @@ export function availableNow(
   nowUs: number,
   p: GcraParams,
 ): { remaining: number; nextUs: number } {
-  if (tatUs === undefined || tatUs <= nowUs) return { remaining: p.burst, nextUs: 0 };
-  const slack = nowUs + p.toleranceUs + p.emissionUs - tatUs;
-  const remaining = slack > 0 ? Math.min(p.burst, Math.floor(slack / p.emissionUs)) : 0;
-  if (remaining >= p.burst) return { remaining: p.burst, nextUs: 0 };
-  return { remaining, nextUs: tatUs - p.toleranceUs + remaining * p.emissionUs - nowUs };
+  const { emissionUs, toleranceUs, burst } = p;
+  const remaining = remainingNow(tatUs, nowUs, emissionUs, toleranceUs, burst);
+  return {
+    remaining,
+    nextUs: nextGrowthUs(tatUs, nowUs, emissionUs, toleranceUs, burst, remaining),
+  };
 }

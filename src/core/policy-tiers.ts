@@ -10,15 +10,14 @@
  */
 
 import type { A2AMethod } from './a2a-methods.js';
-import type { CompiledPolicy, CompiledRatePolicy } from './policy.js';
+import {
+  type CompiledPolicy,
+  type CompiledRatePolicy,
+  compiledRatePolicy,
+} from './compiled-policy.js';
 
 /**
  * The limits of one tier of a rate policy.
- *
- * @example
- * ```ts
- * const pro: RateTierLimits = { limit: 600, windowSeconds: 60, burst: 100 };
- * ```
  */
 export interface RateTierLimits {
   /** Requests per window, a positive integer. */
@@ -84,11 +83,6 @@ export interface RateParamsProblem {
 /**
  * Tier names: lower-case letters, digits, `_` and `-`, 1–32 characters, starting with a letter or
  * digit (they appear in ErrorInfo metadata and on the card).
- *
- * @example
- * ```ts
- * TIER_NAME_PATTERN.test('pro'); // true
- * ```
  */
 export const TIER_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
@@ -152,12 +146,6 @@ export function rateParams(
  * Per tier name, the policies of every method: the variant of each tiered policy for that tier
  * (its default tier's when it does not list the tier), the untiered policies as they are.
  * Requests without a tier, or with a tier no policy lists, use `forMethod` unchanged.
- *
- * @example
- * ```ts
- * const byTier = tierSelections(set.policies, methods, set.forMethod);
- * byTier.get('pro')?.get('SendMessage');
- * ```
  */
 export function tierSelections(
   policies: readonly CompiledPolicy[],
@@ -270,7 +258,7 @@ export function compileTierVariants(
       };
     }
     const isDefault = tier === defaultTier;
-    const variant: CompiledRatePolicy = {
+    const variant = compiledRatePolicy({
       ...base,
       ...params,
       tier,
@@ -280,7 +268,7 @@ export function compileTierVariants(
         ? { unit: undefined, unitUs: params.emissionUs }
         : // A budget is not a queue of slots: usage policies never hold.
           { callerScoped: false, unit, ...usageGcra(params, estimate) }),
-    };
+    });
     variants.push(variant);
     if (isDefault) policy = variant;
     else extraRows.push(variant);

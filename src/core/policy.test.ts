@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { compilePolicies, type Policy, PolicyError } from './policy.js';
+import {
+  compilePolicies,
+  isPolicyError,
+  POLICY_ERROR_CODES,
+  type Policy,
+  PolicyError,
+} from './policy.js';
 
 function errorOf(policies: unknown[]): PolicyError {
   try {
@@ -179,5 +185,28 @@ describe('mode', () => {
         { name: 'x', kind: 'rate', limit: 1, windowSeconds: 1, mode: 'dry' as never },
       ]),
     ).toThrow(new PolicyError('x', 'mode', 'must be "enforce" or "shadow", got "dry"'));
+  });
+});
+
+describe('PolicyError', () => {
+  it('has a stable code and a brand that isPolicyError recognises', () => {
+    const e = errorOf([{ name: 'x', kind: 'rate', limit: 0, windowSeconds: 60 }]);
+    expect(e.code).toBe('ERR_A2A_INVALID_POLICY');
+    expect(e.code).toBe(POLICY_ERROR_CODES.invalid);
+    expect(isPolicyError(e)).toBe(true);
+    expect([e.policy, e.field]).toEqual(['x', 'limit']);
+  });
+
+  it('isPolicyError: a copy from another install (same brand, other class) yes; look-alikes no', () => {
+    const copy = Object.assign(new Error('Policy "x": limit …'), {
+      isPolicyError: true,
+      code: POLICY_ERROR_CODES.invalid,
+    });
+    expect(isPolicyError(copy)).toBe(true);
+    expect(isPolicyError(new Error('Policy "x"'))).toBe(false);
+    expect(isPolicyError(Object.create({ isPolicyError: true }))).toBe(false);
+    expect(isPolicyError({ isPolicyError: 'yes' })).toBe(false);
+    expect(isPolicyError(null)).toBe(false);
+    expect(isPolicyError(undefined)).toBe(false);
   });
 });

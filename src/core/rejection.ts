@@ -24,21 +24,11 @@ export const REASONS = {
 
 /**
  * One of {@link REASONS}.
- *
- * @example
- * ```ts
- * const reason: RejectionReason = 'AGENT_OVERLOADED';
- * ```
  */
 export type RejectionReason = (typeof REASONS)[keyof typeof REASONS];
 
 /**
  * The quota that was exceeded: a rate (`windowSeconds` set) or a concurrency cap (no window).
- *
- * @example
- * ```ts
- * const quota: QuotaState = { limit: 60, windowSeconds: 60, remaining: 0 };
- * ```
  */
 export interface QuotaState {
   /** Requests per window, or concurrent requests. */
@@ -89,11 +79,6 @@ export interface Rejection {
 
 /**
  * The state of one rate policy for a request, for `RateLimit` / `RateLimit-Policy` headers.
- *
- * @example
- * ```ts
- * const s: LimitState = { policy: 'per-caller', limit: 60, windowSeconds: 60, remaining: 9, resetSeconds: 1 };
- * ```
  */
 export interface LimitState {
   readonly policy: string;
@@ -111,11 +96,6 @@ export interface LimitState {
 
 /**
  * A concurrency lease taken at admission; release it when the task ends or the stream closes.
- *
- * @example
- * ```ts
- * const lease: LeaseRef = { policyIndex: 1, key: 'caller:a', leaseId: 'l-1' };
- * ```
  */
 export interface LeaseRef {
   /** Index of the policy in the compiled set. */
@@ -128,11 +108,6 @@ export interface LeaseRef {
 
 /**
  * An admitted request.
- *
- * @example
- * ```ts
- * if (decision.admitted) release(decision.leases);
- * ```
  */
 export interface Admission {
   readonly admitted: true;
@@ -146,11 +121,6 @@ export interface Admission {
 
 /**
  * A rejected request, with the rate states for the headers.
- *
- * @example
- * ```ts
- * if (!decision.admitted) console.log(decision.rejection.retryAfterMs);
- * ```
  */
 export interface RejectedDecision {
   readonly admitted: false;
@@ -161,13 +131,20 @@ export interface RejectedDecision {
 
 /**
  * The outcome of one admission decision.
+ */
+export type Decision = Admission | RejectedDecision;
+
+/**
+ * µs → the exact `retryAfterMs` of a rejection: rounded up to whole milliseconds.
  *
  * @example
  * ```ts
- * const d: Decision = store.decideSync(request);
+ * retryAfterMsOf(1_000_001); // 1001
  * ```
  */
-export type Decision = Admission | RejectedDecision;
+export function retryAfterMsOf(delayUs: number): number {
+  return Math.ceil(delayUs / 1000);
+}
 
 /**
  * Whole seconds for the wire: rounded up, never 0. Every wire form of one rejection

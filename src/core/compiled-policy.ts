@@ -1,0 +1,176 @@
+/**
+ * @module compiled-policy
+ * The compiled forms of policies: what `compilePolicies` returns and every store decides with —
+ * validated fields, GCRA parameters in integer µs, lease TTLs in ms, key functions, the per-method
+ * selection — and the one constructor of compiled rate policies, so every one of them has the same
+ * shape.
+ */
+
+import type { A2AMethod } from './a2a-methods.js';
+import type { Policy, RejectionKind, RequestIdentity } from './policy.js';
+
+/** Fields every compiled policy shares. */
+interface CompiledBase {
+  /** Position in the compiled set; stable across stores (used in storage keys). */
+  readonly index: number;
+  /**
+   * Row of these parameters in the Redis script's policy table: `index`, except for the
+   * non-default tiers of a tiered rate policy (rows after the last policy).
+   */
+  readonly paramIndex: number;
+  readonly name: string;
+  /** Scope label for the wire. */
+  readonly scopeName: string;
+  /** Key names one caller: rate rejections may reserve. */
+  readonly callerScoped: boolean;
+  readonly rejectAs: RejectionKind;
+  /** `mode: 'shadow'`: decided apart, after the enforced policies admitted; never refuses. */
+  readonly shadow: boolean;
+  readonly methods: ReadonlySet<A2AMethod>;
+  /** The subject of a request under this policy (`caller:x`, `tenant:t`, `agent`), or undefined if it does not apply. */
+  readonly subjectOf: (request: RequestIdentity) => string | undefined;
+  /**
+   * The key of a request in this policy's own table: unique per subject, allocation-free for the
+   * single-dimension scopes (the caller name itself for `caller`). Undefined when `subjectOf` is.
+   */
+  readonly keyOf: (request: RequestIdentity) => string | undefined;
+  readonly source: Policy;
+}
+
+/**
+ * A validated rate policy with its GCRA parameters in integer microseconds. The emission interval
+ * is `ceil(windowSeconds · 10⁶ / limit)` µs: the one rounding rule shared by every store, so the
+ * limit is never exceeded by rounding.
+ *
+ * @example
+ * ```ts
+ * const [p] = compilePolicies([{ name: 'r', kind: 'rate', limit: 60, windowSeconds: 60, burst: 10 }]).policies;
+ * if (p?.kind === 'rate') p.emissionUs; // 1_000_000
+ * ```
+ */
+export interface CompiledRatePolicy extends CompiledBase {
+  readonly kind: 'rate';
+  readonly limit: number;
+  readonly windowSeconds: number;
+  readonly burst: number;
+  /** T, µs. */
+  readonly emissionUs: number;
+  /** τ = (burst − 1)·T, µs. */
+  readonly toleranceUs: number;
+  /** Window, µs. */
+  readonly windowUs: number;
+  /** The tier these limits are of (tiered policies only). */
+  readonly tier: string | undefined;
+  /** Every tier's variant, in declared order (empty when the policy is not tiered). */
+  readonly tierVariants: readonly CompiledRatePolicy[];
+  /**
+   * Usage policies: the unit of `limit` and `burst`. Then `emissionUs` is what admission charges
+   * (`estimate` · `unitUs`) and `toleranceUs` is set so that admission conforms exactly when the
+   * budget holds at least `max(estimate, 1)` units.
+   */
+  readonly unit: string | undefined;
+  /** µs of budget per unit, `ceil(windowSeconds · 10⁶ / limit)`; = `emissionUs` for request rates. */
+  readonly unitUs: number;
+}
+
+/**
+ * A validated concurrency (or overload in-flight) policy.
+ */
+export interface CompiledConcurrencyPolicy extends CompiledBase {
+  readonly kind: 'concurrency';
+  readonly max: number;
+  /** Lease TTL, ms. */
+  readonly leaseTtlMs: number;
+  /** Hold estimate before observations, ms. */
+  readonly initialHoldEstimateMs: number;
+  /**
+   * How long leases of message methods are held, when the policy says (see
+   * {@link ConcurrencyPolicy.holdUntil}); undefined: until the task ends.
+   */
+  readonly holdUntil: 'task' | 'response' | undefined;
+}
+
+/**
+ * A validated overload policy. Its in-flight limit is kept as leases on the key `agent`.
+ */
+export interface CompiledOverloadPolicy extends CompiledBase {
+  readonly kind: 'overload';
+  /** In-flight cap; `Infinity` when not set. */
+  readonly maxInFlight: number;
+  /** Event-loop delay cap, ms; `Infinity` when not set. */
+  readonly maxEventLoopDelayMs: number;
+  readonly leaseTtlMs: number;
+  readonly initialHoldEstimateMs: number;
+}
+
+/**
+ * Any compiled policy.
+ */
+export type CompiledPolicy =
+  | CompiledRatePolicy
+  | CompiledConcurrencyPolicy
+  | CompiledOverloadPolicy;
+
+/**
+ * Hold options with defaults applied; grace and bounds in µs.
+ */
+export interface CompiledHoldOptions {
+  readonly maxNoShows: number;
+  readonly maxHoldsPerKey: number;
+  readonly minGraceUs: number;
+  readonly graceFraction: number;
+}
+
+/**
+ * A validated policy set: the policies in declared order and, per method, those that apply.
+ */
+export interface CompiledPolicySet {
+  /** The policies in declared order; a tiered rate policy as its default tier's variant. */
+  readonly policies: readonly CompiledPolicy[];
+  /** Every parameter row, by `paramIndex`: the policies, then the non-default tier variants. */
+  readonly rows: readonly CompiledPolicy[];
+  /** True when some rate policy has tiers. */
+  readonly tiered: boolean;
+  readonly holds: CompiledHoldOptions;
+  /**
+   * Policies that apply to `method`, in declared order, tiered ones as their `tier` variant
+   * (precomputed; no allocation).
+   */
+  forMethod(method: A2AMethod, tier?: string): readonly CompiledPolicy[];
+  /** The variant of policy `index` for `tier` (the policy itself when untiered). */
+  atIndex(index: number, tier: string | undefined): CompiledPolicy | undefined;
+  /** Indexes of the shadow policies of `method` (empty for most sets; precomputed). */
+  shadowIndexes(method: A2AMethod): readonly number[];
+}
+
+/**
+ * A compiled rate policy with its fields in one fixed order. Plain, usage and tier-variant rate
+ * policies are all built here, so they share one hidden class and the decision's property reads
+ * on them stay monomorphic (a set that mixed shapes made every decision of the process slower).
+ */
+export function compiledRatePolicy(r: CompiledRatePolicy): CompiledRatePolicy {
+  return {
+    kind: 'rate',
+    index: r.index,
+    paramIndex: r.paramIndex,
+    name: r.name,
+    scopeName: r.scopeName,
+    callerScoped: r.callerScoped,
+    rejectAs: r.rejectAs,
+    shadow: r.shadow,
+    methods: r.methods,
+    subjectOf: r.subjectOf,
+    keyOf: r.keyOf,
+    source: r.source,
+    limit: r.limit,
+    windowSeconds: r.windowSeconds,
+    burst: r.burst,
+    emissionUs: r.emissionUs,
+    toleranceUs: r.toleranceUs,
+    windowUs: r.windowUs,
+    tier: r.tier,
+    tierVariants: r.tierVariants,
+    unit: r.unit,
+    unitUs: r.unitUs,
+  };
+}

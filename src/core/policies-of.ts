@@ -1,0 +1,26 @@
+/**
+ * @module policies-of
+ * Which policies a decision applies: one selection function for every store, so `MemoryStore`,
+ * `RedisStore` and its insurance limiter decide under the same policies.
+ */
+
+import type { CompiledPolicy, CompiledPolicySet } from './compiled-policy.js';
+import type { DecisionInput } from './decision-state.js';
+
+/**
+ * The policies a decision applies: `input.policyIndexes` when given, else those of the method;
+ * tiered rate policies as the variant of `input.tier`. Every store selects with this function.
+ */
+export function policiesOf(
+  policySet: CompiledPolicySet,
+  input: DecisionInput,
+): readonly CompiledPolicy[] {
+  const indexes = input.policyIndexes;
+  if (indexes === undefined) return policySet.forMethod(input.method, input.tier);
+  const out: CompiledPolicy[] = [];
+  for (const i of indexes) {
+    const p = policySet.atIndex(i, input.tier);
+    if (p !== undefined) out.push(p);
+  }
+  return out;
+}

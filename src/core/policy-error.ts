@@ -1,0 +1,65 @@
+/**
+ * @module policy-error
+ * `PolicyError`, the one error a malformed policy set raises, with a stable `code` and a brand
+ * property like the client's errors, so {@link isPolicyError} recognises it across duplicate
+ * installs of this package (where `instanceof` fails).
+ */
+
+/**
+ * Stable `code` strings of policy errors.
+ */
+export const POLICY_ERROR_CODES = {
+  invalid: 'ERR_A2A_INVALID_POLICY',
+} as const;
+
+/**
+ * A malformed policy set, found at construction. `policy` names the policy (or its index when it
+ * has no usable name) and `field` the offending field; `code` is
+ * {@link POLICY_ERROR_CODES}`.invalid`.
+ *
+ * @example
+ * ```ts
+ * try { compilePolicies([{ name: 'x', kind: 'rate', limit: 0, windowSeconds: 60 }]); }
+ * catch (e) { if (isPolicyError(e)) console.log(e.code, e.policy, e.field); } // … 'x' 'limit'
+ * ```
+ */
+export class PolicyError extends Error {
+  override readonly name = 'PolicyError';
+  /** Brand checked by {@link isPolicyError}. */
+  readonly isPolicyError = true;
+  readonly code = POLICY_ERROR_CODES.invalid;
+  /** Policy name, or `#<index>` when the policy has no valid name. */
+  readonly policy: string;
+  /** The field that is wrong. */
+  readonly field: string;
+
+  constructor(policy: string, field: string, problem: string) {
+    super(`Policy "${policy}": ${field} ${problem}`);
+    this.policy = policy;
+    this.field = field;
+  }
+}
+
+/**
+ * Whether `value` is a {@link PolicyError} (of any installed copy of this package): it carries
+ * the own brand property `isPolicyError: true`.
+ */
+export function isPolicyError(value: unknown): value is PolicyError {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    Object.hasOwn(value, 'isPolicyError') &&
+    (value as { isPolicyError?: unknown }).isPolicyError === true
+  );
+}
+
+/**
+ * A value as a policy error message shows it: strings quoted, objects and arrays by kind.
+ * @internal
+ */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'object' && value !== null)
+    return Array.isArray(value) ? 'an array' : 'an object';
+  return String(value);
+}

@@ -1,0 +1,153 @@
+/**
+ * @module policy-scope
+ * Scopes: the built-in scope names, and for each policy the two functions a decision uses — the
+ * request's subject (`caller:x`, the wire's ErrorInfo `subject`) and its key in the policy's own
+ * table — with exemptions folded in (an exempt request has neither: the policy does not apply).
+ */
+
+import type { BuiltinScope, CustomScope, RequestIdentity } from './policy.js';
+import { describeValue, PolicyError } from './policy-error.js';
+
+/**
+ * Every built-in scope, in documentation order.
+ */
+export const BUILTIN_SCOPES = [
+  'caller',
+  'tenant',
+  'skill',
+  'method',
+  'agent',
+  'caller+method',
+  'caller+skill',
+  'tenant+method',
+] as const;
+
+const BUILTIN_SCOPE_SET: ReadonlySet<string> = new Set<string>(BUILTIN_SCOPES);
+
+const CALLER_SCOPES: ReadonlySet<string> = new Set(['caller', 'caller+method', 'caller+skill']);
+
+/** Default tenant label when a tenant-scoped policy meets a request without a tenant. */
+const NO_TENANT = '-';
+
+function builtinSubject(scope: BuiltinScope): (r: RequestIdentity) => string | undefined {
+  switch (scope) {
+    case 'caller':
+      return (r) => `caller:${r.caller}`;
+    case 'tenant':
+      return (r) => `tenant:${r.tenant || NO_TENANT}`;
+    case 'skill':
+      return (r) => (r.skill ? `skill:${r.skill}` : undefined);
+    case 'method':
+      return (r) => `method:${r.method}`;
+    case 'agent':
+      return () => 'agent';
+    case 'caller+method':
+      return (r) => `caller:${r.caller}/method:${r.method}`;
+    case 'caller+skill':
+      return (r) => (r.skill ? `caller:${r.caller}/skill:${r.skill}` : undefined);
+    case 'tenant+method':
+      return (r) => `tenant:${r.tenant || NO_TENANT}/method:${r.method}`;
+  }
+}
+
+/** The scope fields of a compiled policy. */
+export interface Scoped {
+  scopeName: string;
+  callerScoped: boolean;
+  subjectOf: (r: RequestIdentity) => string | undefined;
+  keyOf: (r: RequestIdentity) => string | undefined;
+}
+
+/** Table keys of the single-dimension scopes; the rest use their subject. */
+function builtinKey(scope: BuiltinScope): ((r: RequestIdentity) => string | undefined) | undefined {
+  switch (scope) {
+    case 'caller':
+      return (r) => r.caller;
+    case 'tenant':
+      return (r) => r.tenant || NO_TENANT;
+    case 'skill':
+      return (r) => r.skill || undefined;
+    case 'method':
+      return (r) => r.method;
+    case 'agent':
+      return () => 'agent';
+    default:
+      return undefined;
+  }
+}
+
+/** Validates a policy's `scope` (default `fallback`) and builds its subject and key functions. */
+export function compileScope(label: string, scope: unknown, fallback: BuiltinScope): Scoped {
+  const value = scope ?? fallback;
+  if (typeof value === 'string') {
+    if (!BUILTIN_SCOPE_SET.has(value)) {
+      throw new PolicyError(
+        label,
+        'scope',
+        `must be one of ${BUILTIN_SCOPES.join(', ')} or a custom scope, got ${describeValue(value)}`,
+      );
+    }
+    const subjectOf = builtinSubject(value as BuiltinScope);
+    return {
+      scopeName: value,
+      callerScoped: CALLER_SCOPES.has(value),
+      subjectOf,
+      keyOf: builtinKey(value as BuiltinScope) ?? subjectOf,
+    };
+  }
+  if (typeof value === 'object' && value !== null) {
+    const custom = value as Partial<CustomScope>;
+    if (typeof custom.name !== 'string' || !/^[a-z][a-zA-Z0-9_-]{0,62}$/.test(custom.name)) {
+      throw new PolicyError(label, 'scope.name', 'must match [a-z][a-zA-Z0-9_-]{0,62}');
+    }
+    if (typeof custom.key !== 'function') {
+      throw new PolicyError(
+        label,
+        'scope.key',
+        'must be a function (request) => string | undefined',
+      );
+    }
+    if (typeof custom.callerScoped !== 'boolean') {
+      throw new PolicyError(label, 'scope.callerScoped', 'must be true or false');
+    }
+    const { key, name } = custom;
+    return {
+      scopeName: name,
+      callerScoped: custom.callerScoped,
+      subjectOf: (r) => {
+        const k = key(r);
+        return k === undefined ? undefined : `${name}:${k}`;
+      },
+      keyOf: key,
+    };
+  }
+  throw new PolicyError(
+    label,
+    'scope',
+    `must be a string or a custom scope, got ${describeValue(value)}`,
+  );
+}
+
+/** A scope whose key and subject are undefined (the policy does not apply) for exempt requests. */
+export function withExemptions(label: string, exempt: unknown, scoped: Scoped): Scoped {
+  if (exempt === undefined) return scoped;
+  let isExempt: (r: RequestIdentity) => boolean;
+  if (typeof exempt === 'function') {
+    isExempt = exempt as (r: RequestIdentity) => boolean;
+  } else if (Array.isArray(exempt) && exempt.every((c) => typeof c === 'string' && c !== '')) {
+    const callers = new Set<string>(exempt as string[]);
+    isExempt = (r) => callers.has(r.caller);
+  } else {
+    throw new PolicyError(
+      label,
+      'exempt',
+      `must be a list of caller names or a function (request) => boolean, got ${describeValue(exempt)}`,
+    );
+  }
+  const { keyOf, subjectOf } = scoped;
+  return {
+    ...scoped,
+    keyOf: (r) => (isExempt(r) ? undefined : keyOf(r)),
+    subjectOf: (r) => (isExempt(r) ? undefined : subjectOf(r)),
+  };
+}

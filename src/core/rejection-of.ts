@@ -1,0 +1,115 @@
+/**
+ * @module rejection-of
+ * The {@link Rejection} value and the rejected decision a store returns when a policy set the
+ * delay: kind, subject, the message with the policy's quota in words, quota details, `reserved`,
+ * tier. Every store builds its rejections here.
+ */
+
+import type { CompiledPolicy } from './compiled-policy.js';
+import type { DecisionInput } from './decision-state.js';
+import type { RequestIdentity } from './policy.js';
+import {
+  describeQuota,
+  type LimitState,
+  type RejectedDecision,
+  type Rejection,
+  retryAfterMsOf,
+  wireDelaySeconds,
+} from './rejection.js';
+
+const QUOTA_TEXT = new WeakMap<CompiledPolicy, string>();
+
+/** "60 requests per 60 s", cached per policy. */
+function policyQuotaText(p: CompiledPolicy): string {
+  let text = QUOTA_TEXT.get(p);
+  if (text === undefined) {
+    text = quotaText(p);
+    QUOTA_TEXT.set(p, text);
+  }
+  return text;
+}
+
+function quotaText(p: CompiledPolicy): string {
+  switch (p.kind) {
+    case 'rate': {
+      if (p.unit !== undefined) return `${p.limit} ${p.unit} per ${p.windowSeconds} s`;
+      const text = describeQuota({ limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 });
+      return p.tier === undefined ? text : `tier ${p.tier}: ${text}`;
+    }
+    case 'concurrency':
+      return describeQuota({ limit: p.max, remaining: 0 });
+    case 'overload':
+      return Number.isFinite(p.maxInFlight)
+        ? `${p.maxInFlight} requests in flight`
+        : `event-loop delay ${p.maxEventLoopDelayMs} ms`;
+  }
+}
+
+/**
+ * The {@link Rejection} value when policy `p` set the delay for `subject`: kind from the policy,
+ * `quota` for quota rejections of rate and concurrency policies, `reserved` for rate policies.
+ * Every store builds its rejections with this function.
+ *
+ * @example
+ * ```ts
+ * rejectionOf(policy, 'caller:a', input, 1000, true).message; // 'caller:a exceeded per-caller …'
+ * ```
+ */
+export function rejectionOf(
+  p: CompiledPolicy,
+  subject: string,
+  input: DecisionInput,
+  retryAfterMs: number,
+  reserved: boolean | undefined,
+): Rejection {
+  const seconds = wireDelaySeconds(retryAfterMs);
+  const kind = p.rejectAs;
+  const message =
+    kind === 'overload'
+      ? `Agent overloaded (${p.name}: ${policyQuotaText(p)}); retry in ${seconds} s`
+      : `${subject} exceeded ${p.name} (${policyQuotaText(p)}) for ${input.method}; retry in ${seconds} s`;
+  const rejection: { -readonly [K in keyof Rejection]: Rejection[K] } = {
+    kind,
+    retryAfterMs,
+    policy: p.name,
+    scope: p.scopeName,
+    subject,
+    method: input.method,
+    message,
+  };
+  if (kind === 'quota') {
+    if (p.kind === 'rate') {
+      rejection.quota = { limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 };
+    } else if (p.kind === 'concurrency') {
+      rejection.quota = { limit: p.max, remaining: 0 };
+    }
+  }
+  if (reserved !== undefined) rejection.reserved = reserved;
+  if (p.kind === 'rate' && p.tier !== undefined) rejection.tier = p.tier;
+  return rejection;
+}
+
+/**
+ * The rejected decision whose delay `delayUs` was set by `setter` (its policy and table key):
+ * the {@link Rejection} (see {@link rejectionOf}) and the rate states for the headers. Every store
+ * assembles its rejections with this function.
+ *
+ * @example
+ * ```ts
+ * rejectedDecision({ policy, key: 'a' }, input, 1_000_000, true, limits).rejection.retryAfterMs; // 1000
+ * ```
+ */
+export function rejectedDecision(
+  setter: { readonly policy: CompiledPolicy; readonly key: string },
+  input: RequestIdentity,
+  delayUs: number,
+  reserved: boolean | undefined,
+  limits: readonly LimitState[],
+): RejectedDecision {
+  const subject = setter.policy.subjectOf(input) ?? setter.key;
+  return {
+    admitted: false,
+    rejection: rejectionOf(setter.policy, subject, input, retryAfterMsOf(delayUs), reserved),
+    limits,
+  };
+}
