@@ -63,6 +63,10 @@ export interface ServeProcess {
   readonly grpcTarget: string;
   readonly banner: string;
   output(): string;
+  /** What the process wrote to stderr so far. */
+  stderr(): string;
+  /** Sends `signal` (e.g. SIGHUP) without waiting for anything. */
+  signal(signal: NodeJS.Signals): void;
   /** Sends `signal` and resolves with how the process ended. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -106,6 +110,10 @@ export function startServeProcess(args: readonly string[] = []): Promise<ServePr
         grpcTarget: `127.0.0.1:${grpcPort}`,
         banner: out,
         output: () => out + err,
+        stderr: () => err,
+        signal: (signal) => {
+          child.kill(signal);
+        },
         async stop(signal = 'SIGTERM') {
           if (child.exitCode === null && child.signalCode === null) child.kill(signal);
           const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);

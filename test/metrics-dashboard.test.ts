@@ -95,6 +95,40 @@ describe('metrics: overload inputs, policy on admissions, in-process store mode'
       await limiter.close();
     }
   });
+
+  it('shows the version of the policy set in force, and names policies of the new set after a live change', async () => {
+    const metrics = createRateLimitMetrics();
+    const limiter = createLimiter({
+      policies: POLICIES,
+      domain: 'agents.example.com',
+      observer: metrics.observer,
+    });
+    try {
+      const before = limiter.policySetVersion;
+      expect((await samples(metrics)).get('a2a_ratelimit_policy_set_info')).toEqual([
+        { name: 'a2a_ratelimit_policy_set_info', labels: { version: before }, value: 1 },
+      ]);
+      // A new first policy: admissions are counted under its name, not the old index's.
+      await limiter.updatePolicies([
+        { name: 'per-skill', kind: 'rate', scope: 'caller', limit: 5, windowSeconds: 60 },
+        ...POLICIES.slice(1),
+      ]);
+      expect(limiter.policySetVersion).not.toBe(before);
+      const o = await limiter.admit({ caller: 'carol', method: 'GetTask', binding: 'grpc' });
+      if (o.status === 'admitted') o.ticket.end();
+      const byName = await samples(metrics);
+      expect(byName.get('a2a_ratelimit_policy_set_info')).toEqual([
+        {
+          name: 'a2a_ratelimit_policy_set_info',
+          labels: { version: limiter.policySetVersion },
+          value: 1,
+        },
+      ]);
+      expect(byName.get('a2a_ratelimit_admissions_total')?.[0]?.labels.policy).toBe('per-skill');
+    } finally {
+      await limiter.close();
+    }
+  });
 });
 
 const binaries = await haveRedisBinaries();

@@ -226,3 +226,36 @@ export function withRateLimitExtension<C extends CardWithCapabilities>(
     },
   };
 }
+
+/**
+ * Keeps the rate-limit extension of a card object that is already being served equal to the
+ * limiter's policies in force: after every {@link Limiter.updatePolicies} (or a set adopted from
+ * another replica) the extension inside `card.capabilities.extensions` is replaced *in place*, so
+ * every holder of this object — the SDK's request handler (GetAgentCard on every binding), the card
+ * route — serves the new policies. Returns the unsubscribe.
+ *
+ * @example
+ * ```ts
+ * const card = withRateLimitExtension(baseCard, limiter);
+ * const stop = followPolicyChanges(card, limiter);
+ * const handler = new DefaultRequestHandler(card, taskStore, executor);
+ * ```
+ */
+export function followPolicyChanges(
+  card: CardWithCapabilities,
+  limiter: Limiter,
+  options: RateLimitExtensionOptions = {},
+): () => void {
+  return limiter.onPoliciesChanged(() => {
+    const extensions = card.capabilities?.extensions;
+    if (!Array.isArray(extensions)) return;
+    const next = rateLimitExtension(limiter, options);
+    const at = extensions.findIndex(
+      (e) => (e as { uri?: unknown } | null)?.uri === RATE_LIMIT_EXTENSION_URI,
+    );
+    // The served object is the SDK's: its arrays are mutable even where our type says readonly.
+    const mutable = extensions as unknown[];
+    if (at === -1) mutable.push(next);
+    else mutable[at] = next;
+  });
+}

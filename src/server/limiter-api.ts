@@ -111,6 +111,13 @@ export interface Limiter {
    * (`store.onPoliciesChanged`) are adopted the same way.
    */
   updatePolicies(next: readonly Policy[]): Promise<void>;
+  /**
+   * Calls `listener` with the new set each time another set is put in force here (by
+   * {@link Limiter.updatePolicies} or adopted from another replica); returns the unsubscribe.
+   * The card follower and the metrics use it; a listener that throws is not called again for
+   * that change and does not stop the others.
+   */
+  onPoliciesChanged(listener: (set: CompiledPolicySet) => void): () => void;
   readonly store: Store;
   readonly clock: Clock;
   /** ErrorInfo domain of every rejection. */

@@ -7,7 +7,7 @@
 
 import { type A2AMethod, MESSAGE_METHODS } from '../core/a2a-methods.js';
 import type { Clock } from '../core/clock.js';
-import type { HoldOptions, Policy, RequestIdentity } from '../core/policy.js';
+import type { CompiledPolicySet, HoldOptions, Policy, RequestIdentity } from '../core/policy.js';
 import type { Admission, Rejection } from '../core/rejection.js';
 import { positiveOption } from '../store/positive-option.js';
 import type { Store } from '../store/store.js';
@@ -75,6 +75,10 @@ export interface LimiterGauges {
   eventLoopDelayMs(): number | undefined;
   /** The limiter's store (a `RedisStore` also has `stats()`). */
   readonly store: Store;
+  /** The policies in force now (they change with `limiter.updatePolicies`). */
+  policySet(): CompiledPolicySet;
+  /** The version (content hash) of the policies in force now: `limiter.policySetVersion`. */
+  policySetVersion(): string;
 }
 
 /**

@@ -274,6 +274,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return tier === undefined ? request : { ...request, tier };
   };
 
+  const policyListeners = new Set<(set: CompiledPolicySet) => void>();
   /** Puts `set` in force here (the store already decides with it). */
   const adopt = (set: CompiledPolicySet): void => {
     if (set === view.set) return;
@@ -291,6 +292,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       clearInterval(renewTimer);
       renewTimer = setInterval(renewLive, renewEveryMs);
       renewTimer.unref();
+    }
+    for (const listener of policyListeners) {
+      try {
+        listener(set);
+      } catch {
+        // A listener's failure is its own: the set is in force either way.
+      }
     }
   };
   const unsubscribe = store.onPoliciesChanged?.((set) => adopt(set));
@@ -317,6 +325,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (local !== undefined && store.policySet === set) adopt(set);
       await swapped;
       adopt(set);
+    },
+    onPoliciesChanged(listener) {
+      policyListeners.add(listener);
+      return () => policyListeners.delete(listener);
     },
     tierOf: (request) => request.tier ?? tierOf?.(request),
     reportUsage(request, units) {
@@ -377,6 +389,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     requestsInFlight: () => leases.inFlight(),
     eventLoopDelayMs: () => lag?.(),
     store,
+    policySet: () => view.set,
+    policySetVersion: () => view.version,
   });
   return limiter;
 }

@@ -3,8 +3,9 @@
  * Prometheus metrics (prom-client, an optional peer; the only file importing it): rejections by
  * reason, policy, method and caller (caller label capped, or off), admissions by policy,
  * deduplicated copies, holds made / claimed / expired, a retry-delay histogram in seconds, the
- * leases held, the overload inputs (requests in flight, event-loop delay) and the store's mode and
- * errors (read from the limiter when scraped). Plug it into the limiter as its `observer`.
+ * leases held, the overload inputs (requests in flight, event-loop delay), the store's mode and
+ * errors, and the version of the policy set in force (read from the limiter when scraped). Plug
+ * it into the limiter as its `observer`.
  */
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -88,7 +89,8 @@ export interface RateLimitMetrics {
  * `a2a_ratelimit_event_loop_delay_seconds` (the delay overload policies see; absent when none reads
  * it), `a2a_ratelimit_store_mode{mode}` (1 for the current mode: `memory`, `redis` when shared,
  * or the failure policy — `fail-open` / `fail-closed` / `insurance` — while degraded),
- * `a2a_ratelimit_store_degraded` (1 while a failure policy answers) and
+ * `a2a_ratelimit_store_degraded` (1 while a failure policy answers),
+ * `a2a_ratelimit_policy_set_info{version}` (1 for the version of the policies in force) and
  * `a2a_ratelimit_store_errors_total{kind}` (`error` / `timeout`, shared stores).
  *
  * @example
@@ -159,7 +161,18 @@ export function createRateLimitMetrics(options: RateLimitMetricsOptions = {}): R
   });
 
   let gauges: LimiterGauges | undefined;
-  let policyNames: readonly string[] = [];
+  const policyName = (index: number): string =>
+    gauges?.policySet().policies[index]?.name ?? 'none';
+  new Gauge({
+    name: `${prefix}policy_set_info`,
+    help: 'The policy set in force: 1 for its version (a content hash, the same on every replica running the same set).',
+    labelNames: ['version'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (gauges !== undefined) this.set({ version: gauges.policySetVersion() }, 1);
+    },
+  });
   new Gauge({
     name: `${prefix}requests_in_flight`,
     help: 'Requests this process holds in flight under overload policies (an overload input).',
@@ -219,13 +232,12 @@ export function createRateLimitMetrics(options: RateLimitMetricsOptions = {}): R
   const observer: LimiterObserver = {
     attached: (limiterGauges) => {
       gauges = limiterGauges;
-      policyNames = limiterGauges.store.policySet.policies.map((p) => p.name);
     },
     admitted: (request, admission) =>
       admissions.inc({
         method: request.method,
         binding: request.binding,
-        policy: admissionPolicy(admission, (i) => policyNames[i] ?? 'none'),
+        policy: admissionPolicy(admission, policyName),
       }),
     rejected: (request, rejection) => {
       const reason = rejectionReason(rejection);

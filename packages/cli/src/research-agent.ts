@@ -29,6 +29,7 @@ import {
   type AdmissionRequest,
   type Binding,
   createLimiter,
+  followPolicyChanges,
   type Limiter,
   type LimiterObserver,
   withRateLimitExtension,
@@ -187,6 +188,13 @@ function combineObservers(...observers: (LimiterObserver | undefined)[]): Limite
     leasesHeld: (count) => {
       for (const o of list) o.leasesHeld?.(count);
     },
+    shadowRejected: (request, rejection) => {
+      for (const o of list) o.shadowRejected?.(request, rejection);
+    },
+    // Without it the metrics never see the limiter: no store mode, overload inputs or set version.
+    attached: (gauges) => {
+      for (const o of list) o.attached?.(gauges);
+    },
   };
 }
 
@@ -277,6 +285,8 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
   });
   // The card object the SDK holds is this one; its interfaces are filled in once ports are known.
   const card = encoding === 'ours' ? withRateLimitExtension(baseCard, limiter) : baseCard;
+  // A live policy change (`serve --config` reloading) shows on the card at once.
+  const stopFollowing = encoding === 'ours' ? followPolicyChanges(card, limiter) : () => {};
   const counter: TaskCounter = { running: 0, peak: 0 };
   const extendedCard = options.extendedCard;
   const requestHandler = new DefaultRequestHandler(
@@ -391,6 +401,7 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
               });
             }),
           ]);
+          stopFollowing();
           await decided.close();
         })();
         return closed;

@@ -3,8 +3,9 @@
  * `a2a-ratelimit serve`: the example research agent as a long-lived process to point clients,
  * gateways and probes at. All three bindings with this library's admission in front, the worked
  * example's policy unless `--config` gives another set, optionally shared through Redis; demo
- * authentication (the bearer token is the caller's name). Prints its URLs when ready and stops
- * cleanly on SIGINT / SIGTERM, releasing its ports.
+ * authentication (the bearer token is the caller's name). Prints its URLs when ready, reloads
+ * `--config` on SIGHUP and when the file changes, and stops cleanly on SIGINT / SIGTERM, releasing
+ * its ports.
  */
 
 import type { CompiledPolicy, HoldOptions, Policy, Store } from 'a2a-ratelimit';
@@ -13,6 +14,7 @@ import type { CAC } from 'cac';
 import { CliError } from './cli-error.js';
 import { parseHttpUrl, parseOptionalString, parsePort } from './cli-options.js';
 import { loadPolicyConfig } from './policy-config.js';
+import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
 import type { ResearchAgent } from './research-agent.js';
 
 /**
@@ -249,6 +251,38 @@ export function parseServeOptions(flags: Record<string, unknown>): ServeOptions 
 }
 
 /**
+ * Reloads `--config` into the running agent on SIGHUP and whenever the file changes (undefined
+ * without `--config`): the new policies are validated, then swapped in with
+ * `limiter.updatePolicies` (callers keep their state; with `--redis` the other replicas follow).
+ * One line per reload goes to `log`; a file that cannot be read, parsed or validated keeps the
+ * running set and its line names the file and the field. `holds` and `domain` are read at start
+ * only.
+ *
+ * @example
+ * ```ts
+ * const reloader = reloadServeConfig(agent, options); // then: kill -HUP <pid>, or edit the file
+ * ```
+ */
+export function reloadServeConfig(
+  agent: ResearchAgent,
+  options: ServeOptions,
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): PolicyFileReloader | undefined {
+  if (options.config === undefined) return undefined;
+  const limiter = agent.limiter;
+  return watchPolicyFile({
+    file: options.config,
+    log,
+    apply: async (file) => {
+      const config = await loadPolicyConfig(file);
+      await limiter.updatePolicies(config.policies);
+      const names = limiter.policySet.policies.map((p) => p.name);
+      return `version ${limiter.policySetVersion}, ${names.length} ${names.length === 1 ? 'policy' : 'policies'} (${names.join(', ')})`;
+    },
+  });
+}
+
+/**
  * Resolves on the first SIGINT or SIGTERM.
  *
  * @example
@@ -294,7 +328,7 @@ export function registerServeCommand(cli: CAC): void {
     )
     .option(
       '--config <file>',
-      'Policy set, JSON or YAML: {"policies": [...]} (default: per-caller 60 SendMessage/min, burst 10)',
+      'Policy set, JSON or YAML: {"policies": [...]}; reloaded on SIGHUP and when the file changes (default: per-caller 60 SendMessage/min, burst 10)',
     )
     .option(
       '--redis <url>',
@@ -324,8 +358,10 @@ export function registerServeCommand(cli: CAC): void {
       const options = parseServeOptions(flags);
       const agent = await startServe(options);
       process.stdout.write(readyBanner(agent, options));
+      const reloader = reloadServeConfig(agent, options);
       const signal = await untilSignal();
       process.stdout.write(`${signal}: stopping…\n`);
+      reloader?.close();
       await agent.close();
       process.stdout.write('stopped\n');
     });
