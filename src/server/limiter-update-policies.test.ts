@@ -8,7 +8,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type CompiledPolicySet, type Policy, PolicyError } from '../core/policy.js';
 import { MemoryStore } from '../store/memory-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
-import { rateLimitExtension } from './card-extension.js';
+import {
+  followPolicyChanges,
+  RATE_LIMIT_EXTENSION_URI,
+  rateLimitExtension,
+  withRateLimitExtension,
+} from './card-extension.js';
 import { createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
 import type { AdmissionOutcome } from './limiter-api.js';
 
@@ -104,6 +109,35 @@ describe('limiter.updatePolicies', () => {
     ]);
     await other.updatePolicies([rate('per-caller', 7), SLOTS]);
     expect(other.policySetVersion).toBe(limiter.policySetVersion);
+  });
+
+  it('a served card object follows every change in place; listeners hear each set once', async () => {
+    const { limiter } = setup([rate('per-caller', 2)]);
+    const other = { uri: 'https://example.com/other-extension' };
+    const card = withRateLimitExtension({ capabilities: { extensions: [other] } }, limiter);
+    const held = card.capabilities.extensions; // the array the SDK's handler serves from
+    const heard: string[] = [];
+    const stopListening = limiter.onPoliciesChanged((set) =>
+      heard.push(set.policies.map((p) => p.name).join(',')),
+    );
+    const stop = followPolicyChanges(card, limiter);
+    const limits = () =>
+      held
+        .filter((e) => (e as { uri?: string }).uri === RATE_LIMIT_EXTENSION_URI)
+        .map((e) =>
+          (e as ReturnType<typeof rateLimitExtension>).params.policies.map((p) =>
+            'burst' in p ? p.burst : p.name,
+          ),
+        );
+    expect(limits()).toEqual([[2]]);
+    await limiter.updatePolicies([rate('per-caller', 9), SLOTS]);
+    expect(limits()).toEqual([[9, 'slots']]);
+    expect(held[0]).toBe(other);
+    stop();
+    stopListening();
+    await limiter.updatePolicies([rate('per-caller', 4)]);
+    expect(limits()).toEqual([[9, 'slots']]);
+    expect(heard).toEqual(['per-caller,slots']);
   });
 
   it('leases of a kept policy stay releasable after it moved; leases of a removed policy end harmlessly', async () => {

@@ -161,8 +161,7 @@ export function createRateLimitMetrics(options: RateLimitMetricsOptions = {}): R
   });
 
   let gauges: LimiterGauges | undefined;
-  const policyName = (index: number): string =>
-    gauges?.policySet().policies[index]?.name ?? 'none';
+  const policyName = (index: number): string => gauges?.policySet().policies[index]?.name ?? 'none';
   new Gauge({
     name: `${prefix}policy_set_info`,
     help: 'The policy set in force: 1 for its version (a content hash, the same on every replica running the same set).',
