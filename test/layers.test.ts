@@ -43,6 +43,11 @@ describe('layers are enforced by lint', () => {
       'are pure',
     ],
     [
+      'src/core/zz-layer-check.ts',
+      "import { systemClock } from '../platform/system-clock.js';\nexport const x = systemClock;\n",
+      'src/core may import only itself',
+    ],
+    [
       'src/wire/zz-layer-check.ts',
       "import { createLimiter } from '../server/limiter.js';\nexport const x = createLimiter;\n",
       'src/wire may import only src/core',

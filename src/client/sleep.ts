@@ -5,8 +5,6 @@
  * and the simulation pass a virtual clock and sleep instead (`a2a-ratelimit/testing`).
  */
 
-import type { Clock } from '../core/clock.js';
-
 /**
  * Waits `ms` milliseconds. Rejects with `signal.reason` as soon as `signal` aborts (also when it
  * is already aborted), and never resolves early.
@@ -19,15 +17,8 @@ import type { Clock } from '../core/clock.js';
  */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
-/**
- * The wall clock: `Date.now()`, milliseconds since the Unix epoch.
- *
- * @example
- * ```ts
- * const scheduler = new RetryScheduler({ clock: systemClock });
- * ```
- */
-export const systemClock: Clock = { nowMs: () => Date.now() };
+/** The wall clock (one home: `src/platform/system-clock.ts`), re-exported for the client's users. */
+export { systemClock } from '../platform/system-clock.js';
 
 /**
  * A real timer-based {@link Sleep}: `setTimeout` for `ms` milliseconds (0 for negative or NaN),

@@ -12,9 +12,9 @@
 import type { DecisionInput } from '../core/decide.js';
 import { type CompiledPolicySet, compilePolicies, type HoldOptions } from '../core/policy.js';
 import type { Decision } from '../core/rejection.js';
+import { systemClock } from '../platform/system-clock.js';
 import { MemoryStore } from '../store/memory-store.js';
 import { type Store, synchronousStore } from '../store/store.js';
-import { systemClock } from '../store/system-clock.js';
 import { encodeGrpcRejection, encodeJsonRpcRejection, encodeRestRejection } from '../wire/index.js';
 import { Ticket, type TicketHost } from './admission-ticket.js';
 import { type EventLoopDelaySource, monitorEventLoop } from './event-loop-monitor.js';

@@ -12,10 +12,10 @@
  */
 
 import { randomBytes } from 'node:crypto';
+import { systemClock } from '../platform/system-clock.js';
 import { MessageRecords } from '../store/message-records.js';
 import { positiveOption } from '../store/positive-option.js';
 import type { MessageRecord, Store } from '../store/store.js';
-import { systemClock } from '../store/system-clock.js';
 
 /**
  * Options of {@link PendingMessages}.

@@ -33,6 +33,7 @@ import {
   type Policy,
 } from '../core/policy.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
+import { systemClock } from '../platform/system-clock.js';
 import { boundedInput } from './bounded-key.js';
 import { LeaseTables } from './lease-tables.js';
 import { type MessageRecord, MessageRecords, messageRecordKey } from './message-records.js';
@@ -40,7 +41,6 @@ import { positiveOption } from './positive-option.js';
 import { RateTable } from './rate-table.js';
 import type { Store } from './store.js';
 import type { SynchronousStore } from './synchronous-store.js';
-import { systemClock } from './system-clock.js';
 
 /**
  * Options of {@link MemoryStore}.
