@@ -7,11 +7,6 @@
 
 /**
  * The GCRA parameters of one rate policy, µs.
- *
- * @example
- * ```ts
- * const p: GcraParams = { emissionUs: 1_000_000, toleranceUs: 9_000_000, burst: 10 }; // 60/min, burst 10
- * ```
  */
 export interface GcraParams {
   /** T = window / limit, µs. */

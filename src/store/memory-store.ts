@@ -44,11 +44,6 @@ import type { SynchronousStore } from './synchronous-store.js';
 
 /**
  * Options of {@link MemoryStore}.
- *
- * @example
- * ```ts
- * const options: MemoryStoreOptions = { policies: [{ name: 'r', kind: 'rate', limit: 60, windowSeconds: 60 }], maxKeys: 50_000 };
- * ```
  */
 export interface MemoryStoreOptions {
   /** Policies, raw (validated here) or already compiled. */

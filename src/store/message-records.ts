@@ -38,11 +38,6 @@ export type MessageRecord =
  * Pending-record options of `Store.rememberMessage` for stores shared by several processes: the
  * record of a message being admitted is owned by the process that admitted it and stays pending
  * only `pendingTtlMs` unless the owner renews it (`Store.renewPendingMessages`), like a lease.
- *
- * @example
- * ```ts
- * const pending: PendingMessageOptions = { owner: 'a1b2c3', pendingTtlMs: 5_000 };
- * ```
  */
 export interface PendingMessageOptions {
   /** The admitting process (no spaces); only it renews or forgets the pending record. */

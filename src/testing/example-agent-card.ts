@@ -8,11 +8,6 @@ import type { AgentCard } from '@a2a-js/sdk';
 
 /**
  * What {@link exampleAgentCard} builds from.
- *
- * @example
- * ```ts
- * const parts: ExampleAgentCardParts = { name: 'echo', interfaces: [{ url: 'http://127.0.0.1:8080/a2a/jsonrpc', protocolBinding: 'JSONRPC' }] };
- * ```
  */
 export interface ExampleAgentCardParts {
   readonly name: string;

@@ -10,11 +10,6 @@ import { Socket } from 'node:net';
 
 /**
  * What {@link fakeIncomingRequest} builds from.
- *
- * @example
- * ```ts
- * const parts: FakeIncomingRequestParts = { body: Buffer.from('{}'), url: '/a2a/jsonrpc', splits: [1] };
- * ```
  */
 export interface FakeIncomingRequestParts {
   /** The body bytes; `Content-Length` is set to their length unless `headers` says otherwise. */

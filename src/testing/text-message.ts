@@ -11,11 +11,6 @@ const ROLES = { user: 1, agent: 2 } as const;
 
 /**
  * What {@link textMessage} builds from.
- *
- * @example
- * ```ts
- * const parts: TextMessageParts = { messageId: 'm-1', text: 'hello', role: 'agent', taskId: 't-1' };
- * ```
  */
 export interface TextMessageParts {
   readonly messageId: string;

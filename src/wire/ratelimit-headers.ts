@@ -100,21 +100,11 @@ function sfName(policy: string): string | undefined {
 /**
  * Which family of fields a state was read from (`x-ratelimit` ranks below the `RateLimit` forms
  * when choosing a delay).
- *
- * @example
- * ```ts
- * const form: RateLimitForm = 'x-ratelimit';
- * ```
  */
 export type RateLimitForm = 'ratelimit' | 'x-ratelimit';
 
 /**
  * A state as read, with the form it came from; `remaining` may be missing in the legacy forms.
- *
- * @example
- * ```ts
- * const s: SourcedState = { form: 'x-ratelimit', resetSeconds: 30 };
- * ```
  */
 export interface SourcedState {
   readonly form: RateLimitForm;

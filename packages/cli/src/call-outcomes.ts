@@ -6,11 +6,6 @@
 
 /**
  * Outcome counts of a fan-out, from the agent's side and the client's.
- *
- * @example
- * ```ts
- * const c: CallOutcomeCounts = { calls: 30, admittedAtOnce: 10, admittedPaced: 0, rejected: 20, admittedOnFirstRetry: 20, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, abandoned: 0, totalSeconds: 20.6, requestsSeenByAgent: 50 };
- * ```
  */
 export interface CallOutcomeCounts {
   /** Calls made. */
@@ -39,11 +34,6 @@ export interface CallOutcomeCounts {
 
 /**
  * One request the agent decided: which call it belongs to, which attempt, and the outcome.
- *
- * @example
- * ```ts
- * const a: SeenAttempt = { call: 'orchestrator-7/m-1', attemptIndex: 1, admitted: true };
- * ```
  */
 export interface SeenAttempt {
   /** Identifies the call (e.g. caller and messageId). */

@@ -169,11 +169,6 @@ export function timelineOf(outcome: ClientKindOutcome, binMs: number, bins: numb
 
 /**
  * Size and title of the chart.
- *
- * @example
- * ```ts
- * const options: TimelineChartOptions = { title: '1000 callers × 30 calls', widthPx: 1000, heightPx: 800 };
- * ```
  */
 export interface TimelineChartOptions {
   /** Subtitle, e.g. the scenario. */

@@ -22,11 +22,6 @@ export const CLI_BINDINGS = {
 
 /**
  * One of {@link CLI_BINDINGS}.
- *
- * @example
- * ```ts
- * const binding: CliBinding = 'rest';
- * ```
  */
 export type CliBinding = (typeof CLI_BINDINGS)[keyof typeof CLI_BINDINGS];
 

@@ -16,11 +16,6 @@ import { renderTable, type TableCell } from './text-table.js';
 
 /**
  * Parsed options of `demo`.
- *
- * @example
- * ```ts
- * const options: DemoOptions = { binding: 'grpc', timeScale: 10, json: true };
- * ```
  */
 export interface DemoOptions {
   readonly binding: 'jsonrpc' | 'rest' | 'grpc';
@@ -32,11 +27,6 @@ export interface DemoOptions {
 
 /**
  * The `--json` output of `demo`: the three runs.
- *
- * @example
- * ```ts
- * const out: DemoReport = { binding: 'jsonrpc', timeScale: 10, ours, naive, planned };
- * ```
  */
 export interface DemoReport {
   readonly binding: DemoOptions['binding'];

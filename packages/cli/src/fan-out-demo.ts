@@ -51,11 +51,6 @@ export const DEMO_RUN_KINDS = { ours: 'ours', naive: 'naive', planned: 'planned'
 
 /**
  * One of {@link DEMO_RUN_KINDS}.
- *
- * @example
- * ```ts
- * const kind: DemoRunKind = 'ours';
- * ```
  */
 export type DemoRunKind = (typeof DEMO_RUN_KINDS)[keyof typeof DEMO_RUN_KINDS];
 
@@ -88,11 +83,6 @@ export const ORCHESTRATOR_CALLER = 'orchestrator-7';
 /**
  * What one run produced. Counts are per call (messageId) unless named otherwise; times are on the
  * demo's clock (scaled), seconds.
- *
- * @example
- * ```ts
- * const r: FanOutResult = { calls: 30, admittedAtOnce: 10, admittedPaced: 0, rejected: 20, admittedOnFirstRetry: 20, admittedOnLaterRetry: 0, laterRetries: 0, rejectedRetries: 0, abandoned: 0, totalSeconds: 20.6, realSeconds: 2.1, requestsSeenByAgent: 50, peakTasksRunning: 1 };
- * ```
  */
 export interface FanOutResult extends CallOutcomeCounts {
   /** `totalSeconds` in real seconds. */
@@ -103,11 +93,6 @@ export interface FanOutResult extends CallOutcomeCounts {
 
 /**
  * Live counters of a run, for a progress display.
- *
- * @example
- * ```ts
- * const p: FanOutProgress = { kind: 'ours', calls: 30, settled: 12, admitted: 22, rejected: 20, requests: 42, elapsedSeconds: 12 };
- * ```
  */
 export interface FanOutProgress {
   readonly kind: DemoRunKind;
@@ -126,11 +111,6 @@ export interface FanOutProgress {
 
 /**
  * Options of {@link runFanOut}.
- *
- * @example
- * ```ts
- * const options: FanOutOptions = { kind: 'ours', binding: 'rest', timeScale: 10 };
- * ```
  */
 export interface FanOutOptions {
   readonly kind: DemoRunKind;

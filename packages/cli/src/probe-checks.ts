@@ -33,21 +33,11 @@ export const CHECK_STATUSES = { pass: 'pass', fail: 'fail', skip: 'skip' } as co
 
 /**
  * One of {@link CHECK_STATUSES}.
- *
- * @example
- * ```ts
- * const status: CheckStatus = 'pass';
- * ```
  */
 export type CheckStatus = (typeof CHECK_STATUSES)[keyof typeof CHECK_STATUSES];
 
 /**
  * One named check and what it found.
- *
- * @example
- * ```ts
- * const check: ProbeCheck = { name: 'body', status: 'fail', detail: 'expected google.rpc.Status JSON, got text/html (a gateway page?)' };
- * ```
  */
 export interface ProbeCheck {
   readonly name: string;
@@ -57,11 +47,6 @@ export interface ProbeCheck {
 
 /**
  * What the checks found, plus the delay (seconds) a client would read from the response.
- *
- * @example
- * ```ts
- * const result: RejectionChecks = { checks, kind: 'quota', delaySeconds: 12, policy: 'per-caller' };
- * ```
  */
 export interface RejectionChecks {
   readonly checks: readonly ProbeCheck[];
@@ -75,11 +60,6 @@ export interface RejectionChecks {
 
 /**
  * Context of the checks.
- *
- * @example
- * ```ts
- * const context: CheckContext = { nowMs: Date.now(), expectedDomain: 'agents.example.com' };
- * ```
  */
 export interface CheckContext {
   /** For `Retry-After` given as an HTTP-date. */

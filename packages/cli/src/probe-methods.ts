@@ -21,10 +21,5 @@ export const PROBE_METHODS = {
 
 /**
  * One of {@link PROBE_METHODS}.
- *
- * @example
- * ```ts
- * const method: ProbeMethod = 'GetTask';
- * ```
  */
 export type ProbeMethod = (typeof PROBE_METHODS)[keyof typeof PROBE_METHODS];

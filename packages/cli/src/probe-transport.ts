@@ -14,11 +14,6 @@ import type { ProbeMethod } from './probe-methods.js';
 
 /**
  * One response, as it arrived.
- *
- * @example
- * ```ts
- * const r: CapturedResponse = { binding: 'rest', ok: false, status: 429, headers: { 'retry-after': '1' }, mediaType: 'application/a2a+json', body: '{"error":{…}}' };
- * ```
  */
 export interface CapturedResponse {
   readonly binding: CliBinding;
@@ -86,11 +81,6 @@ export interface ProbeTransport {
 
 /**
  * Options shared by the transports.
- *
- * @example
- * ```ts
- * const options: ProbeTransportOptions = { endpoint: 'http://127.0.0.1:8080/a2a/jsonrpc', callerToken: 'probe-1', timeoutMs: 10_000 };
- * ```
  */
 export interface ProbeTransportOptions {
   /** URL (HTTP bindings) or `host:port` (gRPC). */

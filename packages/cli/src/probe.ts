@@ -27,11 +27,6 @@ import type { StatusLine } from './status-line.js';
 
 /**
  * Options of {@link runProbe}.
- *
- * @example
- * ```ts
- * const options: ProbeOptions = { baseUrl: 'http://127.0.0.1:9090', binding: 'rest', method: 'SendMessage', burst: 100 };
- * ```
  */
 export interface ProbeOptions {
   /** The agent's base URL as callers reach it (the gateway's). */

@@ -27,11 +27,6 @@ export interface ProgressDisplay {
 
 /**
  * Options of {@link createProgressDisplay}.
- *
- * @example
- * ```ts
- * const options: ProgressDisplayOptions = { stream: process.stdout, tty: false, labels: { ours: 'ours', naive: 'naive' } };
- * ```
  */
 export interface ProgressDisplayOptions {
   /** Where to draw. */

@@ -57,21 +57,11 @@ export const REJECTION_ENCODINGS = { ours: 'ours', bare500: 'bare-500' } as cons
 
 /**
  * One of {@link REJECTION_ENCODINGS}.
- *
- * @example
- * ```ts
- * const encoding: RejectionEncoding = 'ours';
- * ```
  */
 export type RejectionEncoding = (typeof REJECTION_ENCODINGS)[keyof typeof REJECTION_ENCODINGS];
 
 /**
  * A request the agent decided, reported as it happened (server side).
- *
- * @example
- * ```ts
- * const event: AgentRequestEvent = { atMs: 0, binding: 'rest', method: 'SendMessage', caller: 'orchestrator-7', messageId: 'm-1', outcome: 'rejected' };
- * ```
  */
 export interface AgentRequestEvent {
   /** When, ms on the agent's clock. */
@@ -92,11 +82,6 @@ export interface AgentRequestEvent {
 
 /**
  * Options of {@link startResearchAgent}.
- *
- * @example
- * ```ts
- * const options: ResearchAgentOptions = { host: '127.0.0.1', port: 0, grpcPort: 0, policies: [WORKED_EXAMPLE_POLICY] };
- * ```
  */
 export interface ResearchAgentOptions {
   /** Interface to listen on; default `127.0.0.1`. */

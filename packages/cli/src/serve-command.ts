@@ -19,21 +19,11 @@ import type { ResearchAgent } from './research-agent.js';
 
 /**
  * What `--redis-on-error` accepts (the `RedisStore` failure policies).
- *
- * @example
- * ```ts
- * const mode: RedisFailureMode = 'insurance';
- * ```
  */
 export type RedisFailureMode = 'fail-open' | 'fail-closed' | 'insurance';
 
 /**
  * Parsed options of `serve`.
- *
- * @example
- * ```ts
- * const options: ServeOptions = { host: '127.0.0.1', port: 8080, grpcPort: 50051, mirrorHttpStatus: false, redisOnError: 'insurance' };
- * ```
  */
 export interface ServeOptions {
   readonly host: string;

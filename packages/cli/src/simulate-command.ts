@@ -21,11 +21,6 @@ import { createStatusLine } from './status-line.js';
 /**
  * The flags of `simulate`, including output: `json` prints one JSON object instead of the table,
  * `chart` names the SVG file to draw.
- *
- * @example
- * ```ts
- * const options: SimulateCommandOptions = { callers: 1000, calls: 30, clients: 'ours,naive', chart: 'out.svg' };
- * ```
  */
 export interface SimulateCommandOptions extends SimulateFlags {
   readonly json?: unknown;

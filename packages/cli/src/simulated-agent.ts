@@ -33,11 +33,6 @@ export const SIMULATED_AGENT_MODES = { rest: 'rest', bare500: 'bare-500' } as co
 
 /**
  * One of {@link SIMULATED_AGENT_MODES}.
- *
- * @example
- * ```ts
- * const mode: SimulatedAgentMode = 'rest';
- * ```
  */
 export type SimulatedAgentMode = (typeof SIMULATED_AGENT_MODES)[keyof typeof SIMULATED_AGENT_MODES];
 
@@ -62,11 +57,6 @@ export interface SeenRequest {
 
 /**
  * What one request returns to the client: admitted or not, and the HTTP status it got.
- *
- * @example
- * ```ts
- * const result: SimulatedResult = { admitted: false, status: 429 };
- * ```
  */
 export interface SimulatedResult {
   readonly admitted: boolean;
@@ -75,11 +65,6 @@ export interface SimulatedResult {
 
 /**
  * The request a simulated call sends on every attempt (a retry re-sends it unchanged).
- *
- * @example
- * ```ts
- * const request: SimulatedRequest = { caller: 'orchestrator-7', method: 'SendMessage', messageId: 'm-1' };
- * ```
  */
 export interface SimulatedRequest {
   readonly caller: string;

@@ -27,11 +27,6 @@ import {
 /**
  * The flags of `simulate` as cac hands them over (numbers may still be strings). Every field is
  * optional; the defaults reproduce the seed's worked example.
- *
- * @example
- * ```ts
- * const flags: SimulateFlags = { callers: 1000, calls: 30, clients: 'ours,naive', arrival: 'poisson:2', seed: 7 };
- * ```
  */
 export interface SimulateFlags {
   /** Callers, each with its own client. @defaultValue 1 */

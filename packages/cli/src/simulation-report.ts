@@ -40,11 +40,6 @@ export type SimulationJson = { readonly scenario: ScenarioSummary; readonly wall
 
 /**
  * The scenario as printed and serialised.
- *
- * @example
- * ```ts
- * const s: ScenarioSummary = simulationJson(report).scenario;
- * ```
  */
 export interface ScenarioSummary {
   readonly callers: number;

@@ -57,11 +57,6 @@ export const CLIENT_KINDS = [
 
 /**
  * One of {@link CLIENT_KINDS}.
- *
- * @example
- * ```ts
- * const kind: ClientKind = 'hint-ignoring';
- * ```
  */
 export type ClientKind = (typeof CLIENT_KINDS)[number];
 
@@ -69,11 +64,6 @@ export type ClientKind = (typeof CLIENT_KINDS)[number];
  * When calls arrive, per caller: `burst` — all at time 0; `uniform` — each call at a time drawn
  * uniformly from [0, `overSeconds`); `poisson` — a Poisson process of `perSecond` calls per second.
  * Random draws come from the scenario's seed.
- *
- * @example
- * ```ts
- * const arrival: ArrivalPattern = { kind: 'poisson', perSecond: 2 };
- * ```
  */
 export type ArrivalPattern =
   | { readonly kind: 'burst' }
@@ -82,11 +72,6 @@ export type ArrivalPattern =
 
 /**
  * What to simulate. Durations in the unit their name says.
- *
- * @example
- * ```ts
- * const scenario: SimulationScenario = { ...DEFAULT_SCENARIO, callers: 1_000, clients: ['ours', 'naive'] };
- * ```
  */
 export interface SimulationScenario {
   /** Callers, each with its own client and its own identity at the agent. */
@@ -161,11 +146,6 @@ export interface ClientKindOutcome extends CallOutcomeCounts {
 
 /**
  * Progress of {@link simulate}: a client kind starts or is done (its real time, ms).
- *
- * @example
- * ```ts
- * const event: SimulationKindEvent = { kind: 'ours', index: 0, count: 3, phase: 'done', wallMs: 1_600 };
- * ```
  */
 export interface SimulationKindEvent {
   readonly kind: ClientKind;

@@ -6,11 +6,6 @@
 
 /**
  * One cell: text, or a number (right-aligned).
- *
- * @example
- * ```ts
- * const cell: TableCell = 12.5;
- * ```
  */
 export type TableCell = string | number;
 
