@@ -11,6 +11,7 @@
  * transport's own error or response reaches the caller unchanged.
  */
 
+import { hasErrorBrand } from '../core/error-brand.js';
 import type { RetryHint } from '../wire/retry-hint.js';
 
 /**
@@ -215,15 +216,6 @@ export const RETRY_ERROR_PROPERTY = 'a2aRetryError';
 
 const BRANDS = ['isRateLimitedError', 'isAgentOverloadedError', 'isRetryBudgetExceededError'];
 
-function hasBrand(value: unknown, brand: string): boolean {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    Object.hasOwn(value, brand) &&
-    (value as Record<string, unknown>)[brand] === true
-  );
-}
-
 /**
  * Finds the client's typed error in `error` or behind it: the error itself, its `cause` chain
  * (the SDK's `A2AError` keeps what it wrapped as `cause`), or the {@link RETRY_ERROR_PROPERTY} of
@@ -243,10 +235,10 @@ export function retryErrorOf(error: unknown): RetryError | undefined {
     const adopted = Object.hasOwn(current, 'retryError')
       ? (current as { retryError?: unknown }).retryError
       : undefined;
-    if (BRANDS.some((brand) => hasBrand(adopted, brand))) return adopted as RetryError;
-    if (BRANDS.some((brand) => hasBrand(current, brand))) return current as RetryError;
+    if (BRANDS.some((brand) => hasErrorBrand(adopted, brand))) return adopted as RetryError;
+    if (BRANDS.some((brand) => hasErrorBrand(current, brand))) return current as RetryError;
     const attached = (current as Record<string, unknown>)[RETRY_ERROR_PROPERTY];
-    if (BRANDS.some((brand) => hasBrand(attached, brand))) return attached as RetryError;
+    if (BRANDS.some((brand) => hasErrorBrand(attached, brand))) return attached as RetryError;
     current = (current as { cause?: unknown }).cause;
   }
   return undefined;
@@ -262,9 +254,9 @@ const ADOPTED = ['hint', 'attempts', 'code', 'requiredWaitMs', 'remainingMs', 'r
  * frozen wrapper is not recognised (use {@link retryErrorOf}).
  */
 function recognise(value: unknown, brand: string): boolean {
-  if (hasBrand(value, brand)) return true;
+  if (hasErrorBrand(value, brand)) return true;
   const found = retryErrorOf(value);
-  if (found === undefined || !hasBrand(found, brand)) return false;
+  if (found === undefined || !hasErrorBrand(found, brand)) return false;
   const wrapper = value as Record<string, unknown>;
   if (!Object.isExtensible(wrapper)) return false;
   const source = found as unknown as Record<string, unknown>;

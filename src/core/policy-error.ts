@@ -5,6 +5,8 @@
  * installs of this package (where `instanceof` fails).
  */
 
+import { hasErrorBrand } from './error-brand.js';
+
 /**
  * Stable `code` strings of policy errors.
  */
@@ -45,12 +47,7 @@ export class PolicyError extends Error {
  * the own brand property `isPolicyError: true`.
  */
 export function isPolicyError(value: unknown): value is PolicyError {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    Object.hasOwn(value, 'isPolicyError') &&
-    (value as { isPolicyError?: unknown }).isPolicyError === true
-  );
+  return hasErrorBrand(value, 'isPolicyError');
 }
 
 /**

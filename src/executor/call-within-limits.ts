@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { backoffDelayMs } from '../client/plan-retry.js';
 import { type Sleep, systemClock, systemSleep } from '../client/sleep.js';
 import type { Clock } from '../core/clock.js';
+import { hasErrorBrand } from '../core/error-brand.js';
 import { extractRetryHint, type RetryHint, type RetrySource } from '../wire/index.js';
 
 /**
@@ -117,11 +118,7 @@ export class LimitedCallFailedError extends Error {
  * ```
  */
 export function isLimitedCallFailedError(error: unknown): error is LimitedCallFailedError {
-  return (
-    typeof error === 'object' &&
-    error !== null &&
-    (error as { isLimitedCallFailedError?: unknown }).isLimitedCallFailedError === true
-  );
+  return hasErrorBrand(error, 'isLimitedCallFailedError');
 }
 
 function statusEvent(

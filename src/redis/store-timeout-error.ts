@@ -4,6 +4,8 @@
  * so it is recognised across duplicate installs of this package (not by `instanceof`).
  */
 
+import { hasErrorBrand } from '../core/error-brand.js';
+
 /**
  * Stable `code` strings of the Redis store's errors.
  *
@@ -42,10 +44,5 @@ export class StoreTimeoutError extends Error {
  * ```
  */
 export function isStoreTimeoutError(value: unknown): value is StoreTimeoutError {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    Object.hasOwn(value, 'isStoreTimeoutError') &&
-    (value as Record<string, unknown>).isStoreTimeoutError === true
-  );
+  return hasErrorBrand(value, 'isStoreTimeoutError');
 }

@@ -8,6 +8,7 @@
  * the executor still charges the right budgets. Structural SDK types: no SDK import.
  */
 
+import { hasErrorBrand } from '../core/error-brand.js';
 import type { RequestIdentity } from '../core/policy.js';
 import type { EventBusManagerLike } from '../core/task-events.js';
 import { ticketIdOf } from './task-lease-tracker.js';
@@ -98,11 +99,7 @@ export class UnknownTaskUsageError extends Error {
  * ```
  */
 export function isUnknownTaskUsageError(error: unknown): error is UnknownTaskUsageError {
-  return (
-    typeof error === 'object' &&
-    error !== null &&
-    (error as { isUnknownTaskUsageError?: unknown }).isUnknownTaskUsageError === true
-  );
+  return hasErrorBrand(error, 'isUnknownTaskUsageError');
 }
 
 /**
