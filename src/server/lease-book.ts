@@ -58,7 +58,7 @@ export class LeaseBook {
     else void this.store.release(leases).catch(() => undefined);
   }
 
-  /** Forgets leases without a store call (their policy was removed: the store dropped them). */
+  /** Forgets leases in the counts only, without a store call. */
   forget(leases: readonly LeaseRef[]): void {
     if (leases.length === 0) return;
     this.delta(-leases.length);
@@ -74,18 +74,26 @@ export class LeaseBook {
 
   /**
    * A mapping of leases onto a new set (see `leaseMapping`) that also forgets, in the counts,
-   * the leases it drops. Run it before the new set is in force: the dropped leases are counted
-   * by the kinds of the set they were taken under.
+   * the leases it drops, and releases them in a shared store. Run it before the new set is in
+   * force: the dropped leases are counted by the kinds of the set they were taken under.
    */
   counting(
     map: (leases: readonly LeaseRef[]) => LeaseRef[],
   ): (leases: readonly LeaseRef[]) => LeaseRef[] {
     return (leases) => {
       const kept: LeaseRef[] = [];
+      const dropped: LeaseRef[] = [];
       for (const lease of leases) {
         const mapped = map([lease]);
-        if (mapped.length === 0) this.forget([lease]);
+        if (mapped.length === 0) dropped.push(lease);
         else kept.push(...mapped);
+      }
+      this.forget(dropped);
+      // An in-process store dropped a removed policy's leases with its tables. A shared store
+      // keeps them until their TTL: released here (by key and id, whatever the set says now),
+      // or a policy removed and added again would count them for minutes after their tasks.
+      if (this.local === undefined && dropped.length > 0) {
+        void this.store.release(dropped).catch(() => undefined);
       }
       return kept;
     };
