@@ -95,10 +95,16 @@ export class LivePolicySet {
     return this.byName.get(name);
   }
 
-  /** Swaps to `next` here, then publishes it (rejects when the publication fails). */
+  /**
+   * Publishes `next`, then swaps to it here. A set this store cannot run is refused before
+   * anything is written; when the publication fails (Redis unreachable) this store keeps its set
+   * and the call rejects, so the limiter, the other replicas and this store never disagree. (A
+   * publication that reached Redis but whose reply was lost is adopted by this store's own poll.)
+   */
   async update(next: CompiledPolicySet): Promise<void> {
-    this.swap(next);
+    this.check(next);
     await this.follower.publish(next);
+    if (!this.closed) this.swap(next);
   }
 
   /** Subscribes to sets adopted from other stores; returns the unsubscribe function. */
@@ -114,19 +120,9 @@ export class LivePolicySet {
     this.listeners.clear();
   }
 
-  /**
-   * Swaps to `next`. A policy may not change its kind under one name (its keys hold another Redis
-   * type): that set is refused, naming the policy.
-   */
+  /** Swaps to `next` (checked first: see {@link LivePolicySet.check}). */
   private swap(next: CompiledPolicySet): void {
-    for (const p of next.policies) {
-      const old = this.byName.get(p.name);
-      if (old !== undefined && old.kind !== p.kind) {
-        throw new TypeError(
-          `RedisStore: policy "${p.name}" changes kind (${old.kind} → ${p.kind}); give it a new name`,
-        );
-      }
-    }
+    this.check(next);
     const { options } = this;
     const script = buildDecisionScript(next, options.keyTtlPaddingMs, options.prefix);
     const insurance = this.insuranceFor(next);
@@ -136,6 +132,22 @@ export class LivePolicySet {
     this.byName = new Map(next.policies.map((p) => [p.name, p]));
     options.runner.script = script;
     options.failure.insurance = insurance;
+  }
+
+  /**
+   * Throws when this store cannot run `next`, changing nothing: a policy may not change its kind
+   * under one name (its keys hold another Redis type), and the insurance limiter must be buildable.
+   */
+  private check(next: CompiledPolicySet): void {
+    for (const p of next.policies) {
+      const old = this.byName.get(p.name);
+      if (old !== undefined && old.kind !== p.kind) {
+        throw new TypeError(
+          `RedisStore: policy "${p.name}" changes kind (${old.kind} → ${p.kind}); give it a new name`,
+        );
+      }
+    }
+    insurancePolicies(next, this.options.replicas ?? 1); // validates `replicas` for this set
   }
 
   /** A set another store published: adopted here, then the listeners are told. */

@@ -179,7 +179,7 @@ export class PolicySetFollower {
 
   /** Publishes `set`; resolves to its generation. */
   async publish(set: CompiledPolicySet): Promise<number> {
-    // Synchronous part: the caller swapped to `set` just before; no poll in flight may undo it.
+    // Synchronous part: a poll in flight now must not adopt an older set after the caller swaps.
     this.epoch++;
     this.publishing++;
     let reply: unknown;
