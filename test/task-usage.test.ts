@@ -70,11 +70,16 @@ function setup(dedup: boolean) {
   const manager = limiter.trackTasks(busManager());
   const alice = { caller: 'alice', method: 'SendMessage' as const, binding: 'rest' as const };
   let n = 0;
-  /** One message: admitted, its task's bus created (the executor starts), then the response ends. */
+  /**
+   * One message: admitted, its task's bus created (the executor starts), the response ends, and
+   * the task's run ends (the SDK cleans its bus up).
+   */
   const runTask = async (taskId: string): Promise<void> => {
     const outcome = await limiter.admit({ ...alice, messageId: `m${++n}` });
-    manager.createOrGetByTaskId(taskId, contextOf(outcome));
+    const context = contextOf(outcome);
+    manager.createOrGetByTaskId(taskId, context);
     if (outcome.status === 'admitted') outcome.ticket.end(); // the caller is gone
+    manager.cleanupByTaskId(taskId, context);
   };
   return { clock, limiter, manager, alice, runTask };
 }

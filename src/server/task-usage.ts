@@ -3,8 +3,9 @@
  * Usage reported by a task, charged to the caller that started it. When the SDK asks for a task's
  * event bus (right before the executor starts, while the admission is open) the identity the
  * limiter admitted — caller, method, tenant, skill and tier as resolved at admission — is kept
- * with the task id for {@link TASK_USAGE_TTL_MS}. A reporter resolved for the task captures that
- * identity, so usage reported after the task ended, after the caller went away, or from outside
+ * with the task id while its bus is live and {@link TASK_USAGE_TTL_MS} after the SDK cleans it up
+ * (the run ended). A reporter prefers the admission of its own `RequestContext`, and captures the
+ * identity it found, so usage reported after the task ended, after the caller went away, or from outside
  * the executor still charges the right budgets. Structural SDK types: no SDK import.
  */
 
@@ -68,7 +69,7 @@ export const TASK_USAGE_ERROR_CODES = { unknownTask: 'ERR_A2A_USAGE_UNKNOWN_TASK
 /**
  * Thrown (as a rejection of `report`) when usage is reported for a task whose admission the
  * limiter does not know: the task was not started through this limiter's `trackTasks`-wrapped
- * bus manager, or its identity expired ({@link TASK_USAGE_TTL_MS} after its last message).
+ * bus manager, or its identity expired ({@link TASK_USAGE_TTL_MS} after its run ended).
  *
  * @example
  * ```ts
@@ -123,7 +124,8 @@ export interface TaskUsageBookOptions {
 
 interface KeptIdentity {
   readonly request: RequestIdentity;
-  readonly expiresAtMs: number;
+  /** Infinity while the task's bus is live (the SDK has not cleaned it up): never forgotten then. */
+  expiresAtMs: number;
 }
 
 /**
@@ -162,7 +164,12 @@ export class TaskUsageBook {
         return bus;
       },
       getByTaskId: (taskId, context) => inner.getByTaskId(taskId, context),
-      cleanupByTaskId: (taskId, context) => inner.cleanupByTaskId(taskId, context),
+      cleanupByTaskId: (taskId, context) => {
+        // The task's run is over: its identity is kept TASK_USAGE_TTL_MS from now.
+        const kept = this.tasks.get(taskId);
+        if (kept !== undefined) kept.expiresAtMs = this.options.nowMs() + TASK_USAGE_TTL_MS;
+        return inner.cleanupByTaskId(taskId, context);
+      },
     };
     const settle = (inner as { settleByTaskId?: (...args: unknown[]) => boolean }).settleByTaskId;
     if (typeof settle === 'function') {
@@ -171,37 +178,57 @@ export class TaskUsageBook {
     return wrapper as unknown as M;
   }
 
-  /** Keeps `request` as the identity of `taskId` from now on. */
-  remember(taskId: string, request: RequestIdentity): void {
+  /**
+   * Keeps `request` as the identity of `taskId` from now on, for as long as the task's bus is live
+   * and {@link TASK_USAGE_TTL_MS} after. Past 100,000 tasks the oldest finished one goes; a live
+   * task's identity is never dropped (it costs less than the bus the SDK itself keeps for it).
+   */
+  remember(taskId: string, request: RequestIdentity, live = true): void {
     const nowMs = this.options.nowMs();
     this.tasks.delete(taskId);
     for (const [id, kept] of this.tasks) {
-      if (kept.expiresAtMs > nowMs && this.tasks.size < MAX_TASKS) break;
+      if (kept.expiresAtMs > nowMs) break;
       this.tasks.delete(id);
     }
+    if (this.tasks.size >= MAX_TASKS) this.evictOne();
     this.tasks.set(taskId, {
       request: identityOf(request),
-      expiresAtMs: nowMs + TASK_USAGE_TTL_MS,
+      expiresAtMs: live ? Number.POSITIVE_INFINITY : nowMs + TASK_USAGE_TTL_MS,
     });
   }
 
+  /** Drops the oldest finished task's identity, if there is one. */
+  private evictOne(): void {
+    for (const [id, kept] of this.tasks) {
+      if (kept.expiresAtMs !== Number.POSITIVE_INFINITY) {
+        this.tasks.delete(id);
+        return;
+      }
+    }
+  }
+
   /**
-   * The reporter of a task: the identity is resolved now — from the task id, else from the open
-   * admission of `task.context` — and kept by the reporter, so its reports count whenever they
-   * come.
+   * The reporter of a task: the identity is resolved now — from the open admission of
+   * `task.context` (the run reporting), else the one kept for the task id — and kept by the
+   * reporter, so its reports count whenever they come.
    */
   reporterOf(task: string | TaskRef): TaskUsageReporter {
     const taskId = typeof task === 'string' ? task : task.taskId;
-    const kept = this.tasks.get(taskId);
-    let request =
-      kept !== undefined && kept.expiresAtMs > this.options.nowMs() ? kept.request : undefined;
-    if (request === undefined && typeof task !== 'string') {
+    // The executor's own RequestContext names the admission this run came from: it wins over
+    // the identity kept for the task, which is the one of the *latest* message into the task
+    // (another caller's follow-up must not make this run's usage land on that caller).
+    let request: RequestIdentity | undefined;
+    if (typeof task !== 'string') {
       const ticketId = ticketIdOf(task.context, this.options.ticketHeader);
       const admitted = ticketId === undefined ? undefined : this.options.admittedBy(ticketId);
-      if (admitted !== undefined) {
-        this.remember(taskId, admitted);
-        request = this.tasks.get(taskId)?.request;
-      }
+      request = admitted === undefined ? undefined : identityOf(admitted);
+    }
+    if (request === undefined) {
+      const kept = this.tasks.get(taskId);
+      request =
+        kept !== undefined && kept.expiresAtMs > this.options.nowMs() ? kept.request : undefined;
+    } else if (this.tasks.get(taskId) === undefined) {
+      this.remember(taskId, request, false);
     }
     const charge = this.options.charge;
     return {
