@@ -8,10 +8,18 @@ import type { CompiledRatePolicy } from './compiled-policy.js';
 import type { DecisionState } from './decision-state.js';
 
 /**
+ * The deepest a usage budget goes into debt: ten years of its window's worth, µs past now. A
+ * report beyond it (a runaway or hostile count) leaves the caller refused for ten years rather
+ * than overflowing the timestamp; the Redis script's mode `g` caps with the same number.
+ */
+export const MAX_USAGE_DEBT_US = 315_360_000_000_000;
+
+/**
  * Charges `units` of reported usage to a usage policy's key (`policy.keyOf` of the request that
  * used them): the budget's timestamp moves `units · unitUs` later from `max(tat, now)`, with no
  * conformance check — usage already happened, so the budget may go into debt, and the next
- * admission waits exactly until it holds a unit again. Every store charges with this rule.
+ * admission waits exactly until it holds a unit again (at most {@link MAX_USAGE_DEBT_US} ahead).
+ * Every store charges with this rule.
  */
 export function chargeUsage(
   policy: CompiledRatePolicy,
@@ -24,5 +32,6 @@ export function chargeUsage(
   const k = state.rateKey(policy, key, nowUs);
   const tatUs = state.getTat(policy, k);
   const from = tatUs === undefined || tatUs < nowUs ? nowUs : tatUs;
-  state.putRate(policy, k, from + units * policy.unitUs, state.getExtra(policy, k), nowUs);
+  const tat = Math.min(from + units * policy.unitUs, nowUs + MAX_USAGE_DEBT_US);
+  state.putRate(policy, k, tat, state.getExtra(policy, k), nowUs);
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { MAX_USAGE_DEBT_US } from '../core/charge-usage.js';
 import { compilePolicies } from '../core/policy.js';
 import { buildDecisionScript, decisionScriptHeader } from './decision-script.js';
+import { LUA_LEASES_AND_RECORDS } from './lua-leases-and-records.js';
 
 const set = compilePolicies(
   [
@@ -33,5 +35,11 @@ describe('decision script', () => {
     expect(buildDecisionScript(set, 1000, 'other:').sha1).toBe(a.sha1); // same length
     expect(buildDecisionScript(set, 1000, 'longer-prefix:').sha1).not.toBe(a.sha1);
     expect(buildDecisionScript(set, 2000, 'a2arl:').sha1).not.toBe(a.sha1);
+  });
+});
+
+describe('usage debt cap', () => {
+  it("the script caps reported usage at the core's MAX_USAGE_DEBT_US (one number, two languages)", () => {
+    expect(LUA_LEASES_AND_RECORDS).toContain(`nowUs + ${MAX_USAGE_DEBT_US})`);
   });
 });

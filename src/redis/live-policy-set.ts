@@ -139,6 +139,11 @@ export class LivePolicySet {
    * under one name (its keys hold another Redis type), and the insurance limiter must be buildable.
    */
   private check(next: CompiledPolicySet): void {
+    if (next.policies.length === 0) {
+      throw new TypeError(
+        'RedisStore: a shared policy set needs at least one policy (no replica adopts an empty one)',
+      );
+    }
     for (const p of next.policies) {
       const old = this.byName.get(p.name);
       if (old !== undefined && old.kind !== p.kind) {

@@ -54,7 +54,8 @@ if mode == 'g' then
   loadRate(s, p, '')
   local t = s.tat
   if t == nil or t < nowUs then t = nowUs end
-  s.tat = t + tonumber(ARGV[4]) * p.u
+  -- At most MAX_USAGE_DEBT_US (core/charge-usage.ts) ahead: a huge report must not overflow.
+  s.tat = math.min(t + tonumber(ARGV[4]) * p.u, nowUs + 315360000000000)
   putRate(s, p)
   return s.tat
 end

@@ -87,7 +87,11 @@ function reattach(published: unknown, local: unknown, path: string, missing: str
  */
 export function decodePolicySet(data: string, local: CompiledPolicySet): CompiledPolicySet {
   const parsed = JSON.parse(data) as { policies?: unknown; holds?: unknown };
-  if (!Array.isArray(parsed.policies)) throw new TypeError('published policy set has no policies');
+  // An empty set would turn every limit off on every replica at once: never adopted from Redis
+  // (anyone who can write the key could do it); a replica that wants no limits says so itself.
+  if (!Array.isArray(parsed.policies) || parsed.policies.length === 0) {
+    throw new TypeError('published policy set has no policies');
+  }
   const byName = new Map(local.policies.map((p) => [p.name, p.source]));
   const missing: string[] = [];
   const policies = parsed.policies.map((raw: unknown) => {

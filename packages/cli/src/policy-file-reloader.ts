@@ -1,6 +1,7 @@
 /**
  * @module policy-file-reloader
- * `serve --config`'s live reload: on SIGHUP, and when the policy file changes, reads the file
+ * `serve --config`'s live reload: on SIGHUP, and when the policy file changes (its folder is
+ * watched, so a replaced file or a re-pointed symlink counts), reads the file
  * again and hands the new set to the limiter. A reload is all or nothing: a file that cannot be
  * read, parsed or validated leaves the running set in force and prints one line naming the
  * file and the field. Reloads never overlap; triggers during one coalesce into one more.
@@ -9,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { basename, dirname, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 
 /** What one reload did. */
 export type ReloadOutcome =
@@ -34,6 +35,12 @@ export interface PolicyFileReloaderOptions {
   readonly settleMs?: number;
   /** The signal that asks for a reload; default `SIGHUP`. */
   readonly signal?: NodeJS.Signals;
+  /**
+   * Whether a refusal may pass by itself (the store was unreachable, say): the same bytes are
+   * then tried again on the next change event, not only on a signal. Default: never (a bad file
+   * stays bad until it changes).
+   */
+  readonly isTransient?: (error: unknown) => boolean;
 }
 
 /** A running reloader: reload on demand, and stop watching. */
@@ -89,9 +96,9 @@ export function watchPolicyFile(options: PolicyFileReloaderOptions): PolicyFileR
       return { kind: 'applied', detail };
     } catch (error) {
       const reason = oneLine((error as Error).message ?? String(error));
-      // Remembered too: one line per bad file, not one per change event an editor makes. (A
-      // signal always reloads and says it again.)
-      lastDigest = digest;
+      // A bad file is remembered too: one line per bad file, not one per change event an editor
+      // makes (a signal always reloads and says it again). A transient failure is not.
+      if (options.isTransient?.(error) !== true) lastDigest = digest;
       options.log(`a2a-ratelimit: kept the running policies: ${reason}`);
       return { kind: 'refused', reason };
     }
@@ -123,9 +130,9 @@ export function watchPolicyFile(options: PolicyFileReloaderOptions): PolicyFileR
 
   let watcher: FSWatcher | undefined;
   if (options.watchFile ?? true) {
-    const name = basename(file);
-    watcher = watch(dirname(file), { persistent: false }, (_event, changed) => {
-      if (changed !== null && changed.toString() !== name) return;
+    // Any event in the folder, not only one naming the file: a Kubernetes ConfigMap (or any
+    // symlinked config) changes by renaming another entry. The digest tells a change from noise.
+    watcher = watch(dirname(file), { persistent: false }, () => {
       clearTimeout(settleTimer);
       settleTimer = setTimeout(() => void reload(true), settleMs);
     });

@@ -263,6 +263,9 @@ export function reloadServeConfig(
   return watchPolicyFile({
     file: options.config,
     log,
+    // A file that failed to parse or validate stays refused until it changes; anything else (a
+    // store that could not publish the set) is tried again on the next change event.
+    isTransient: (error) => !(error instanceof CliError),
     apply: async (file) => {
       const config = await loadPolicyConfig(file);
       await limiter.updatePolicies(config.policies);
