@@ -236,6 +236,25 @@ function decideOneRate(
       claimedHold: false,
     };
   }
+  return finishOneRate(p, policySet, input, key, tatUs, extra, nowMs, nowUs, state);
+}
+
+/**
+ * {@link decideOneRate} for a key with holds or a request that does not conform: through the first
+ * step and the general path. A function of its own so the admitted path stays small enough for
+ * engines to inline into the store's call.
+ */
+function finishOneRate(
+  p: CompiledRatePolicy,
+  policySet: CompiledPolicySet,
+  input: DecisionInput,
+  key: string,
+  tatUs: number | undefined,
+  extra: RateExtra | undefined,
+  nowMs: number,
+  nowUs: number,
+  state: DecisionState,
+): Decision {
   const step = STEP_POOL[0] ?? newStep(0);
   fillRateStep(step, p, input, key, tatUs, extra, nowUs);
   return finish(policySet, input, 1, 1, step.delayUs > 0 ? step : undefined, nowMs, nowUs, state);

@@ -23,11 +23,16 @@ export function limitStateOf(
 ): LimitState {
   // A usage policy's budget is counted in units: its admission charge (the estimate) is not one.
   const { burst } = p;
-  const emissionUs = p.unit === undefined ? p.emissionUs : p.unitUs;
-  const toleranceUs = p.unit === undefined ? p.toleranceUs : (burst - 1) * p.unitUs;
-  const remaining = remainingNow(tatUs, nowUs, emissionUs, toleranceUs, burst);
-  const nextUs = nextGrowthUs(tatUs, nowUs, emissionUs, toleranceUs, burst, remaining);
-  const resetSeconds = nextUs > 0 ? Math.ceil(nextUs / 1_000_000) : 0;
+  let remaining = burst;
+  let resetSeconds = 0;
+  // A full bucket (no state, or a timestamp not after now) has `burst` left and nothing to reset.
+  if (tatUs !== undefined && tatUs > nowUs) {
+    const emissionUs = p.unit === undefined ? p.emissionUs : p.unitUs;
+    const toleranceUs = p.unit === undefined ? p.toleranceUs : (burst - 1) * p.unitUs;
+    remaining = remainingNow(tatUs, nowUs, emissionUs, toleranceUs, burst);
+    const nextUs = nextGrowthUs(tatUs, nowUs, emissionUs, toleranceUs, burst, remaining);
+    if (nextUs > 0) resetSeconds = Math.ceil(nextUs / 1_000_000);
+  }
   const { name: policy, limit, windowSeconds, unit } = p;
   return unit === undefined
     ? { policy, limit, windowSeconds, remaining, resetSeconds }

@@ -16,10 +16,23 @@ export function policiesOf(
   input: DecisionInput,
 ): readonly CompiledPolicy[] {
   const indexes = input.policyIndexes;
-  if (indexes === undefined) return policySet.forMethod(input.method, input.tier);
+  return indexes === undefined
+    ? policySet.forMethod(input.method, input.tier)
+    : policiesAt(policySet, indexes, input.tier);
+}
+
+/**
+ * The policies at `indexes` (as variants of `tier`): a function of its own so the usual selection
+ * by method stays small enough for engines to inline into every decision.
+ */
+function policiesAt(
+  policySet: CompiledPolicySet,
+  indexes: readonly number[],
+  tier: string | undefined,
+): readonly CompiledPolicy[] {
   const out: CompiledPolicy[] = [];
   for (const i of indexes) {
-    const p = policySet.atIndex(i, input.tier);
+    const p = policySet.atIndex(i, tier);
     if (p !== undefined) out.push(p);
   }
   return out;

@@ -58,19 +58,34 @@ export interface Scoped {
   keyOf: (r: RequestIdentity) => string | undefined;
 }
 
-/** Table keys of the single-dimension scopes; the rest use their subject. */
+/** Table key of the `caller` scope. */
+const callerKey = (r: RequestIdentity): string | undefined => r.caller;
+/** Table key of the `tenant` scope. */
+const tenantKey = (r: RequestIdentity): string | undefined => r.tenant || NO_TENANT;
+/** Table key of the `skill` scope. */
+const skillKey = (r: RequestIdentity): string | undefined => r.skill || undefined;
+/** Table key of the `method` scope. */
+const methodKey = (r: RequestIdentity): string | undefined => r.method;
+/** Table key of the `agent` scope. */
+const agentKey = (): string | undefined => 'agent';
+
+/**
+ * Table keys of the single-dimension scopes; the rest use their subject. One function per scope
+ * for the whole process, not one closure per compiled policy: the decision's `keyOf` call stays
+ * monomorphic across policy sets (stores, tiers, `updatePolicies`).
+ */
 function builtinKey(scope: BuiltinScope): ((r: RequestIdentity) => string | undefined) | undefined {
   switch (scope) {
     case 'caller':
-      return (r) => r.caller;
+      return callerKey;
     case 'tenant':
-      return (r) => r.tenant || NO_TENANT;
+      return tenantKey;
     case 'skill':
-      return (r) => r.skill || undefined;
+      return skillKey;
     case 'method':
-      return (r) => r.method;
+      return methodKey;
     case 'agent':
-      return () => 'agent';
+      return agentKey;
     default:
       return undefined;
   }

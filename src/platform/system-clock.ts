@@ -8,11 +8,12 @@
 import type { Clock } from '../core/clock.js';
 
 /**
- * The wall clock: `Date.now()`, milliseconds since the Unix epoch.
+ * The wall clock: `Date.now()`, milliseconds since the Unix epoch. `nowMs` is `Date.now` itself (it
+ * reads no receiver), not a wrapper: one call less on every decision.
  *
  * @example
  * ```ts
  * const scheduler = new RetryScheduler({ clock: systemClock });
  * ```
  */
-export const systemClock: Clock = Object.freeze({ nowMs: () => Date.now() });
+export const systemClock: Clock = Object.freeze({ nowMs: Date.now });

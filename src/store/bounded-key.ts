@@ -78,15 +78,21 @@ const BOUNDED = new WeakSet<DecisionInput>();
  */
 export function boundedInput(input: DecisionInput): DecisionInput {
   const { tenant, skill, messageId } = input;
-  if (
-    keptAsIs(input.caller) &&
+  return keptAsIs(input.caller) &&
     (tenant === undefined || keptAsIs(tenant)) &&
     (skill === undefined || keptAsIs(skill)) &&
     (messageId === undefined || keptAsIs(messageId))
-  ) {
-    return input;
-  }
+    ? input
+    : boundedCopy(input);
+}
+
+/**
+ * {@link boundedInput}'s rare path, a function of its own so the usual check stays small enough
+ * for engines to inline into every decision.
+ */
+function boundedCopy(input: DecisionInput): DecisionInput {
   if (BOUNDED.has(input)) return input;
+  const { tenant, skill, messageId } = input;
   const bounded: DecisionInput = {
     ...input,
     caller: boundedKey(input.caller),
