@@ -8,12 +8,13 @@
 import type { Clock } from '../core/clock.js';
 
 /**
- * The wall clock: `Date.now()`, milliseconds since the Unix epoch. `nowMs` is `Date.now` itself (it
- * reads no receiver), not a wrapper: one call less on every decision.
+ * The wall clock: `Date.now()`, milliseconds since the Unix epoch. Read through the global `Date` at
+ * each call (not a captured `Date.now`), so fake timers in users' tests (`vi.useFakeTimers`,
+ * `@sinonjs/fake-timers`) move it as they move everything else.
  *
  * @example
  * ```ts
  * const scheduler = new RetryScheduler({ clock: systemClock });
  * ```
  */
-export const systemClock: Clock = Object.freeze({ nowMs: Date.now });
+export const systemClock: Clock = Object.freeze({ nowMs: () => Date.now() });
