@@ -1,23 +1,8 @@
-/**
- * Attack: a live change in the middle of a burst of admissions, on both stores. Across the swap a
- * caller must not get more than its limit (no fresh bucket, no decision lost between scripts),
- * and the concurrency leases taken across the swap must all be freed when their requests end.
- */
-
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
 import { type AdmissionOutcome, createLimiter } from '../src/server/limiter.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import {
-  connectRedis,
-  deletePrefix,
-  probeRedis,
-  REDIS_URL,
-  requireOrSkip,
-  runPrefix,
-} from './fixtures/redis/redis-env.js';
+import { bothStores } from './fixtures/redis/both-stores.js';
+import { probeRedis, REDIS_URL, requireOrSkip } from './fixtures/redis/redis-env.js';
 
 const redisUp = await probeRedis();
 requireOrSkip(redisUp, `Redis at ${REDIS_URL}`);
@@ -33,31 +18,7 @@ const perCaller: Policy = {
 const tasks: Policy = { name: 'tasks', kind: 'concurrency', scope: 'agent', max: 1000 };
 const other: Policy = { name: 'other', kind: 'rate', scope: 'agent', limit: 1e5, windowSeconds: 1 };
 
-let client: Redis;
-const prefix = runPrefix('attack-live-burst');
-let seq = 0;
-beforeAll(async () => {
-  if (redisUp) client = await connectRedis();
-});
-afterAll(async () => {
-  if (!redisUp) return;
-  await deletePrefix(client, prefix);
-  client.disconnect();
-});
-
-const stores = {
-  memory: (policies: Policy[]) => new MemoryStore({ policies }),
-  redis: (policies: Policy[]) =>
-    new RedisStore({
-      client,
-      policies,
-      keyPrefix: `${prefix}${++seq}:`,
-      onError: 'fail-closed',
-      timeoutMs: 2_000,
-      policyPollIntervalMs: false,
-      logger: false,
-    }),
-};
+const stores = bothStores('attack-live-burst', redisUp);
 
 describe.each(Object.keys(stores) as (keyof typeof stores)[])(
   'attack: swap during a burst (%s)',

@@ -1,24 +1,8 @@
-/**
- * Attack: live policy changes with concurrency leases in flight, on both stores. A removed and
- * re-added concurrency policy starts empty (documented); the leases taken before must then not
- * free the new policy's slots when their requests end, and a policy changing kind under one name
- * must neither crash nor open its limit.
- */
-
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
 import { type AdmissionOutcome, createLimiter, type Limiter } from '../src/server/limiter.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import {
-  connectRedis,
-  deletePrefix,
-  probeRedis,
-  REDIS_URL,
-  requireOrSkip,
-  runPrefix,
-} from './fixtures/redis/redis-env.js';
+import { bothStores } from './fixtures/redis/both-stores.js';
+import { probeRedis, REDIS_URL, requireOrSkip } from './fixtures/redis/redis-env.js';
 
 const redisUp = await probeRedis();
 requireOrSkip(redisUp, `Redis at ${REDIS_URL}`);
@@ -33,31 +17,7 @@ const rate: Policy = {
   burst: 1000,
 };
 
-let client: Redis;
-const prefix = runPrefix('attack-live-conc');
-let seq = 0;
-beforeAll(async () => {
-  if (redisUp) client = await connectRedis();
-});
-afterAll(async () => {
-  if (!redisUp) return;
-  await deletePrefix(client, prefix);
-  client.disconnect();
-});
-
-const stores = {
-  memory: (policies: Policy[]) => new MemoryStore({ policies }),
-  redis: (policies: Policy[]) =>
-    new RedisStore({
-      client,
-      policies,
-      keyPrefix: `${prefix}${++seq}:`,
-      onError: 'fail-closed',
-      timeoutMs: 2_000,
-      policyPollIntervalMs: false,
-      logger: false,
-    }),
-};
+const stores = bothStores('attack-live-conc', redisUp);
 
 let n = 0;
 const send = (limiter: Limiter, caller = 'alice'): Promise<AdmissionOutcome> =>

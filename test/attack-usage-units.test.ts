@@ -1,23 +1,8 @@
-/**
- * Attack: `reportUsage` / `usageOf().report` with extreme (but accepted) unit counts, on both
- * stores. Whatever is charged, the next admission must be refused with a finite delay, and the
- * charge itself must not fail (a failed charge is usage nobody pays for).
- */
-
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
 import { createLimiter, type Limiter } from '../src/server/limiter.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import {
-  connectRedis,
-  deletePrefix,
-  probeRedis,
-  REDIS_URL,
-  requireOrSkip,
-  runPrefix,
-} from './fixtures/redis/redis-env.js';
+import { bothStores } from './fixtures/redis/both-stores.js';
+import { probeRedis, REDIS_URL, requireOrSkip } from './fixtures/redis/redis-env.js';
 
 const redisUp = await probeRedis();
 requireOrSkip(redisUp, `Redis at ${REDIS_URL}`);
@@ -31,29 +16,13 @@ const TOKENS: Policy = {
   windowSeconds: 60,
 };
 
-let client: Redis;
-const prefix = runPrefix('attack-usage-units');
-let seq = 0;
-beforeAll(async () => {
-  if (redisUp) client = await connectRedis();
+const kinds = bothStores('attack-usage-units', redisUp, {
+  onError: 'fail-open',
+  policyPollIntervalMs: 500,
 });
-afterAll(async () => {
-  if (!redisUp) return;
-  await deletePrefix(client, prefix);
-  client.disconnect();
-});
-
 const stores = {
-  memory: () => new MemoryStore({ policies: [TOKENS] }),
-  redis: () =>
-    new RedisStore({
-      client,
-      policies: [TOKENS],
-      keyPrefix: `${prefix}${++seq}:`,
-      onError: 'fail-open',
-      timeoutMs: 2_000,
-      logger: false,
-    }),
+  memory: () => kinds.memory([TOKENS]),
+  redis: () => kinds.redis([TOKENS]),
 };
 
 const request = { caller: 'alice', method: 'SendMessage' as const, binding: 'rest' as const };
