@@ -5,7 +5,7 @@
  * arithmetic per decision: what any in-process GCRA limiter must do at least), measured in the same
  * run, interleaved, medians of rounds, per second of this process's CPU time (`BENCH_TIME=wall`
  * for elapsed time). Prints one line per round and one JSON object as the last line. Needs
- * `--expose-gc` for memory figures.
+ * `--expose-gc` for memory figures; `BENCH_ONLY=hotKey,keys100k` runs only those workloads.
  */
 
 import { RateLimiterMemory } from 'rate-limiter-flexible';
@@ -234,13 +234,20 @@ async function bytesPerKey(kind: 'ours' | 'rlf'): Promise<number> {
 const bytesOurs = gc ? median([await bytesPerKey('ours'), await bytesPerKey('ours')]) : Number.NaN;
 const bytesRlf = gc ? median([await bytesPerKey('rlf'), await bytesPerKey('rlf')]) : Number.NaN;
 
+/** `BENCH_ONLY=hotKey,keys100k`: run only the named workloads (the others report 0). */
+const only = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
+for (const name of only ?? []) {
+  if (!(name in workloads)) throw new Error(`BENCH_ONLY: no workload ${name}`);
+}
 // Build every runner once (warm state), then interleave rounds.
-const runners = Object.entries(workloads).map(([name, w]) => ({
-  name: name as Name,
-  ours: w.ours(),
-  rlf: w.rlf?.(),
-  floor: 'floor' in w ? w.floor() : undefined,
-}));
+const runners = Object.entries(workloads)
+  .filter(([name]) => only === undefined || only.includes(name))
+  .map(([name, w]) => ({
+    name: name as Name,
+    ours: w.ours(),
+    rlf: w.rlf?.(),
+    floor: 'floor' in w ? w.floor() : undefined,
+  }));
 // One discarded warm-up round so every path is optimized before it is measured.
 for (const r of runners) {
   r.ours();

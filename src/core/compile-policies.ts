@@ -341,15 +341,21 @@ export function compilePolicies(
     return Array.isArray(list) ? list : none;
   };
   const byTier = tierSelections(compiled, ALL_A2A_METHODS, plain);
-  const forMethod =
-    byTier.size === 0
-      ? plain
-      : (method: A2AMethod, tier?: string) =>
-          (tier === undefined ? undefined : byTier.get(tier)?.get(method)) ?? plain(method);
+  const tiered = byTier.size > 0;
+  // One function for tiered and untiered sets alike: a process holding both (a tiered store beside
+  // a plain one) keeps the decision's call monomorphic, so engines still inline it (bench:decide).
+  const forMethod = (method: A2AMethod, tier?: string) => {
+    if (tiered && tier !== undefined) {
+      const variants = byTier.get(tier)?.get(method);
+      if (variants !== undefined) return variants;
+    }
+    const list = byMethodName[method];
+    return Array.isArray(list) ? list : none;
+  };
   return {
     policies: compiled,
     rows: [...compiled, ...extraRows],
-    tiered: byTier.size > 0,
+    tiered,
     holds: compileHolds(holdOptions),
     forMethod,
     shadowIndexes: (method) => shadowByMethod.get(method) ?? noIndexes,

@@ -21,22 +21,51 @@ export function limitStateOf(
   tatUs: number | undefined,
   nowUs: number,
 ): LimitState {
-  // A usage policy's budget is counted in units: its admission charge (the estimate) is not one.
+  // Usage policies have a function of their own, so the usual case reads no unit fields twice and
+  // builds one object shape (bench:decide: with the one-hop `forMethod`, 1.15× on both workloads).
+  if (p.unit !== undefined) return usageLimitStateOf(p, p.unit, tatUs, nowUs);
   const { burst } = p;
-  let remaining = burst;
-  let resetSeconds = 0;
   // A full bucket (no state, or a timestamp not after now) has `burst` left and nothing to reset.
-  if (tatUs !== undefined && tatUs > nowUs) {
-    const emissionUs = p.unit === undefined ? p.emissionUs : p.unitUs;
-    const toleranceUs = p.unit === undefined ? p.toleranceUs : (burst - 1) * p.unitUs;
-    remaining = remainingNow(tatUs, nowUs, emissionUs, toleranceUs, burst);
-    const nextUs = nextGrowthUs(tatUs, nowUs, emissionUs, toleranceUs, burst, remaining);
-    if (nextUs > 0) resetSeconds = Math.ceil(nextUs / 1_000_000);
+  if (tatUs === undefined || tatUs <= nowUs) {
+    return {
+      policy: p.name,
+      limit: p.limit,
+      windowSeconds: p.windowSeconds,
+      remaining: burst,
+      resetSeconds: 0,
+    };
   }
-  const { name: policy, limit, windowSeconds, unit } = p;
-  return unit === undefined
-    ? { policy, limit, windowSeconds, remaining, resetSeconds }
-    : { policy, limit, windowSeconds, remaining, resetSeconds, unit };
+  const { emissionUs, toleranceUs } = p;
+  const remaining = remainingNow(tatUs, nowUs, emissionUs, toleranceUs, burst);
+  const nextUs = nextGrowthUs(tatUs, nowUs, emissionUs, toleranceUs, burst, remaining);
+  return {
+    policy: p.name,
+    limit: p.limit,
+    windowSeconds: p.windowSeconds,
+    remaining,
+    resetSeconds: nextUs > 0 ? Math.ceil(nextUs / 1_000_000) : 0,
+  };
+}
+
+/**
+ * {@link limitStateOf} of a usage policy: its budget is counted in units (`unitUs` each), so its
+ * admission charge (the estimate) is not one.
+ */
+function usageLimitStateOf(
+  p: CompiledRatePolicy,
+  unit: string,
+  tatUs: number | undefined,
+  nowUs: number,
+): LimitState {
+  const { name: policy, limit, windowSeconds, burst, unitUs } = p;
+  if (tatUs === undefined || tatUs <= nowUs) {
+    return { policy, limit, windowSeconds, remaining: burst, resetSeconds: 0, unit };
+  }
+  const toleranceUs = (burst - 1) * unitUs;
+  const remaining = remainingNow(tatUs, nowUs, unitUs, toleranceUs, burst);
+  const nextUs = nextGrowthUs(tatUs, nowUs, unitUs, toleranceUs, burst, remaining);
+  const resetSeconds = nextUs > 0 ? Math.ceil(nextUs / 1_000_000) : 0;
+  return { policy, limit, windowSeconds, remaining, resetSeconds, unit };
 }
 
 /**
