@@ -37,23 +37,28 @@ export class LeaseTables {
     return leases;
   }
 
-  /** Examines up to `budget` lease keys: prunes expired leases, drops keys left with none. */
-  sweep(nowMs: number, budget: number): void {
+  /**
+   * Examines up to `budget` lease keys: prunes expired leases, drops keys left with none. Returns
+   * how many keys it dropped.
+   */
+  sweep(nowMs: number, budget: number): number {
+    let dropped = 0;
     for (let i = 0; i < budget; i++) {
       if (this.cursor === undefined) {
         this.cursor = this.cursorFrom(0);
-        if (this.cursor === undefined) return;
+        if (this.cursor === undefined) return dropped;
       }
       const next = this.cursor.it.next();
       if (next.done) {
         this.cursor = this.cursorFrom(this.cursor.index + 1);
-        if (this.cursor === undefined) return;
+        if (this.cursor === undefined) return dropped;
         continue;
       }
       const [key, set] = next.value;
       pruneLeases(set, nowMs);
-      if (set.leases.size === 0) this.tables[this.cursor.index]?.delete(key);
+      if (set.leases.size === 0 && this.tables[this.cursor.index]?.delete(key)) dropped++;
     }
+    return dropped;
   }
 
   /** A cursor over the first non-empty table at or after `start`. */

@@ -56,6 +56,26 @@ describe('MemoryStore: bounded memory', () => {
     expect(store.stats().rateKeys).toBeLessThanOrEqual(1);
   });
 
+  it('a sweep that backed off over live keys speeds up again once keys can be dropped', () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore({
+      clock,
+      policies: [{ name: 'r', kind: 'rate', limit: 1, windowSeconds: 3600, burst: 2 }],
+    });
+    // 5,000 live keys visited 20 times each: nothing to drop, so background steps back off.
+    for (let i = 0; i < 100_000; i++)
+      store.decideSync({ caller: `c${i % 5000}`, method: 'GetTask' });
+    expect(store.stats().rateKeys).toBe(5000);
+    clock.advance(2 * 3600 * 1000); // every bucket is full again
+    let decisions = 0;
+    while (store.stats().rateKeys > 1 && decisions < 100_000) {
+      store.decideSync({ caller: 'hot', method: 'GetTask' });
+      decisions++;
+    }
+    // One backed-off wait (at most 1,024 decisions), then a step of 64 keys every 64 decisions.
+    expect(decisions).toBeLessThan(1024 + 5000 + 128);
+  });
+
   it('idle keys make room before the overflow bucket is used', () => {
     const clock = new ManualClock(0);
     const store = new MemoryStore({
