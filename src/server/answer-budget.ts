@@ -14,7 +14,8 @@
 export const ANSWER_OVERHEAD_BYTES = 256;
 
 /**
- * The bounds of {@link AnswerBudget}, in bytes (UTF-8 of the stored answer).
+ * The bounds on the Message answers kept for copies (`dedup.answers`), in bytes (UTF-8 of the
+ * stored answer).
  *
  * @example
  * ```ts
