@@ -17,7 +17,9 @@ import {
 const json = fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.parse(JSON.stringify(v)) as unknown);
 const part = fc.oneof(
   fc.record({ text: fc.string() }),
-  fc.record({ raw: fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b).toString('base64')) }),
+  fc.record({
+    raw: fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b).toString('base64')),
+  }),
   fc.record({ url: fc.webUrl(), mediaType: fc.constantFrom('image/png', 'text/plain') }),
   fc.record({ data: json, filename: fc.string({ maxLength: 8 }) }),
 );
@@ -49,6 +51,9 @@ describe('message answers', () => {
         expect(back?.owner).toBe(owner);
         expect(Message.toJSON(back?.message as Message)).toEqual(Message.toJSON(message));
         expect(answerBytes(value as string)).toBe(Buffer.byteLength(value as string));
+        // The check before encoding never refuses an answer that fits (it is a lower bound).
+        const exact = answerBytes(value as string);
+        expect(encodeMessageAnswer({ message, tenant, owner }, exact)).toBe(value);
       }),
     );
   });
@@ -62,9 +67,22 @@ describe('message answers', () => {
     const back = decodeMessageAnswer(
       encodeMessageAnswer({ message, tenant: '', owner: 'a' }) as string,
     );
-    const content = (back?.message as Message).parts[1]?.content;
+    expect(back).toBeDefined();
+    const content = (back as { message: Message }).message.parts[1]?.content;
     expect(content?.$case).toBe('raw');
-    expect([...(content?.value as Uint8Array)]).toEqual([0, 1, 254, 255]);
+    expect(content?.value).toBeInstanceOf(Uint8Array);
+    expect([...(content as { value: Uint8Array }).value]).toEqual([0, 1, 254, 255]);
+  });
+
+  it('an answer surely over maxBytes is refused before it is encoded', () => {
+    const message = Message.fromJSON({
+      messageId: 'big',
+      role: 'ROLE_AGENT',
+      parts: [{ raw: Buffer.alloc(1_000_000).toString('base64') }, { text: 'x' }],
+    });
+    expect(encodeMessageAnswer({ message, tenant: '', owner: '' }, 16_384)).toBeUndefined();
+    const text = Message.fromJSON({ messageId: 't', parts: [{ text: 'é'.repeat(20_000) }] });
+    expect(encodeMessageAnswer({ message: text, tenant: '', owner: '' }, 16_384)).toBeUndefined();
   });
 
   it('a message JSON would not carry back exactly is not kept', () => {

@@ -71,19 +71,39 @@ function strict(this: unknown, key: string, value: unknown): unknown {
 }
 
 /**
+ * A lower bound of the bytes `parts` take in the stored form (text: at least one byte per UTF-16
+ * unit; raw: its base64), so an answer far over the bound is refused without encoding it.
+ */
+function partsMinimumBytes(parts: readonly unknown[]): number {
+  let bytes = 0;
+  for (const part of parts) {
+    const content = isRecord(part) ? (part.content as ContentLike | undefined) : undefined;
+    const value = content?.value;
+    if (typeof value === 'string') bytes += value.length;
+    else if (value instanceof Uint8Array) bytes += Math.ceil(value.byteLength / 3) * 4;
+  }
+  return bytes;
+}
+
+/**
  * The record value of a Message answer: {@link ANSWER_MARK} and its JSON, or undefined when the
  * message cannot be kept exactly (not an object, bytes anywhere but in a raw part, a value JSON
- * does not carry back). Its size is the string's UTF-8 length ({@link answerBytes}).
+ * does not carry back) or is surely larger than `maxBytes` (checked before encoding). Its size
+ * is the string's UTF-8 length ({@link answerBytes}).
  *
  * @example
  * ```ts
  * encodeMessageAnswer({ message: event.data, tenant: '', owner: 'alice' }); // '\u0000answer:{…}'
  * ```
  */
-export function encodeMessageAnswer(answer: MessageAnswer): string | undefined {
+export function encodeMessageAnswer(
+  answer: MessageAnswer,
+  maxBytes = Number.POSITIVE_INFINITY,
+): string | undefined {
   const message = answer.message;
   if (!isRecord(message)) return undefined;
   const parts = message.parts;
+  if (Array.isArray(parts) && partsMinimumBytes(parts) > maxBytes) return undefined;
   let copy: Record<string, unknown> = message;
   const raw: number[] = [];
   if (Array.isArray(parts)) {

@@ -151,7 +151,7 @@ export class MessageDedup {
   /** The record value of a Message answer when it is kept, else undefined. */
   private keptAnswer(request: AdmissionRequest, answer: MessageAnswer | undefined) {
     if (answer === undefined || this.answers === undefined) return undefined;
-    const value = encodeMessageAnswer(answer);
+    const value = encodeMessageAnswer(answer, this.options.answers?.maxBytes);
     if (value === undefined) return undefined;
     return this.answers.take(request.caller, answerBytes(value), this.nowMs()) ? value : undefined;
   }
