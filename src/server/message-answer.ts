@@ -52,24 +52,6 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** JSON.stringify replacer: refuses any value JSON cannot carry back as it was. */
-function strict(this: unknown, key: string, value: unknown): unknown {
-  const original = (this as Record<string, unknown>)[key];
-  if (
-    original instanceof Uint8Array ||
-    typeof original === 'bigint' ||
-    typeof original === 'function' ||
-    typeof original === 'symbol' ||
-    (typeof original === 'number' && !Number.isFinite(original)) ||
-    original instanceof Date ||
-    original instanceof Map ||
-    original instanceof Set
-  ) {
-    throw new TypeError(`a Message answer cannot keep ${key}`);
-  }
-  return value;
-}
-
 /**
  * A lower bound of the bytes `parts` take in the stored form (text: at least one byte per UTF-16
  * unit; raw: its base64), so an answer far over the bound is refused without encoding it.
@@ -86,10 +68,11 @@ function partsMinimumBytes(parts: readonly unknown[]): number {
 }
 
 /**
- * The record value of a Message answer: {@link ANSWER_MARK} and its JSON, or undefined when the
- * message cannot be kept exactly (not an object, bytes anywhere but in a raw part, a value JSON
- * does not carry back) or is surely larger than `maxBytes` (checked before encoding). Its size
- * is the string's UTF-8 length ({@link answerBytes}).
+ * The record value of a Message answer: {@link ANSWER_MARK} and its JSON, or undefined when it
+ * cannot be written (not an object, a BigInt) or is surely larger than `maxBytes` (checked before
+ * encoding). Raw parts keep their bytes (as base64); a value in `metadata` or a `data` part that
+ * is not JSON (a `Date`, `NaN`) comes back as JSON writes it — as the JSON bindings wrote it to
+ * the first copy. Its size is the string's UTF-8 length ({@link answerBytes}).
  *
  * @example
  * ```ts
@@ -126,7 +109,7 @@ export function encodeMessageAnswer(
     ...(raw.length > 0 ? { r: raw } : {}),
   };
   try {
-    return ANSWER_MARK + JSON.stringify(stored, strict);
+    return ANSWER_MARK + JSON.stringify(stored);
   } catch {
     return undefined;
   }
