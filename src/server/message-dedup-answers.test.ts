@@ -123,6 +123,17 @@ describe('Message answers kept for copies', () => {
     expect(answerOf(await send('h-1', 'honest'))).toMatchObject({ owner: 'honest' });
   });
 
+  it('bounds that are not positive integers are refused at creation, naming the option', () => {
+    const store = () => new MemoryStore({ policies: [] });
+    for (const answers of [{ maxBytes: 0 }, { maxBytesPerCaller: 1.5 }, { maxBytesTotal: -1 }]) {
+      expect(() =>
+        createLimiter({ store: store(), domain: 'a.example.com', dedup: { answers } }),
+      ).toThrow(
+        new RegExp(`dedup\\.answers\\.${Object.keys(answers)[0]} must be a positive integer`),
+      );
+    }
+  });
+
   it('a copy while the first is in flight: MESSAGE_IN_PROGRESS; one waiting when it answers gets the Message', async () => {
     const { send } = setup({ waitForTaskMs: 5_000 });
     const quick = setup();
