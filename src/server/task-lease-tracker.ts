@@ -172,8 +172,11 @@ class TrackedBus implements EventBusLike {
     readonly taskId: string,
     /** The admission whose deduplication entry waits for the first event. */
     public pending: TrackedTicket | undefined,
-    /** The call context the SDK asked for the bus with (its scope goes with a Message answer). */
-    readonly context: unknown = undefined,
+    /**
+     * The call context the SDK asked for the bus with, while `pending` (its scope goes with a
+     * Message answer); dropped with it.
+     */
+    public context: unknown = undefined,
   ) {}
 
   // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
@@ -327,8 +330,10 @@ export class TaskLeaseTracker {
     const ticket = bus.pending;
     if (ticket !== undefined) {
       bus.pending = undefined;
+      const context = bus.context;
+      bus.context = undefined;
       if (event.kind !== 'message') ticket.settleDedup(bus.taskId);
-      else ticket.settleDedup(undefined, { message: event.data, ...answerScopeOf(bus.context) });
+      else ticket.settleDedup(undefined, { message: event.data, ...answerScopeOf(context) });
     }
     if (this.records.size === 0) return;
     const record = this.records.get(bus.taskId);
@@ -360,6 +365,7 @@ export class TaskLeaseTracker {
     if (ticket !== undefined) {
       // Finished before any event: no task, unless it is one kept waiting on its caller.
       bus.pending = undefined;
+      bus.context = undefined;
       ticket.settleDedup(keep ? bus.taskId : undefined);
     }
     if (!keep) this.end(bus.taskId, record);
