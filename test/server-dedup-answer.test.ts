@@ -233,6 +233,19 @@ describe.each<StoreKind>(['memory', 'redis'])('%s store', (kind) => {
     },
   );
 
+  it('a copy on another binding gets the same Message (the scope is the same user on every binding)', async () => {
+    const quick = quickStartExecutor();
+    const { first, copies } = await replicas(kind, quick.executor);
+    const id = `x-${kind}`;
+    const reply = messageOf(await send(await first.client('JSONRPC'), id, 'alice'));
+    for (const binding of BINDINGS) {
+      const client = await copies.client(binding);
+      await firstCopy(async () => messageOf(await send(client, id, 'alice'))).toEqual(reply);
+      expect(await streamOf(client, id, 'alice')).toEqual([{ kind: 'message', message: reply }]);
+    }
+    expect(quick.runs(id)).toBe(1);
+  });
+
   it('a copy while the first still runs: retryable MESSAGE_IN_PROGRESS; after its answer, the Message', async () => {
     const quick = quickStartExecutor();
     const { first, copies } = await replicas(kind, quick.executor, { waitForTaskMs: 50 });
