@@ -63,7 +63,7 @@ export interface Store extends Partial<SynchronousStore> {
   /**
    * Attaches the task an admitted message started to its record, which then lives `ttlMs`.
    * `taskId` is opaque: the limiter also records marks and the Message a first copy was answered
-   * with (values beginning with `\0`, up to `dedup.answers.maxBytes` and more than 16 KiB):
+   * with (values beginning with `\0`, as large as `dedup.answers.maxBytes`, 16 KiB by default):
    * return it from {@link Store.rememberMessage} exactly as given.
    */
   recordMessageTask(
