@@ -180,6 +180,15 @@ describe('README', () => {
       });
       expect(rest).toMatch(/^HTTP\/1\.1 200/);
       expect(rest.toLowerCase()).toContain('ratelimit-policy:');
+      // The same curl lines again (same messageIds): the quick start's executor answers with a
+      // Message (a fresh UUID each run), and each copy gets that same Message, not a second run.
+      const restBody = (text: string) => JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
+      const jsonRpcAgain = (await run('bash', ['-c', curls[1] ?? ''])).stdout;
+      expect(JSON.parse(jsonRpcAgain).result).toEqual(JSON.parse(jsonRpc).result);
+      const restAgain = (await run('bash', ['-c', curls[2] ?? ''])).stdout;
+      expect(restAgain).toMatch(/^HTTP\/1\.1 200/);
+      expect(restBody(restAgain).message.messageId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(restBody(restAgain)).toEqual(restBody(rest));
 
       // gRPC through the SDK's client, from the card the agent serves.
       const factory = new ClientFactory(
@@ -189,14 +198,15 @@ describe('README', () => {
         }),
       );
       const client = await factory.createFromUrl(`http://127.0.0.1:${port}`);
-      const answer = await client.sendMessage(
-        SendMessageRequest.fromJSON({
-          message: { messageId: 'readme-grpc', role: 'ROLE_USER', parts: [{ text: 'x' }] },
-        }),
-      );
+      const request = SendMessageRequest.fromJSON({
+        message: { messageId: 'readme-grpc', role: 'ROLE_USER', parts: [{ text: 'x' }] },
+      });
+      const answer = await client.sendMessage(request);
       expect(JSON.stringify(answer)).toContain('on it');
+      expect(await client.sendMessage(request)).toEqual(answer);
 
-      // Three calls so far from this address; the burst is 10: the 11th is refused.
+      // Three calls so far from this address (the copies were not charged); the burst is 10: the
+      // 11th is refused.
       const statuses: number[] = [];
       let refused: Response | undefined;
       for (let i = 0; i < 8 && refused === undefined; i++) {

@@ -94,6 +94,8 @@ export interface AgentOptions {
    * `restAdmission` as layers of their own before the SDK's routers).
    */
   readonly mount?: (typeof MOUNTS)[number];
+  /** An executor of the test's own, instead of the one below (then `executions` stays empty). */
+  readonly executor?: AgentExecutor;
 }
 
 export interface TestAgent {
@@ -270,7 +272,7 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
   const requestHandler = new DefaultRequestHandler(
     publicCard(),
     taskStore,
-    executor,
+    options.executor ?? executor,
     limiter.trackTasks(new DefaultExecutionEventBusManager()),
     undefined,
     undefined,

@@ -1,4 +1,4 @@
-import type { Task } from '@a2a-js/sdk';
+import type { Message, Task } from '@a2a-js/sdk';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { describe, expect, it } from 'vitest';
 import type { A2AMethod } from '../core/a2a-methods.js';
@@ -250,5 +250,28 @@ describe('resolveDuplicate', () => {
     });
     const lost = new Error('Task not found');
     expect(await of('SendMessage', lost)).toEqual({ kind: 'lookup-failed', error: lost });
+  });
+
+  it('a kept Message answer: the Message in the scope it was given in, "no task" in any other', async () => {
+    const message = { messageId: 'r-1', parts: [] } as unknown as Message;
+    const kept = { message, tenant: 't', owner: 'alice' };
+    const ctxIn = (tenant: string | undefined, userName: string) =>
+      ({ tenant, user: { userName, isAuthenticated: true } }) as unknown as ServerCallContext;
+    const of = (method: A2AMethod, ctx: ServerCallContext) =>
+      resolveDuplicate(handlerOf(WORKING), call(method), undefined, () => ctx, kept);
+    expect(await of('SendMessage', ctxIn('t', 'alice'))).toEqual({
+      kind: 'message',
+      message,
+      stream: false,
+    });
+    expect(await of('SendStreamingMessage', ctxIn('t', 'alice'))).toEqual({
+      kind: 'message',
+      message,
+      stream: true,
+    });
+    // Another user behind the same caller key, or another tenant: the SDK would not show them
+    // the first copy's task either.
+    expect((await of('SendMessage', ctxIn('t', 'bob'))).kind).toBe('no-task');
+    expect((await of('SendMessage', ctxIn(undefined, 'alice'))).kind).toBe('no-task');
   });
 });

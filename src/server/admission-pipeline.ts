@@ -12,7 +12,7 @@
  * "Deduplication and leases".
  */
 
-import type { Task } from '@a2a-js/sdk';
+import type { Message, Task } from '@a2a-js/sdk';
 import {
   type A2ARequestHandler,
   defaultServerCallContextBuilder,
@@ -23,6 +23,7 @@ import {
 import type { A2AMethod } from '../core/a2a-methods.js';
 import { TERMINAL_TASK_STATES } from '../core/task-events.js';
 import type { AdmissionOutcome, AdmissionRequest, AdmissionTicket, Limiter } from './limiter.js';
+import type { MessageAnswer } from './message-answer.js';
 
 /** A rejected admission: the `Rejection` and the rate states its headers report. */
 export type RejectedOutcome = Extract<AdmissionOutcome, { status: 'rejected' }>;
@@ -73,7 +74,7 @@ export interface BindingSteps<C extends PipelineCall> {
   /** Rejected: answer with the encoded rejection. */
   reject(call: C, outcome: RejectedOutcome): void;
   /** A copy of an admitted message: answer it (see {@link resolveDuplicate}). */
-  duplicate(call: C, taskId: string | undefined): Promise<void>;
+  duplicate(call: C, taskId: string | undefined, answer?: MessageAnswer): Promise<void>;
   /** The admission failed at `stage`: answer with an error, run nothing. */
   fail(call: C, error: unknown, stage: AdmissionStage): void;
 }
@@ -131,7 +132,7 @@ function settle<C extends PipelineCall>(
       else steps.run(call, outcome.ticket, call.method);
     } else if (outcome.status === 'duplicate') {
       steps
-        .duplicate(call, outcome.taskId)
+        .duplicate(call, outcome.taskId, outcome.answer)
         .catch((error: unknown) => steps.fail(call, error, ADMISSION_STAGE.resubscription));
     } else steps.reject(call, outcome);
   } catch (error) {
@@ -173,7 +174,10 @@ export function admitResubscription<C extends PipelineCall>(steps: BindingSteps<
 
 /**
  * How a copy of an admitted message is answered, for the binding to encode:
- * - `no-task`: the first copy ran and answered without a task; `message` says so (JSON-RPC
+ * - `message`: the first copy was answered with `message` (no task), kept in its record: the
+ *   same Message again — the response of a SendMessage, the one event of a stream (`stream`);
+ * - `no-task`: the first copy ran and answered without a task, and its answer was not kept (past
+ *   `dedup.answers`' bounds, or asked in another SDK scope); `message` says so (JSON-RPC
  *   invalid request, REST 409 / gRPC ALREADY_EXISTS);
  * - `lookup-failed`: the task could not be read (`error`, as the SDK's `getTask` threw it);
  * - `task`: a SendMessage copy, answered with the task as its response;
@@ -182,6 +186,7 @@ export function admitResubscription<C extends PipelineCall>(steps: BindingSteps<
  *   (decided by {@link admitResubscription}), with the call context the lookup used.
  */
 export type DuplicateAnswer =
+  | { readonly kind: 'message'; readonly message: Message; readonly stream: boolean }
   | { readonly kind: 'no-task'; readonly message: string }
   | { readonly kind: 'lookup-failed'; readonly error: unknown }
   | { readonly kind: 'task'; readonly task: Task }
@@ -221,15 +226,28 @@ export function sdkCallContext(
 
 /**
  * Finds how a copy of an admitted message is answered: the task of the first copy, fetched with
- * `contextOf()` as the SDK would fetch it for this caller, and what the copy's method makes of it.
+ * `contextOf()` as the SDK would fetch it for this caller, and what the copy's method makes of it;
+ * or the Message the first copy was answered with, when the copy comes in the same SDK scope
+ * (tenant and user: the scope the SDK would read the task in).
  */
 export async function resolveDuplicate(
   handler: A2ARequestHandler,
   call: PipelineCall,
   taskId: string | undefined,
   contextOf: () => ServerCallContext | Promise<ServerCallContext>,
+  answer?: MessageAnswer,
 ): Promise<DuplicateAnswer> {
   if (taskId === undefined) {
+    if (answer !== undefined) {
+      const context = await contextOf();
+      if (
+        (context.tenant ?? '') === answer.tenant &&
+        (context.user?.userName ?? '') === answer.owner
+      ) {
+        const stream = call.method !== 'SendMessage';
+        return { kind: 'message', message: answer.message as Message, stream };
+      }
+    }
     return {
       kind: 'no-task',
       message: `Message ${call.messageId ?? ''} was already received and processed without creating a task; it is not run again`,

@@ -9,6 +9,7 @@ import type { Admission, LeaseRef, LimitState } from '../core/rejection.js';
 import { rateLimitHeaders } from '../wire/index.js';
 import type { AdmissionTicket } from './limiter-api.js';
 import type { AdmissionRequest, LeaseHoldUntil } from './limiter-options.js';
+import type { MessageAnswer } from './message-answer.js';
 import type { MessageDedup } from './message-dedup.js';
 
 /** The lease list of a ticket that has none (shared; frozen, so never pushed to by mistake). */
@@ -108,11 +109,11 @@ export class Ticket implements AdmissionTicket {
     return leases;
   }
 
-  /** Called by the tracker once the first event shows whether a task exists. */
-  settleDedup(taskId: string | undefined): void {
+  /** Called by the tracker once the first event shows whether a task exists (or a Message answer). */
+  settleDedup(taskId: string | undefined, answer?: MessageAnswer): void {
     if (!this.dedupPending) return;
     this.dedupPending = false;
-    this.host.dedup?.settled(this.request, this.dedupKey as string, taskId);
+    this.host.dedup?.settled(this.request, this.dedupKey as string, taskId, answer);
   }
 
   end(): void {

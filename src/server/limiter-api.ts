@@ -11,6 +11,7 @@ import type { LimitState, Rejection } from '../core/rejection.js';
 import type { Store } from '../store/store.js';
 import type { GrpcRejectionStatus, HttpRejectionResponse } from '../wire/index.js';
 import type { AdmissionRequest } from './limiter-options.js';
+import type { MessageAnswer } from './message-answer.js';
 import type { EventBusManagerLike } from './task-lease-tracker.js';
 import type { TaskRef, TaskUsageReporter } from './task-usage.js';
 
@@ -19,8 +20,9 @@ import type { TaskRef, TaskUsageReporter } from './task-usage.js';
  * - `admitted`: go on; `ticket.headers` are the `RateLimit` headers for the response; call
  *   `ticket.end()` when the response ends.
  * - `rejected`: write the rejection (nothing was created or started).
- * - `duplicate`: a copy of an already admitted message; answer with task `taskId` (undefined when
- *   the first copy produced no task), do not run it.
+ * - `duplicate`: a copy of an already admitted message; answer with task `taskId`, or — when the
+ *   first copy produced no task — with the Message it was answered with (`answer`, when it was
+ *   kept: `dedup.answers`), else say it was processed without a task; do not run it.
  *
  * @example
  * ```ts
@@ -35,7 +37,12 @@ export type AdmissionOutcome =
       readonly rejection: Rejection;
       readonly limits: readonly LimitState[];
     }
-  | { readonly status: 'duplicate'; readonly taskId: string | undefined };
+  | {
+      readonly status: 'duplicate';
+      readonly taskId: string | undefined;
+      /** The first copy's Message answer and the SDK scope it was given in (no task). */
+      readonly answer?: MessageAnswer;
+    };
 
 /**
  * Metadata / header key carrying an admission's ticket id from the adapter (which always sets or

@@ -11,6 +11,7 @@ import type { CompiledPolicySet, HoldOptions, Policy, RequestIdentity } from '..
 import type { Admission, Rejection } from '../core/rejection.js';
 import { positiveOption } from '../store/positive-option.js';
 import type { Store } from '../store/store.js';
+import type { AnswerLimits } from './answer-budget.js';
 import type { EventLoopMonitorOptions } from './event-loop-monitor.js';
 import type { AgentCardLike } from './operator-domain.js';
 
@@ -111,6 +112,17 @@ export interface DedupOptions {
    * admitted elsewhere before the outage may then run again).
    */
   readonly whenStoreUnavailable?: 'reject' | 'run';
+  /**
+   * The Message a first copy was answered with (an executor that replies without a task) is kept
+   * in its record, so a copy gets that Message again: each answer at most `maxBytes` (UTF-8 of
+   * the stored form; default 16,384), the answers kept within the TTL at most `maxBytesPerCaller`
+   * per caller (default 1 MiB) and `maxBytesTotal` in all (default 64 MiB), each counting 256
+   * bytes more than its size. An answer past a bound is not kept: its copy is told the message
+   * was processed without a task and is not run again (JSON-RPC `-32600`, REST 409 / gRPC
+   * `ALREADY_EXISTS`). Per process: with replicas each bounds what it writes. `false`: none kept.
+   * Needs `trackTasks` (it sees the answer).
+   */
+  readonly answers?: false | Partial<AnswerLimits>;
 }
 
 /**
@@ -194,6 +206,12 @@ export const DEFAULT_LIMITER_OPTIONS = Object.freeze({
     maxLocalRecords: 100_000,
     /** How soon a copy still in progress (or unverifiable) is told to come back, ms. */
     retryInProgressMs: 1_000,
+    /** Bounds of the Message answers kept for copies (`dedup.answers`), bytes. */
+    answers: Object.freeze({
+      maxBytes: 16_384,
+      maxBytesPerCaller: 1_048_576,
+      maxBytesTotal: 67_108_864,
+    }) as AnswerLimits,
   }),
   leases: Object.freeze({
     releaseOnInterrupted: true,
@@ -212,6 +230,8 @@ export interface ResolvedDedupOptions {
   readonly pendingTtlMs: number;
   readonly runWhenStoreUnavailable: boolean;
   readonly findTask: DedupOptions['findTask'];
+  /** Bounds of the Message answers kept; undefined: none kept. */
+  readonly answers: AnswerLimits | undefined;
 }
 
 /**
@@ -256,5 +276,20 @@ export function resolveLimiterOptions(options: LimiterOptions): ResolvedDedupOpt
     pendingTtlMs: seconds('pendingTtlSeconds'),
     runWhenStoreUnavailable: when === 'run',
     findTask: dedup.findTask,
+    answers: dedup.answers === false ? undefined : answerLimits(dedup.answers ?? {}),
+  };
+}
+
+/** `dedup.answers` with its defaults; a bound that is not a positive integer is a `RangeError`. */
+function answerLimits(given: Partial<AnswerLimits>): AnswerLimits {
+  const defaults = DEFAULT_LIMITER_OPTIONS.dedup.answers;
+  const bound = (name: keyof AnswerLimits): number =>
+    positiveOption(`createLimiter: dedup.answers.${name}`, given[name], defaults[name], {
+      integer: true,
+    });
+  return {
+    maxBytes: bound('maxBytes'),
+    maxBytesPerCaller: bound('maxBytesPerCaller'),
+    maxBytesTotal: bound('maxBytesTotal'),
   };
 }

@@ -39,6 +39,7 @@ import { ShadowDecisions } from './shadow-decisions.js';
 import { TaskLeaseTracker } from './task-lease-tracker.js';
 import { TaskUsageBook } from './task-usage.js';
 
+export type { AnswerLimits } from './answer-budget.js';
 export * from './limiter-api.js';
 export {
   type AdmissionRequest,
@@ -50,6 +51,7 @@ export {
   type LimiterObserver,
   type LimiterOptions,
 } from './limiter-options.js';
+export type { AnswerScope, MessageAnswer } from './message-answer.js';
 
 /** The hold options a compiled set was made with (to compile a new set the same way). */
 function holdOptionsOf(set: CompiledPolicySet): HoldOptions {
@@ -263,7 +265,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const dedup =
     dedupOptions === undefined
       ? undefined
-      : new MessageDedup(store, local, dedupOptions, observer, decideNow);
+      : new MessageDedup(store, local, dedupOptions, observer, decideNow, () => clock.nowMs());
   host.dedup = dedup;
   const dedupMethods = dedupOptions?.methods ?? new Set();
 

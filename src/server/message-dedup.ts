@@ -7,6 +7,8 @@
  * - shared (any other store): a *pending* record owned by this process (`PendingMessages`),
  *   orphaned when its owner stops renewing it, and looked up in the shared task store when the
  *   store cannot answer (docs/architecture.md, "Deduplication and leases").
+ * A record holds the first copy's task id, a mark, or the Message it was answered with (bounded by
+ * `AnswerBudget`), which a copy then gets again.
  * Which protocol runs depends on the store's capability, never on its class.
  */
 
@@ -14,6 +16,7 @@ import type { Rejection } from '../core/rejection.js';
 import { REASONS } from '../core/rejection.js';
 import { messageRecordKey } from '../store/message-records.js';
 import type { MessageRecord, Store, SynchronousStore } from '../store/store.js';
+import { AnswerBudget } from './answer-budget.js';
 import { type AdmissionOutcome, DEDUP_UNAVAILABLE_POLICY } from './limiter-api.js';
 import {
   type AdmissionRequest,
@@ -21,6 +24,13 @@ import {
   type LimiterObserver,
   type ResolvedDedupOptions,
 } from './limiter-options.js';
+import {
+  answerBytes,
+  decodeMessageAnswer,
+  encodeMessageAnswer,
+  isMessageAnswer,
+  type MessageAnswer,
+} from './message-answer.js';
 import { PendingMessages } from './pending-messages.js';
 
 /** Dedup entries that are not task ids. */
@@ -47,7 +57,7 @@ export type DecideMessage = (
  *
  * @example
  * ```ts
- * const dedup = new MessageDedup(store, synchronousStore(store), resolved, observer, decideNow);
+ * const dedup = new MessageDedup(store, synchronousStore(store), resolved, observer, decideNow, () => clock.nowMs());
  * const outcome = dedup.admit({ caller: 'a', method: 'SendMessage', messageId: 'm-1', binding: 'rest' });
  * ```
  */
@@ -56,6 +66,8 @@ export class MessageDedup {
   private readonly shared: PendingMessages | undefined;
   /** Local waiters for a first copy's outcome (task id or mark), by record key. */
   private readonly waiters = new Map<string, ((taskId: string | undefined) => void)[]>();
+  /** The bound on the Message answers kept (undefined: none kept). */
+  private readonly answers: AnswerBudget | undefined;
 
   constructor(
     store: Store,
@@ -63,7 +75,11 @@ export class MessageDedup {
     private readonly options: ResolvedDedupOptions,
     private readonly observer: LimiterObserver | undefined,
     private readonly decide: DecideMessage,
+    /** The limiter's time, ms (answers are counted against their bound until their TTL ends). */
+    private readonly nowMs: () => number,
   ) {
+    this.answers =
+      options.answers === undefined ? undefined : new AnswerBudget(options.answers, options.ttlMs);
     this.shared =
       local !== undefined
         ? undefined
@@ -119,9 +135,25 @@ export class MessageDedup {
     this.record(request, key, MARK.retryable);
   }
 
-  /** The first event showed whether a task exists: its id, or undefined for a message reply. */
-  settled(request: AdmissionRequest, key: string, taskId: string | undefined): void {
-    this.record(request, key, taskId ?? MARK.noTask);
+  /**
+   * The first event showed whether a task exists: its id, or undefined for a message reply —
+   * `answer`, kept for copies when it fits its bounds (else a copy is told "no task").
+   */
+  settled(
+    request: AdmissionRequest,
+    key: string,
+    taskId: string | undefined,
+    answer?: MessageAnswer,
+  ): void {
+    this.record(request, key, taskId ?? this.keptAnswer(request, answer) ?? MARK.noTask);
+  }
+
+  /** The record value of a Message answer when it is kept, else undefined. */
+  private keptAnswer(request: AdmissionRequest, answer: MessageAnswer | undefined) {
+    if (answer === undefined || this.answers === undefined) return undefined;
+    const value = encodeMessageAnswer(answer, this.options.answers?.maxBytes);
+    if (value === undefined) return undefined;
+    return this.answers.take(request.caller, answerBytes(value), this.nowMs()) ? value : undefined;
   }
 
   /**
@@ -189,15 +221,22 @@ export class MessageDedup {
     });
   }
 
-  private duplicate(request: AdmissionRequest, taskId: string | undefined): AdmissionOutcome {
+  private duplicate(
+    request: AdmissionRequest,
+    taskId: string | undefined,
+    answer?: MessageAnswer,
+  ): AdmissionOutcome {
     this.observer?.deduplicated?.(request);
-    return { status: 'duplicate', taskId };
+    return answer === undefined
+      ? { status: 'duplicate', taskId }
+      : { status: 'duplicate', taskId, answer };
   }
 
   /**
-   * A copy of a message this caller sent before (within the dedup TTL): its task, "processed
-   * without a task", or — while the first copy's outcome is not known yet — a retryable 503
-   * `MESSAGE_IN_PROGRESS` (never "already processed" for a call that may still fail or run).
+   * A copy of a message this caller sent before (within the dedup TTL): its task, the Message it
+   * was answered with, "processed without a task", or — while the first copy's outcome is not
+   * known yet — a retryable 503 `MESSAGE_IN_PROGRESS` (never "already processed" for a call that
+   * may still fail or run).
    */
   private async admitSeen(
     request: AdmissionRequest,
@@ -214,6 +253,10 @@ export class MessageDedup {
       value = await this.waitForTask(key);
     }
     if (value === MARK.noTask) return this.duplicate(request, undefined);
+    if (value !== undefined && isMessageAnswer(value)) {
+      // Unreadable (written by another version): as if no answer was kept.
+      return this.duplicate(request, undefined, decodeMessageAnswer(value));
+    }
     if (value !== undefined && !value.startsWith('\u0000')) return this.duplicate(request, value);
     return this.inProgress(request, messageId);
   }

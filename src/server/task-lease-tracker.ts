@@ -6,11 +6,13 @@
  * is published through that bus and when its flow finishes. Task leases are bound to the task and
  * released on its first terminal state (or interrupted state, by default), when the flow
  * finishes, or when the bus is cleaned up; the first event tells deduplication which task the
- * message created. A custom bus manager must hand out, and finish, the bus it is given back.
+ * message created, or the Message it was answered with (and the SDK scope it was answered in). A
+ * custom bus manager must hand out, and finish, the bus it is given back.
  * Structural types only: no SDK import.
  */
 
 import type { LeaseRef } from '../core/rejection.js';
+import type { AnswerScope, MessageAnswer } from './message-answer.js';
 
 /**
  * An agent event as the SDK's event bus carries it (`AgentExecutionEvent`), reduced to what the
@@ -86,7 +88,8 @@ export interface TrackedTicket {
   /** False when the message must not start (its shared pending record lapsed). */
   mayStart?(): boolean;
   takeTaskLeases(): LeaseRef[];
-  settleDedup(taskId: string | undefined): void;
+  /** The outcome: a task id, or none and (for a Message reply) the Message answer. */
+  settleDedup(taskId: string | undefined, answer?: MessageAnswer): void;
 }
 
 /** A task whose leases are held until it ends. */
@@ -136,6 +139,27 @@ export function ticketIdOf(context: unknown, header: string): string | undefined
 }
 
 /**
+ * The SDK scope of a `ServerCallContext` (its tenant and user name, as the SDK scopes tasks),
+ * read structurally.
+ *
+ * @example
+ * ```ts
+ * answerScopeOf(context); // { tenant: '', owner: 'alice' }
+ * ```
+ */
+export function answerScopeOf(context: unknown): AnswerScope {
+  const c = context as
+    | { readonly tenant?: unknown; readonly user?: { readonly userName?: unknown } }
+    | undefined;
+  const tenant = c?.tenant;
+  const owner = c?.user?.userName;
+  return {
+    tenant: typeof tenant === 'string' ? tenant : '',
+    owner: typeof owner === 'string' ? owner : '',
+  };
+}
+
+/**
  * The bus handed to the SDK for an admitted request: the SDK's own bus, with every call passed
  * through, and each published event and the end of the flow seen by the tracker first. Seeing
  * events this way costs one object per request instead of two listeners on the SDK's
@@ -148,6 +172,11 @@ class TrackedBus implements EventBusLike {
     readonly taskId: string,
     /** The admission whose deduplication entry waits for the first event. */
     public pending: TrackedTicket | undefined,
+    /**
+     * The call context the SDK asked for the bus with, while `pending` (its scope goes with a
+     * Message answer); dropped with it.
+     */
+    public context: unknown = undefined,
   ) {}
 
   // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
@@ -250,7 +279,7 @@ export class TaskLeaseTracker {
           throw new PendingRecordLostError(taskId);
         }
         const bus = inner.createOrGetByTaskId(taskId, context);
-        if (ticket !== undefined && !ticket.bound) return this.bind(taskId, bus, ticket);
+        if (ticket !== undefined && !ticket.bound) return this.bind(taskId, bus, ticket, context);
         // A task holding leases is watched whoever drives it (a request with no ticket too).
         const record = this.records.size === 0 ? undefined : this.records.get(taskId);
         if (record === undefined) return bus;
@@ -274,8 +303,13 @@ export class TaskLeaseTracker {
     return wrapper as unknown as M;
   }
 
-  private bind(taskId: string, bus: EventBusLike, ticket: TrackedTicket): TrackedBus {
-    const tracked = new TrackedBus(bus, this, taskId, ticket);
+  private bind(
+    taskId: string,
+    bus: EventBusLike,
+    ticket: TrackedTicket,
+    context: unknown,
+  ): TrackedBus {
+    const tracked = new TrackedBus(bus, this, taskId, ticket, context);
     const leases = ticket.takeTaskLeases();
     let record = this.records.size === 0 ? undefined : this.records.get(taskId);
     if (leases.length > 0) {
@@ -296,7 +330,10 @@ export class TaskLeaseTracker {
     const ticket = bus.pending;
     if (ticket !== undefined) {
       bus.pending = undefined;
-      ticket.settleDedup(event.kind !== 'message' ? bus.taskId : undefined);
+      const context = bus.context;
+      bus.context = undefined;
+      if (event.kind !== 'message') ticket.settleDedup(bus.taskId);
+      else ticket.settleDedup(undefined, { message: event.data, ...answerScopeOf(context) });
     }
     if (this.records.size === 0) return;
     const record = this.records.get(bus.taskId);
@@ -328,6 +365,7 @@ export class TaskLeaseTracker {
     if (ticket !== undefined) {
       // Finished before any event: no task, unless it is one kept waiting on its caller.
       bus.pending = undefined;
+      bus.context = undefined;
       ticket.settleDedup(keep ? bus.taskId : undefined);
     }
     if (!keep) this.end(bus.taskId, record);

@@ -60,7 +60,12 @@ export interface Store extends Partial<SynchronousStore> {
   ): Promise<boolean[]>;
   /** Shared stores: drops `owner`'s pending record of a message (nothing ran; a copy may run). */
   forgetPendingMessage?(caller: string, messageId: string, owner: string): Promise<void>;
-  /** Attaches the task an admitted message started to its record, which then lives `ttlMs`. */
+  /**
+   * Attaches the task an admitted message started to its record, which then lives `ttlMs`.
+   * `taskId` is opaque: the limiter also records marks and the Message a first copy was answered
+   * with (values beginning with `\0`, as large as `dedup.answers.maxBytes`, 16 KiB by default):
+   * return it from {@link Store.rememberMessage} exactly as given.
+   */
   recordMessageTask(
     caller: string,
     messageId: string,

@@ -15,7 +15,7 @@ import {
   setup,
 } from './store-contract-kit.js';
 
-/** Store contract cases of deduplication records: set-if-absent per (caller, messageId), the recorded task, expiry, concurrent copies; and, for a store with the in-process capability, its synchronous records (the path the limiter takes for it). */
+/** Store contract cases of deduplication records: set-if-absent per (caller, messageId), the recorded task (an opaque value), expiry, concurrent copies; and, for a store with the in-process capability, its synchronous records (the path the limiter takes for it). */
 export const DEDUP_CONTRACT: readonly StoreContractCase[] = [
   {
     name: 'deduplication: set-if-absent per (caller, messageId), task id recorded, records expire',
@@ -52,6 +52,21 @@ export const DEDUP_CONTRACT: readonly StoreContractCase[] = [
         Array.from({ length: 20 }, () => store.rememberMessage('a', 'same', 60_000)),
       );
       assert.equal(answers.filter((a) => a.fresh).length, 1);
+      await store.close();
+    },
+  },
+  {
+    name: 'deduplication: the recorded outcome is opaque (a Message answer: 16 KiB, spaces, NUL, newlines, any script) and comes back as is',
+    async run(factory) {
+      const { store } = await setup(factory, [PER_CALLER]);
+      const answer = `\u0000answer:${JSON.stringify({ t: '', o: 'a b', m: { text: 'é 漢 🙂\n\u0000'.repeat(1400) } })}`;
+      assert.ok(answer.length > 16_000);
+      await store.rememberMessage('a', 'm1', 60_000);
+      await store.recordMessageTask('a', 'm1', answer, 60_000);
+      assert.deepEqual(await store.rememberMessage('a', 'm1', 60_000), {
+        fresh: false,
+        taskId: answer,
+      });
       await store.close();
     },
   },

@@ -1,9 +1,10 @@
 /**
  * @module server/express/duplicate-answers
  * How the Express bindings encode a copy of an admitted message (a `DuplicateAnswer` of the
- * admission pipeline): JSON-RPC with its result or error, REST with the task or a google.rpc
- * `Status`, a stream with one SSE event — or, while the task still runs, the request rewritten as
- * the SubscribeToTask it becomes and handed to the SDK once that is admitted.
+ * admission pipeline): JSON-RPC with its result or error, REST with the task (or the first copy's
+ * Message) or a google.rpc `Status`, a stream with one SSE event — or, while the task still runs,
+ * the request rewritten as the SubscribeToTask it becomes and handed to the SDK once that is
+ * admitted.
  */
 
 import { formatSSEEvent, SendMessageResponse, SSE_HEADERS, StreamResponse } from '@a2a-js/sdk';
@@ -61,6 +62,15 @@ function writeJsonRpcDuplicate(
 ): void {
   const { req, res } = call;
   switch (answer.kind) {
+    case 'message': {
+      const payload = { payload: { $case: 'message' as const, value: answer.message } };
+      if (!answer.stream) {
+        const result = SendMessageResponse.toJSON(payload);
+        res.status(200).json({ jsonrpc: '2.0', id: call.id, result });
+      } else
+        sseOneEvent(res, { jsonrpc: '2.0', id: call.id, result: StreamResponse.toJSON(payload) });
+      return;
+    }
     case 'no-task': {
       const error = { code: A2A_ERROR_CODE.INVALID_REQUEST, message: answer.message };
       const body = JSON.stringify({ jsonrpc: '2.0', id: call.id, error });
@@ -95,6 +105,13 @@ function writeJsonRpcDuplicate(
 function writeRestDuplicate(steps: ExpressSteps, call: ExpressCall, answer: DuplicateAnswer): void {
   const { req, res } = call;
   switch (answer.kind) {
+    case 'message': {
+      const payload = { payload: { $case: 'message' as const, value: answer.message } };
+      if (!answer.stream) {
+        writeHttp(res, 200, REST_CONTENT, JSON.stringify(SendMessageResponse.toJSON(payload)));
+      } else sseOneEvent(res, StreamResponse.toJSON(payload));
+      return;
+    }
     case 'no-task': {
       const error = { code: 409, status: 'ALREADY_EXISTS', message: answer.message, details: [] };
       writeHttp(res, 409, REST_CONTENT, JSON.stringify({ error }));

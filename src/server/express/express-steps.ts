@@ -93,11 +93,10 @@ export function createExpressSteps(
           : limiter.encodeRest(outcome.rejection, outcome.limits);
       writeHttp(call.res, encoded.status, encoded.headers, encoded.body);
     },
-    async duplicate(call, taskId) {
+    async duplicate(call, taskId, kept) {
       const handler = options.requestHandler as A2ARequestHandler;
-      const answer = await resolveDuplicate(handler, call, taskId, () =>
-        duplicateContext(options, call),
-      );
+      const contextOf = () => duplicateContext(options, call);
+      const answer = await resolveDuplicate(handler, call, taskId, contextOf, kept);
       writeDuplicate(steps, call, answer);
     },
     fail: (call, error) => failRequest(call, error),

@@ -2,8 +2,9 @@
  * @module server/grpc/grpc-steps
  * The gRPC side of the admission pipeline (server/admission-pipeline.ts): identity from the
  * call's metadata, an admitted call marked (server/mediation.ts) and its message handed on, a
- * rejection sent as a Trailers-Only status, a duplicate answered with its task — or, while the
- * task runs, with the resubscription stream, run here once it is admitted — and a failed
+ * rejection sent as a Trailers-Only status, a duplicate answered with its task (or the first
+ * copy's Message) — or, while the task runs, with the resubscription stream, run here once it is
+ * admitted — and a failed
  * admission ended with UNAUTHENTICATED (identity) or INTERNAL.
  */
 
@@ -156,11 +157,15 @@ export function createGrpcSteps(
         metadata: toMetadata(encoded.trailers),
       });
     },
-    async duplicate(call, taskId) {
+    async duplicate(call, taskId, kept) {
       if (call.done) return;
       const handler = options.requestHandler as A2ARequestHandler;
-      const answer = await resolveDuplicate(handler, call, taskId, () => contextOf(call));
+      const answer = await resolveDuplicate(handler, call, taskId, () => contextOf(call), kept);
       switch (answer.kind) {
+        case 'message':
+          await call.send({ payload: { $case: 'message', value: answer.message } });
+          call.succeed();
+          return;
         case 'no-task':
           call.fail(grpc.status.ALREADY_EXISTS, answer.message);
           return;
