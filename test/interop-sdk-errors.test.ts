@@ -52,9 +52,10 @@ describe.each(BINDINGS)("the SDK's own %s client error", (binding, errorName) =>
     agent = await startAgent({ policies: [perCaller, agentGuard] });
     const client = await agent.client(binding);
     const caller = as('sdk-caller');
-    for (const id of ['a', 'b']) await client.sendMessage({ message: userMessage(id) }, caller);
+    for (const id of ['a', 'b'])
+      await client.sendMessage({ message: userMessage(id) } as never, caller);
     const quota = await client
-      .sendMessage({ message: userMessage('c') }, caller)
+      .sendMessage({ message: userMessage('c') } as never, caller)
       .catch((e: unknown) => e);
     expect((quota as Error).name).toBe(errorName);
     expect(isRateLimitedError(quota)).toBe(true);
