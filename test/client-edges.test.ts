@@ -234,7 +234,7 @@ describe('error bodies are read with a size cap', () => {
       fetch: countingFetch(pulled),
       clock: vt,
       sleep: vt.sleep,
-      maxRetries: 2,
+      maxHintedRetries: 2,
     });
     const error = await fetchImpl(`${base}/a2a/jsonrpc`, {
       method: 'POST',

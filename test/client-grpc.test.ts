@@ -208,7 +208,7 @@ describe('retry interceptor with the SDK gRPC client', () => {
   });
 
   it('isRateLimitedError recognises a quota stop through the SDK gRPC error', async () => {
-    const { client } = await setup({ maxRetries: 0 });
+    const { client } = await setup({ maxHintedRetries: 0 });
     await client.sendMessage({ message: userMessage('first') } as never);
     const error = await client
       .sendMessage({ message: userMessage('second') } as never)

@@ -155,7 +155,7 @@ describe.each(BINDINGS)('retrying fetch with the SDK %s client', (binding) => {
   });
 
   it('isRateLimitedError recognises a quota stop from the SDK client, with its hint', async () => {
-    const { client } = await setup(limiter, binding, { maxRetries: 0 });
+    const { client } = await setup(limiter, binding, { maxHintedRetries: 0 });
     await client.sendMessage({ message: userMessage('first') } as never);
     const error = await client
       .sendMessage({ message: userMessage('second') } as never)

@@ -102,7 +102,62 @@ describe('planRetry', () => {
       planRetry({
         ...base,
         retriesSoFar: 5,
-        hint: { kind: 'quota', delayMs: 1 },
+        hint: { kind: 'transient-unknown' },
+        method: 'GetTask',
+      }),
+    ).toMatchObject({ reason: 'retries-exhausted' });
+  });
+
+  it('counts refusals with a delay apart: while hints keep coming the deadline decides', () => {
+    const hinted = { kind: 'quota', delayMs: 1_000 } as const;
+    // 500 hinted re-sends: still a retry (no count by default).
+    expect(
+      planRetry({
+        ...base,
+        retriesSoFar: 500,
+        hintedRetriesSoFar: 500,
+        hint: hinted,
+        method: 'SendMessage',
+      }),
+    ).toMatchObject({ action: 'retry', hintedDelayMs: 1_000 });
+    // ... until the deadline does not fit the hint.
+    expect(
+      planRetry({
+        ...base,
+        retriesSoFar: 500,
+        hintedRetriesSoFar: 500,
+        deadlineMs: base.nowMs + 999,
+        hint: hinted,
+        method: 'SendMessage',
+      }),
+    ).toMatchObject({ action: 'stop', reason: 'budget' });
+    // A hint-less failure after them is counted only against the hint-less re-sends.
+    const noHint = {
+      ...base,
+      retriesSoFar: 504,
+      hintedRetriesSoFar: 500,
+      hint: { kind: 'overload' } as const,
+      method: 'SendMessage',
+    };
+    expect(planRetry(noHint)).toMatchObject({ action: 'retry' });
+    expect(planRetry({ ...noHint, retriesSoFar: 505 })).toMatchObject({
+      reason: 'retries-exhausted',
+    });
+    // An explicit cap still applies.
+    const rules: RetryRules = { ...DEFAULT_RETRY_RULES, maxHintedRetries: 3 };
+    const capped = { ...base, hint: hinted, method: 'SendMessage' };
+    expect(planRetry({ ...capped, retriesSoFar: 2, hintedRetriesSoFar: 2 }, rules).action).toBe(
+      'retry',
+    );
+    expect(planRetry({ ...capped, retriesSoFar: 3, hintedRetriesSoFar: 3 }, rules)).toMatchObject({
+      reason: 'retries-exhausted',
+    });
+    // A transient failure with a delay is not a refusal: it counts against maxRetries.
+    expect(
+      planRetry({
+        ...base,
+        retriesSoFar: 5,
+        hint: { kind: 'transient-unknown', delayMs: 1_000 },
         method: 'GetTask',
       }),
     ).toMatchObject({ reason: 'retries-exhausted' });

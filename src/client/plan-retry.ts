@@ -13,8 +13,16 @@ import type { RetryHint } from '../wire/retry-hint.js';
  * Tunables of the retry rules. All durations in milliseconds.
  */
 export interface RetryRules {
-  /** Re-sends after the first attempt, at most. @defaultValue 5 */
+  /**
+   * Re-sends after failures that gave no delay (backoff), at most: a count stops a hint-less loop.
+   * @defaultValue 5
+   */
   readonly maxRetries: number;
+  /**
+   * Re-sends after refusals (quota, overload) that gave a delay, at most. While hints keep coming
+   * the deadline decides, so the default is no count. @defaultValue Infinity
+   */
+  readonly maxHintedRetries: number;
   /** A single wait longer than this fails at once with `RetryBudgetExceededError`. @defaultValue 60_000 */
   readonly maxSingleWaitMs: number;
   /** Upper bound of the uniform jitter added on top of a hinted delay. @defaultValue 1_000 */
@@ -40,6 +48,7 @@ export interface RetryRules {
  */
 export const DEFAULT_RETRY_RULES: RetryRules = {
   maxRetries: 5,
+  maxHintedRetries: Number.POSITIVE_INFINITY,
   maxSingleWaitMs: 60_000,
   jitterMs: 1_000,
   backoffBaseMs: 500,
@@ -52,7 +61,7 @@ export const DEFAULT_RETRY_RULES: RetryRules = {
  * - `not-retryable`: the failure is not a limit and not transient (bad request, local RESOURCE_EXHAUSTED…).
  * - `unsafe`: a transient failure of a message the agent may have admitted, and it does not deduplicate.
  * - `do-not-retry`: the agent said so (negative or garbage `grpc-retry-pushback-ms`).
- * - `retries-exhausted`: `maxRetries` re-sends were made.
+ * - `retries-exhausted`: `maxRetries` re-sends without a hint (or `maxHintedRetries` with one) were made.
  * - `budget`: the wait does not fit in the deadline or exceeds `maxSingleWaitMs`.
  */
 export type StopReason =
@@ -90,6 +99,11 @@ export interface RetryPlanInput {
   readonly method: string;
   /** Re-sends already made for this call. */
   readonly retriesSoFar: number;
+  /**
+   * How many of `retriesSoFar` followed a refusal with a delay ({@link isHintedRefusal}); the
+   * rest count against `maxRetries` and set the backoff. @defaultValue 0
+   */
+  readonly hintedRetriesSoFar?: number | undefined;
   /** Now, ms. */
   readonly nowMs: number;
   /** The call's total deadline, ms on the same clock (`Infinity` for none). */
@@ -168,10 +182,28 @@ export function mayRetry(
 }
 
 /**
+ * Whether a failure is a refusal that says when to come back: quota or overload with a usable
+ * delay. Such re-sends are bounded by the deadline (and `maxHintedRetries`), not by `maxRetries`.
+ *
+ * @example
+ * ```ts
+ * isHintedRefusal({ kind: 'quota', delayMs: 1_000 });             // true
+ * isHintedRefusal({ kind: 'transient-unknown', delayMs: 1_000 }); // false
+ * ```
+ */
+export function isHintedRefusal(hint: Pick<RetryHint, 'kind' | 'delayMs'>): boolean {
+  return (
+    (hint.kind === 'quota' || hint.kind === 'overload') && usableDelay(hint.delayMs) !== undefined
+  );
+}
+
+/**
  * Decides the next step after a failed attempt (docs/architecture.md, "The client"):
  * - not retryable, or a transient failure that is unsafe to repeat (neither idempotent, nor
  *   deduplicated, nor marked `repeatable`) → stop;
- * - the agent said "do not retry", or `maxRetries` re-sends were made → stop;
+ * - the agent said "do not retry" → stop; a refusal with a delay after `maxHintedRetries` such
+ *   re-sends, any other failure after `maxRetries` other re-sends → stop (while hints keep coming
+ *   the deadline decides: no count by default);
  * - a hinted delay that exceeds `maxSingleWaitMs` or does not fit before the deadline → stop
  *   (`budget`): never clamped, never slept out;
  * - a hinted delay → wait it plus uniform(0, `jitterMs`) — jitter only ever lengthens the wait
@@ -198,8 +230,12 @@ export function planRetry(
     return { action: 'stop', reason: 'unsafe' };
   }
   if (hint.doNotRetry === true) return { action: 'stop', reason: 'do-not-retry' };
-  if (input.retriesSoFar >= rules.maxRetries)
-    return { action: 'stop', reason: 'retries-exhausted' };
+  const hintedSoFar = Math.min(input.hintedRetriesSoFar ?? 0, input.retriesSoFar);
+  const hintlessSoFar = input.retriesSoFar - hintedSoFar;
+  const exhausted = isHintedRefusal(hint)
+    ? hintedSoFar >= rules.maxHintedRetries
+    : hintlessSoFar >= rules.maxRetries;
+  if (exhausted) return { action: 'stop', reason: 'retries-exhausted' };
 
   const remainingMs = input.deadlineMs - input.nowMs;
   const hintedDelayMs = usableDelay(hint.delayMs);
@@ -214,7 +250,7 @@ export function planRetry(
       hintedDelayMs,
     };
   }
-  const delayMs = backoffDelayMs(input.retriesSoFar, input.random, rules);
+  const delayMs = backoffDelayMs(hintlessSoFar, input.random, rules);
   if (delayMs > rules.maxSingleWaitMs || delayMs > remainingMs) {
     return { action: 'stop', reason: 'budget', requiredWaitMs: delayMs };
   }

@@ -6,13 +6,18 @@
  * the last {@link RetryHint}. They are recognised by a readonly brand property, not by
  * `instanceof`, so the guards work across duplicate installs of this package, and through the
  * errors the SDK's clients wrap them in (its `cause` chain, or the grpc-js `ServiceError` property
- * {@link RETRY_ERROR_PROPERTY}), so one `catch` works on every binding.
+ * {@link RETRY_ERROR_PROPERTY}), so one `catch` works on every binding. The guards also recognise
+ * an error the SDK (or grpc-js) threw on its own for a limiter's refusal — without this client in
+ * between — when it carries our details: its answer is read with `extractRetryHint`.
  * Failures that are not rate limits (not retryable, or unsafe to repeat) are never wrapped: the
  * transport's own error or response reaches the caller unchanged.
  */
 
 import { hasErrorBrand } from '../core/error-brand.js';
+import { kindOfReason } from '../wire/decoded-rejection.js';
+import { extractRetryHint } from '../wire/extract-retry-hint.js';
 import type { RetryHint } from '../wire/retry-hint.js';
+import { systemClock } from './sleep.js';
 
 /**
  * Stable `code` strings of the client's errors.
@@ -219,8 +224,10 @@ const BRANDS = ['isRateLimitedError', 'isAgentOverloadedError', 'isRetryBudgetEx
 /**
  * Finds the client's typed error in `error` or behind it: the error itself, its `cause` chain
  * (the SDK's `A2AError` keeps what it wrapped as `cause`), or the {@link RETRY_ERROR_PROPERTY} of
- * any error on that chain (grpc-js `ServiceError`). Undefined when the call did not stop on a
- * limit.
+ * any error on that chain (grpc-js `ServiceError`). Failing those, an error the SDK threw on its
+ * own for a limiter's refusal (see {@link refusalOf}) gives a `RateLimitedError` or
+ * `AgentOverloadedError` made from it (`attempts` 1: the one answer it reports). Undefined when
+ * the call did not stop on a limit.
  *
  * @example
  * ```ts
@@ -241,7 +248,26 @@ export function retryErrorOf(error: unknown): RetryError | undefined {
     if (BRANDS.some((brand) => hasErrorBrand(attached, brand))) return attached as RetryError;
     current = (current as { cause?: unknown }).cause;
   }
-  return undefined;
+  const hint = refusalOf(error);
+  if (hint === undefined) return undefined;
+  return hint.kind === 'overload'
+    ? new AgentOverloadedError(hint, { attempts: 1 })
+    : new RateLimitedError(hint, { attempts: 1 });
+}
+
+/**
+ * The hint of an error that reports a limiter's refusal by itself: the SDK's
+ * `JsonRpcTransportError` (`data` = our details, or only our ErrorInfo metadata), its REST error
+ * (429 / 503 with the answer's headers), its gRPC error (`statusDetailsBin`, and the grpc-js
+ * `ServiceError` on `cause`), a grpc-js `ServiceError`, or any error carrying such a response.
+ * A refusal is a quota or overload hint that names one of our reasons or gives a delay (a bare
+ * UNAVAILABLE from a dropped connection gives neither). Undefined otherwise.
+ */
+function refusalOf(error: unknown): RetryHint | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const hint = extractRetryHint({ kind: 'error', error }, systemClock.nowMs());
+  if (hint.kind !== 'quota' && hint.kind !== 'overload') return undefined;
+  return kindOfReason(hint.reason) !== undefined || hint.delayMs !== undefined ? hint : undefined;
 }
 
 /** Our error's fields a wrapper shows once a guard recognised it (its own `code` is kept). */
@@ -274,9 +300,10 @@ function recognise(value: unknown, brand: string): boolean {
 }
 
 /**
- * Whether `value` is a {@link RateLimitedError} (from any copy of this package), or an error of
- * the SDK's clients wrapping one (then `hint` and `attempts` are readable on it, and `retryError`
- * is ours; its own `message` and `code` stay).
+ * Whether `value` is a {@link RateLimitedError} (from any copy of this package), an error of the
+ * SDK's clients wrapping one, or an SDK error that reports a quota refusal by itself (its JSON-RPC
+ * `data`, REST status and headers, or gRPC status details carry our details): then `hint` and
+ * `attempts` are readable on it, and `retryError` is ours; its own `message` and `code` stay.
  *
  * @example
  * ```ts
@@ -288,8 +315,9 @@ export function isRateLimitedError(value: unknown): value is RateLimitedError {
 }
 
 /**
- * Whether `value` is an {@link AgentOverloadedError} (from any copy of this package), or an SDK
- * error wrapping one (see {@link isRateLimitedError}).
+ * Whether `value` is an {@link AgentOverloadedError} (from any copy of this package), an SDK
+ * error wrapping one, or an SDK error reporting an overload refusal by itself (see
+ * {@link isRateLimitedError}).
  *
  * @example
  * ```ts

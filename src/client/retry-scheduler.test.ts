@@ -70,8 +70,40 @@ describe('RetryScheduler', () => {
     expect(vt.nowMs()).toBe(0);
   });
 
+  it('keeps re-sending while hints keep coming, until the deadline decides', async () => {
+    const { vt, scheduler } = makeScheduler({ budgetMs: 60_000 });
+    const hints: (RetryHint | 'ok')[] = Array.from({ length: 30 }, () => ({
+      kind: 'quota',
+      delayMs: 1_000,
+    }));
+    const { sentAtMs, attempt } = scripted(vt, [...hints, 'ok']);
+    const result = scheduler.run(call, attempt);
+    await vt.runUntilIdle();
+    await expect(result).resolves.toBe('done');
+    expect(sentAtMs).toHaveLength(31); // far past maxRetries (5): the hints decide
+
+    const endless = scripted(vt, [{ kind: 'overload', delayMs: 1_000 }]);
+    const startMs = vt.nowMs();
+    const stopped = scheduler.run({ ...call, caller: 'endless' }, endless.attempt);
+    const check = expect(stopped).rejects.toSatisfy(isRetryBudgetExceededError);
+    await vt.runUntilIdle();
+    await check;
+    // 1.3 s apart (hint + jitter) within 60 s: the deadline stopped it, not a count.
+    expect(endless.sentAtMs).toHaveLength(Math.floor((60_000 - 1_000) / 1_300) + 2);
+    expect(vt.nowMs() - startMs).toBeLessThanOrEqual(60_000);
+  });
+
+  it('still stops a hint-less loop by count', async () => {
+    const { vt, scheduler } = makeScheduler({ maxRetries: 3, agentDeduplicates: true });
+    const { sentAtMs, attempt } = scripted(vt, [{ kind: 'transient-unknown', status: 500 }]);
+    const result = scheduler.run(call, attempt);
+    await vt.runUntilIdle();
+    await expect(result).resolves.toBe('failed-3');
+    expect(sentAtMs).toHaveLength(4);
+  });
+
   it('throws RateLimitedError / AgentOverloadedError with the last hint when retries run out', async () => {
-    const { vt, scheduler } = makeScheduler({ maxRetries: 2 });
+    const { vt, scheduler } = makeScheduler({ maxHintedRetries: 2 });
     const quota = scripted(vt, [{ kind: 'quota', delayMs: 1_000 }]);
     const q = scheduler.run(call, quota.attempt);
     const overload = scripted(vt, [{ kind: 'overload', delayMs: 1_000 }]);

@@ -14,7 +14,13 @@ import type { Clock } from '../core/clock.js';
 import { readRateLimitCard } from '../wire/rate-limit-card.js';
 import type { RetryHint } from '../wire/retry-hint.js';
 import { agentCardTargets } from './agent-card-targets.js';
-import { DEFAULT_RETRY_RULES, planRetry, type RetryRules, type StopReason } from './plan-retry.js';
+import {
+  DEFAULT_RETRY_RULES,
+  isHintedRefusal,
+  planRetry,
+  type RetryRules,
+  type StopReason,
+} from './plan-retry.js';
 import type { CallPlan } from './policy-plan.js';
 import {
   AgentOverloadedError,
@@ -151,6 +157,7 @@ export class RetryScheduler {
   constructor(options: RetrySchedulerOptions = {}) {
     this.rules = {
       maxRetries: options.maxRetries ?? DEFAULT_RETRY_RULES.maxRetries,
+      maxHintedRetries: options.maxHintedRetries ?? DEFAULT_RETRY_RULES.maxHintedRetries,
       maxSingleWaitMs: options.maxSingleWaitMs ?? DEFAULT_RETRY_RULES.maxSingleWaitMs,
       jitterMs: options.jitterMs ?? DEFAULT_RETRY_RULES.jitterMs,
       backoffBaseMs: options.backoffBaseMs ?? DEFAULT_RETRY_RULES.backoffBaseMs,
@@ -224,6 +231,7 @@ export class RetryScheduler {
     let gate = this.gateOf(call);
     await gate.acquire({ deadlineMs, maxWaitMs: this.rules.maxSingleWaitMs, signal }, callPlan);
     let sentAtMs = this.clock.nowMs();
+    let hintedRetries = 0;
 
     for (let attemptIndex = 0; ; attemptIndex++) {
       this.stats.sends++;
@@ -269,6 +277,7 @@ export class RetryScheduler {
           hint,
           method,
           retriesSoFar: attemptIndex,
+          hintedRetriesSoFar: hintedRetries,
           nowMs: this.clock.nowMs(),
           deadlineMs,
           random: this.random,
@@ -285,6 +294,7 @@ export class RetryScheduler {
         });
       }
 
+      if (isHintedRefusal(hint)) hintedRetries++;
       gate.retryScheduled();
       gate.endSend();
       try {

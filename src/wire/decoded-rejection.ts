@@ -7,7 +7,7 @@
 
 import type { RejectionKind } from '../core/policy.js';
 import { REASONS, type RejectionReason } from '../core/rejection.js';
-import { durationToMs } from './duration.js';
+import { durationToMs, parseJsonRetryDelay } from './duration.js';
 import { A2A_DOMAIN, type Detail, type ErrorInfo, findDetail } from './google-rpc.js';
 
 /**
@@ -96,6 +96,41 @@ export function retryInfoDelayMs(details: readonly Detail[]): number | undefined
   return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
 }
 
+/**
+ * The delay an ErrorInfo's metadata repeats under `retryDelay` (Duration JSON, e.g. `"12s"`), in
+ * milliseconds; `undefined` when absent, malformed or negative. A last resort: RetryInfo and the
+ * delay headers come first.
+ *
+ * @example
+ * ```ts
+ * metadataDelayMs({ retryDelay: '1.500s' }); // 1500
+ * ```
+ */
+export function metadataDelayMs(
+  metadata: Readonly<Record<string, string>> | undefined,
+): number | undefined {
+  const delay = parseJsonRetryDelay(metadata?.retryDelay);
+  if (delay === undefined) return undefined;
+  const ms = durationToMs(delay);
+  return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+}
+
+/**
+ * The kind an ErrorInfo's metadata repeats under `kind` (`quota` | `overload`); anything else is
+ * `undefined`. A last resort: the reason comes first.
+ *
+ * @example
+ * ```ts
+ * metadataKind({ kind: 'overload' }); // 'overload'
+ * ```
+ */
+export function metadataKind(
+  metadata: Readonly<Record<string, string>> | undefined,
+): RejectionKind | undefined {
+  const kind = metadata?.kind;
+  return kind === 'quota' || kind === 'overload' ? kind : undefined;
+}
+
 function reservedOf(value: string | undefined): { reserved?: boolean } {
   if (value === 'true') return { reserved: true };
   if (value === 'false') return { reserved: false };
@@ -105,7 +140,7 @@ function reservedOf(value: string | undefined): { reserved?: boolean } {
 /**
  * Reads our rejection from a details list; `undefined` when the list does not carry one (no
  * rate-limit ErrorInfo with a `policy`, a reason of another kind than `expectedKind`, or no delay
- * in RetryInfo nor `fallbackDelaySeconds`).
+ * in RetryInfo, `fallbackDelaySeconds` nor the ErrorInfo's metadata `retryDelay`, read last).
  *
  * @example
  * ```ts
@@ -125,7 +160,11 @@ export function readRejectionDetails(
   const policy = info.metadata.policy;
   if (policy === undefined || policy === '') return undefined;
   const retryMs = retryInfoDelayMs(details);
-  const delaySeconds = retryMs === undefined ? fallbackDelaySeconds : retryMs / 1000;
+  const metadataMs = metadataDelayMs(info.metadata);
+  const delaySeconds =
+    retryMs !== undefined
+      ? retryMs / 1000
+      : (fallbackDelaySeconds ?? (metadataMs === undefined ? undefined : metadataMs / 1000));
   if (delaySeconds === undefined) return undefined;
   const violation = findDetail(details, 'QuotaFailure')?.violations[0];
   const quotaValue = violation === undefined ? undefined : Number(violation.quotaValue);

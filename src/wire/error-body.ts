@@ -28,6 +28,11 @@ export interface ErrorBody {
   readonly problemType?: string;
   /** Problem `violated-policies` (RateLimit draft §5). */
   readonly violatedPolicies?: readonly string[];
+  /**
+   * JSON-RPC `error.data` given as a plain object without `@type` — what SDKs that keep only
+   * `ErrorInfo.metadata` forward (a2a-python's `InternalError.data`): its string entries.
+   */
+  readonly dataMetadata?: Readonly<Record<string, string>>;
 }
 
 type JsonObject = Record<string, unknown>;
@@ -54,6 +59,15 @@ function parseJson(body: string): unknown {
   }
 }
 
+/** A plain object's string entries (no `@type`: not a detail), or `undefined`. */
+function plainMetadata(value: unknown): { dataMetadata?: Record<string, string> } {
+  if (!isObject(value) || '@type' in value) return {};
+  const entries = Object.entries(value).filter(
+    (e): e is [string, string] => typeof e[1] === 'string',
+  );
+  return entries.length === 0 ? {} : { dataMetadata: Object.fromEntries(entries) };
+}
+
 function fromEnvelopeError(shape: 'json-rpc' | 'google-rpc', error: JsonObject): ErrorBody {
   const raw = shape === 'json-rpc' ? error.data : (error.details ?? error.data);
   return {
@@ -62,6 +76,7 @@ function fromEnvelopeError(shape: 'json-rpc' | 'google-rpc', error: JsonObject):
     ...optionalString('statusName', error.status),
     ...optionalString('message', error.message),
     details: detailsFromJson(raw),
+    ...(shape === 'json-rpc' ? plainMetadata(error.data) : {}),
   };
 }
 

@@ -134,7 +134,8 @@ const table: [string, RetrySource, Partial<RetryHint>][] = [
         },
       }),
     },
-    { kind: 'transient-unknown', delayMs: 5_000, message: 'rate limit exceeded' },
+    // Retry guidance makes the spec's "rate limit exceeded" example a refusal with a hint.
+    { kind: 'quota', delayMs: 5_000, message: 'rate limit exceeded' },
   ],
   [
     'spec-literal HTTP 500 without details',
@@ -404,6 +405,123 @@ const table: [string, RetrySource, Partial<RetryHint>][] = [
     { kind: 'overload', delayMs: 3_000 },
   ],
   ['a string thrown', { kind: 'error', error: 'nope' }, { kind: 'not-retryable', message: 'nope' }],
+  [
+    'spec-literal JSON-RPC -32603 "Rate limit exceeded" in HTTP 200 with Retry-After: a refusal',
+    {
+      kind: 'http',
+      status: 200,
+      headers: { 'Retry-After': '1' },
+      body: rpcBody({ code: -32603, message: 'Rate limit exceeded' }),
+    },
+    { kind: 'quota', delayMs: 1_000, delaySource: 'retry-after' },
+  ],
+  [
+    'spec-literal HTTP 500 with an exhausted RateLimit item: a refusal',
+    {
+      kind: 'http',
+      status: 500,
+      headers: { RateLimit: '"default";r=0;t=4' },
+      body: '{"error":{"code":500,"message":"Internal error"}}',
+    },
+    { kind: 'quota', delayMs: 4_000, delaySource: 'ratelimit' },
+  ],
+  [
+    'spec-literal HTTP 500 whose RateLimit item has quota left: no guidance',
+    {
+      kind: 'http',
+      status: 500,
+      headers: { RateLimit: '"default";r=3;t=4' },
+      body: '{"error":{"code":500,"message":"Internal error"}}',
+    },
+    { kind: 'transient-unknown' },
+  ],
+  [
+    'a bare UNAVAILABLE (no details, no pushback): transient-unknown',
+    { kind: 'grpc', code: 14, message: 'No connection established', metadata: {} },
+    { kind: 'transient-unknown' },
+  ],
+  [
+    'UNAVAILABLE with a pushback: overload',
+    { kind: 'grpc', code: 14, metadata: { 'grpc-retry-pushback-ms': '2000' } },
+    { kind: 'overload', delayMs: 2_000, delaySource: 'grpc-pushback' },
+  ],
+  [
+    'INTERNAL with retry-after: a refusal',
+    { kind: 'grpc', code: 13, metadata: { 'retry-after': '3' } },
+    { kind: 'quota', delayMs: 3_000, delaySource: 'retry-after' },
+  ],
+  [
+    "JSON-RPC data that is only ErrorInfo.metadata (a2a-python's InternalError.data)",
+    {
+      kind: 'http',
+      status: 200,
+      headers: {},
+      body: rpcBody({
+        code: -32603,
+        message: 'Agent overloaded',
+        data: { policy: 'in-flight', scope: 'agent', retryDelay: '1.500s', kind: 'overload' },
+      }),
+    },
+    { kind: 'overload', delayMs: 1_500, delaySource: 'error-info-metadata', policy: 'in-flight' },
+  ],
+  [
+    "our metadata inside A2A's own ErrorInfo (an SDK re-wrapped the error)",
+    {
+      kind: 'http',
+      status: 200,
+      headers: {},
+      body: rpcBody({
+        code: -32603,
+        message: 'x',
+        data: [
+          errorInfo('INTERNAL_ERROR', 'a2a-protocol.org', {
+            policy: 'per-caller',
+            retryDelay: '7s',
+            kind: 'quota',
+            reserved: 'true',
+          }),
+        ],
+      }),
+    },
+    {
+      kind: 'quota',
+      delayMs: 7_000,
+      policy: 'per-caller',
+      reserved: true,
+      reason: 'INTERNAL_ERROR',
+    },
+  ],
+  [
+    'RetryInfo stays authoritative over the metadata delay',
+    {
+      kind: 'http',
+      status: 200,
+      headers: {},
+      body: rpcBody({
+        code: -32603,
+        message: 'x',
+        data: [
+          errorInfo('RATE_LIMIT_EXCEEDED', DOMAIN, {
+            policy: 'p',
+            retryDelay: '9s',
+            kind: 'overload',
+          }),
+          retryInfo('2s'),
+        ],
+      }),
+    },
+    { kind: 'quota', delayMs: 2_000, delaySource: 'retry-info' },
+  ],
+  [
+    'a metadata kind of another meaning is ignored',
+    {
+      kind: 'http',
+      status: 200,
+      headers: {},
+      body: rpcBody({ code: -32603, message: 'x', data: { kind: 'database' } }),
+    },
+    { kind: 'transient-unknown' },
+  ],
 ];
 
 describe('extractRetryHint: real-world shapes', () => {

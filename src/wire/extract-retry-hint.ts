@@ -5,7 +5,13 @@
  * long the server asked the caller to wait. Pure; time comes in as `nowMs`; never throws.
  */
 
-import { kindOfReason, rateLimitErrorInfo, retryInfoDelayMs } from './decoded-rejection.js';
+import {
+  kindOfReason,
+  metadataDelayMs,
+  metadataKind,
+  rateLimitErrorInfo,
+  retryInfoDelayMs,
+} from './decoded-rejection.js';
 import { type ErrorBody, parseErrorBody } from './error-body.js';
 import { type ErrorSource, errorSource } from './error-source.js';
 import { type Detail, type ErrorInfo, findDetail, GRPC_CODES } from './google-rpc.js';
@@ -192,7 +198,13 @@ function problemKind(body: ErrorBody | undefined): 'quota' | 'overload' | undefi
   return undefined;
 }
 
-function classifyHttp(e: Evidence): HintKind {
+/**
+ * HTTP: 429 → quota, 503 → overload; the spec's own "rate limit exceeded" examples — 500 and a
+ * JSON-RPC -32603 (usually inside HTTP 200) — are a refusal with a hint when they carry retry
+ * guidance (read as the caller's quota: overload has its own code), else transient-unknown, as
+ * are 502 / 504.
+ */
+function classifyHttp(e: Evidence, guided: boolean): HintKind {
   const kind = problemKind(e.body);
   if (kind !== undefined) return kind;
   switch (e.status) {
@@ -201,23 +213,30 @@ function classifyHttp(e: Evidence): HintKind {
     case 503:
       return 'overload';
     case 500:
+      return guided ? 'quota' : 'transient-unknown';
     case 502:
     case 504:
       return 'transient-unknown';
   }
-  // A JSON-RPC "Internal error" (usually inside HTTP 200): the spec's system-error example.
-  if (e.body?.shape === 'json-rpc' && e.body.code === -32603) return 'transient-unknown';
+  if (e.body?.shape === 'json-rpc' && e.body.code === -32603) {
+    return guided ? 'quota' : 'transient-unknown';
+  }
   return 'not-retryable';
 }
 
-function classifyGrpc(e: Evidence, hasRetryEvidence: boolean): HintKind {
+/**
+ * gRPC: with retry guidance, RESOURCE_EXHAUSTED and INTERNAL → quota, UNAVAILABLE → overload;
+ * without any, RESOURCE_EXHAUSTED is a local error (e.g. message too large), UNAVAILABLE, INTERNAL
+ * and UNKNOWN are transient-unknown (a dropped connection says UNAVAILABLE too).
+ */
+function classifyGrpc(e: Evidence, guided: boolean): HintKind {
   switch (e.status) {
     case GRPC_CODES.RESOURCE_EXHAUSTED:
-      // Without any rate-limit evidence this is a local limit (e.g. message too large).
-      return hasRetryEvidence ? 'quota' : 'not-retryable';
+      return guided ? 'quota' : 'not-retryable';
     case GRPC_CODES.UNAVAILABLE:
-      return 'overload';
+      return guided ? 'overload' : 'transient-unknown';
     case GRPC_CODES.INTERNAL:
+      return guided ? 'quota' : 'transient-unknown';
     case GRPC_CODES.UNKNOWN:
       return 'transient-unknown';
     default:
@@ -225,14 +244,19 @@ function classifyGrpc(e: Evidence, hasRetryEvidence: boolean): HintKind {
   }
 }
 
-function classify(e: Evidence, info: ErrorInfo | undefined, hasRetryEvidence: boolean): HintKind {
-  const byReason = kindOfReason(info?.reason);
+function classify(
+  e: Evidence,
+  info: ErrorInfo | undefined,
+  metadata: Readonly<Record<string, string>> | undefined,
+  guided: boolean,
+): HintKind {
+  const byReason = kindOfReason(info?.reason) ?? metadataKind(metadata);
   if (byReason !== undefined) return byReason;
   switch (e.transport) {
     case 'http':
-      return classifyHttp(e);
+      return classifyHttp(e, guided);
     case 'grpc':
-      return classifyGrpc(e, hasRetryEvidence);
+      return classifyGrpc(e, guided);
     case 'network':
       return 'transient-unknown';
     default:
@@ -252,15 +276,45 @@ function pickDelay(
   return undefined;
 }
 
-function reservedOf(info: ErrorInfo | undefined): { reserved?: boolean } {
-  const value = info?.metadata.reserved;
+function reservedOf(metadata: Readonly<Record<string, string>> | undefined): {
+  reserved?: boolean;
+} {
+  const value = metadata?.reserved;
   return value === 'true' ? { reserved: true } : value === 'false' ? { reserved: false } : {};
+}
+
+/**
+ * The metadata of a rejection, for what it repeats (`retryDelay`, `kind`, `policy`): our
+ * rate-limit ErrorInfo's; else the first ErrorInfo whose metadata carries one of those keys in any
+ * domain (an SDK re-wrapping our error keeps its metadata); else a JSON-RPC `data` object that is
+ * only such metadata (what a2a-python forwards). `ours` says whether it is from one of our reasons
+ * or carries `kind` (so its `policy` names a limiter's policy).
+ */
+function rejectionMetadata(
+  e: Evidence,
+  rateInfo: ErrorInfo | undefined,
+): { metadata?: Readonly<Record<string, string>>; ours: boolean } {
+  if (rateInfo !== undefined) return { metadata: rateInfo.metadata, ours: true };
+  const carries = (m: Readonly<Record<string, string>>): boolean =>
+    metadataKind(m) !== undefined || metadataDelayMs(m) !== undefined;
+  for (const d of e.details) {
+    if (d.type === 'ErrorInfo' && carries(d.message.metadata)) {
+      return { metadata: d.message.metadata, ours: metadataKind(d.message.metadata) !== undefined };
+    }
+  }
+  const data = e.body?.dataMetadata;
+  if (data !== undefined && carries(data)) {
+    return { metadata: data, ours: metadataKind(data) !== undefined };
+  }
+  return { ours: false };
 }
 
 function hintOf(e: Evidence, nowMs: number): RetryHint {
   const rateInfo = rateLimitErrorInfo(e.details);
   const info = rateInfo ?? findDetail(e.details, 'ErrorInfo');
-  const namedPolicy = nonEmpty(rateInfo?.metadata.policy) ?? e.body?.violatedPolicies?.[0];
+  const { metadata, ours } = rejectionMetadata(e, rateInfo);
+  const namedPolicy =
+    (ours ? nonEmpty(metadata?.policy) : undefined) ?? e.body?.violatedPolicies?.[0];
   const { policies, states } = readRateLimitFields(e.headers, nowMs);
   const rateState = delayState(states, 'ratelimit', namedPolicy);
   const pushback = parsePushback(e.pushback);
@@ -270,8 +324,9 @@ function hintOf(e: Evidence, nowMs: number): RetryHint {
     ['ratelimit', stateDelayMs(rateState)],
     ['x-ratelimit', stateDelayMs(delayState(states, 'x-ratelimit', undefined))],
     ['grpc-pushback', typeof pushback === 'number' ? pushback : undefined],
+    ['error-info-metadata', metadataDelayMs(metadata)],
   ]);
-  const kind = classify(e, rateInfo, delay !== undefined || pushback !== undefined);
+  const kind = classify(e, rateInfo, metadata, delay !== undefined || pushback !== undefined);
   const policy = namedPolicy ?? rateState?.policy;
   const announced = announcedStates(states);
   return {
@@ -281,7 +336,7 @@ function hintOf(e: Evidence, nowMs: number): RetryHint {
     ...(policy === undefined ? {} : { policy }),
     ...(info === undefined || info.reason === '' ? {} : { reason: info.reason }),
     ...(info === undefined || info.domain === '' ? {} : { domain: info.domain }),
-    ...reservedOf(rateInfo),
+    ...(ours ? reservedOf(metadata) : {}),
     ...(e.status === undefined ? {} : { status: e.status }),
     ...(e.message === undefined ? {} : { message: e.message }),
     ...(policies.length === 0 ? {} : { policies }),
@@ -298,14 +353,18 @@ function nonEmpty(value: string | undefined): string | undefined {
  *
  * Delay precedence: RetryInfo, `Retry-After` (delta-seconds or HTTP-date relative to `nowMs`; a
  * past date is 0), `RateLimit` `t` of the rejecting (or smallest-`r`) exhausted item, `X-RateLimit`
- * reset, `grpc-retry-pushback-ms`. Malformed values are ignored; `delayMs` is always finite, whole
- * and ≥ 0. A negative or garbage pushback sets `doNotRetry` only when no other delay was given.
+ * reset, `grpc-retry-pushback-ms`, and last the ErrorInfo metadata `retryDelay` (also from a
+ * JSON-RPC `data` that is only that metadata). Malformed values are ignored; `delayMs` is always
+ * finite, whole and ≥ 0. A negative or garbage pushback sets `doNotRetry` only when no other delay
+ * was given.
  *
  * Kind: an ErrorInfo reason `RATE_LIMIT_EXCEEDED` / `AGENT_OVERLOADED` outside `a2a-protocol.org`
- * decides; else HTTP 429 → quota, 503 → overload, 500/502/504 and JSON-RPC -32603 →
- * transient-unknown; gRPC RESOURCE_EXHAUSTED → quota only with a delay hint or pushback (else a
- * local error: not-retryable), UNAVAILABLE → overload, INTERNAL/UNKNOWN → transient-unknown; a
- * broken connection → transient-unknown; everything else → not-retryable.
+ * decides, else the metadata `kind`; else HTTP 429 → quota, 503 → overload; the spec's examples
+ * 500 / JSON-RPC -32603 / gRPC INTERNAL → quota when they carry retry guidance (any delay above, or
+ * a pushback), else transient-unknown; 502/504, gRPC UNKNOWN → transient-unknown; gRPC
+ * RESOURCE_EXHAUSTED → quota only with guidance (else a local error: not-retryable), UNAVAILABLE →
+ * overload with guidance, else transient-unknown; a broken connection → transient-unknown;
+ * everything else → not-retryable.
  *
  * @example
  * ```ts

@@ -222,6 +222,8 @@ describe('grpc-status-details-bin of encodeGrpcRejection', () => {
               scope: 'caller',
               method: 'SendMessage',
               reserved: 'true',
+              retryDelay: '12s',
+              kind: 'quota',
             },
           },
         },

@@ -13,7 +13,7 @@ import {
   rejectionReason,
   wireDelaySeconds,
 } from '../core/rejection.js';
-import { durationFromSeconds } from './duration.js';
+import { durationFromSeconds, formatJsonDuration } from './duration.js';
 import { A2A_DOMAIN, type Detail, type QuotaViolation } from './google-rpc.js';
 import { rateLimitHeaders } from './ratelimit-headers.js';
 
@@ -67,9 +67,25 @@ function quotaViolation(rejection: Rejection, quota: QuotaState): QuotaViolation
 }
 
 /**
+ * ErrorInfo metadata keys (AIP-193: lowerCamelCase) that repeat what other clients drop: the
+ * delay (`retryDelay`, equal to RetryInfo's, in google.protobuf.Duration JSON form) and the kind
+ * (`kind`: `quota` | `overload`, what the reason says). Some SDKs keep only `ErrorInfo.metadata`
+ * of an error (a2a-python's JSON-RPC client: `InternalError.data`); these keys let their callers
+ * still tell when, and whose limit. Our own decoders read them last: RetryInfo and the reason
+ * stay authoritative.
+ *
+ * @example
+ * ```ts
+ * info.metadata[REJECTION_METADATA_KEYS.retryDelay]; // '12s'
+ * ```
+ */
+export const REJECTION_METADATA_KEYS = { retryDelay: 'retryDelay', kind: 'kind' } as const;
+
+/**
  * The details list of a rejection, in wire order: `ErrorInfo{reason, domain, metadata{policy,
- * scope, method[, reserved][, tier]}}`, `RetryInfo{retryDelay = wireDelaySeconds}`, and for a quota
- * rejection with `quota` set, `QuotaFailure` with one violation. Throws on an A2A domain.
+ * scope, method[, reserved][, tier], retryDelay, kind}}`, `RetryInfo{retryDelay =
+ * wireDelaySeconds}`, and for a quota rejection with `quota` set, `QuotaFailure` with one
+ * violation. Throws on an A2A domain.
  *
  * @example
  * ```ts
@@ -86,12 +102,12 @@ export function rejectionDetails(rejection: Rejection, domain: string): Detail[]
   };
   if (rejection.reserved !== undefined) metadata.reserved = String(rejection.reserved);
   if (rejection.tier !== undefined) metadata.tier = rejection.tier;
+  const retryDelay = durationFromSeconds(wireDelaySeconds(rejection.retryAfterMs));
+  metadata[REJECTION_METADATA_KEYS.retryDelay] = formatJsonDuration(retryDelay);
+  metadata[REJECTION_METADATA_KEYS.kind] = rejection.kind;
   const details: Detail[] = [
     { type: 'ErrorInfo', message: { reason: rejectionReason(rejection), domain, metadata } },
-    {
-      type: 'RetryInfo',
-      message: { retryDelay: durationFromSeconds(wireDelaySeconds(rejection.retryAfterMs)) },
-    },
+    { type: 'RetryInfo', message: { retryDelay } },
   ];
   if (rejection.kind === 'quota' && rejection.quota !== undefined) {
     details.push({

@@ -32,7 +32,13 @@ const seedDetails = [
     '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
     reason: 'RATE_LIMIT_EXCEEDED',
     domain: DOMAIN,
-    metadata: { policy: 'per-caller', scope: 'caller', method: 'SendMessage' },
+    metadata: {
+      policy: 'per-caller',
+      scope: 'caller',
+      method: 'SendMessage',
+      retryDelay: '12s',
+      kind: 'quota',
+    },
   },
   { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '12s' },
   {
@@ -264,6 +270,52 @@ describe('cross-binding', () => {
       error: { code: 429, status: 'RESOURCE_EXHAUSTED', message: 'm', details: [seedDetails[0]] },
     });
     expect(decodeRestRejection(429, { 'Retry-After': '7' }, body)?.delaySeconds).toBe(7);
-    expect(decodeRestRejection(429, {}, body)).toBeUndefined();
+    // Without either, the ErrorInfo's own `retryDelay` is the last resort.
+    expect(decodeRestRejection(429, {}, body)?.delaySeconds).toBe(12);
+    const info = seedDetails[0] as { metadata: Record<string, string> };
+    const { retryDelay: _dropped, ...metadata } = info.metadata;
+    const bare = JSON.stringify({
+      error: { code: 429, message: 'm', details: [{ ...info, metadata }] },
+    });
+    expect(decodeRestRejection(429, {}, bare)).toBeUndefined();
+  });
+
+  it('repeats the delay and the kind in ErrorInfo.metadata on every binding, equal to RetryInfo', () => {
+    for (const [retryAfterMs, expected] of [
+      [12_000, '12s'],
+      [1, '1s'],
+      [61_500, '62s'],
+    ] as const) {
+      for (const kind of ['quota', 'overload'] as const) {
+        const r = { ...seedRejection, kind, retryAfterMs };
+        const decodes = [
+          decodeRestRejection(
+            kind === 'quota' ? 429 : 503,
+            {},
+            encodeRestRejection(r, { domain: DOMAIN }).body,
+          ),
+          decodeJsonRpcRejection(
+            200,
+            {},
+            encodeJsonRpcRejection(r, { domain: DOMAIN, id: 1 }).body,
+          ),
+        ];
+        const rest = JSON.parse(encodeRestRejection(r, { domain: DOMAIN }).body) as {
+          error: { details: { metadata?: Record<string, string>; retryDelay?: string }[] };
+        };
+        const [info, retry] = rest.error.details;
+        expect(info?.metadata?.retryDelay).toBe(expected);
+        expect(info?.metadata?.retryDelay).toBe(retry?.retryDelay);
+        expect(info?.metadata?.kind).toBe(kind);
+        for (const d of decodes) expect(d?.kind).toBe(kind);
+        const bin = encodeGrpcRejection(r, { domain: DOMAIN }).trailers['grpc-status-details-bin'];
+        if (!(bin instanceof Uint8Array)) throw new Error('expected bytes');
+        const grpcInfo = decodeStatus(bin).details.find((d) => d.type === 'ErrorInfo');
+        expect(grpcInfo?.type === 'ErrorInfo' && grpcInfo.message.metadata).toMatchObject({
+          retryDelay: expected,
+          kind,
+        });
+      }
+    }
   });
 });

@@ -6,9 +6,10 @@
 
 /**
  * How a failure should be treated.
- * - `quota`: the caller's own limit (429; RESOURCE_EXHAUSTED or -32603 with reason RATE_LIMIT_EXCEEDED).
- * - `overload`: the agent is failing for everyone (503 / UNAVAILABLE, or reason AGENT_OVERLOADED).
- * - `transient-unknown`: 500/502/504, INTERNAL, a gateway page, a reset connection: maybe nothing happened, maybe something did.
+ * - `quota`: the caller's own limit (429; RESOURCE_EXHAUSTED or -32603 with reason RATE_LIMIT_EXCEEDED;
+ *   a spec-literal 500 / -32603 / INTERNAL that carries retry guidance).
+ * - `overload`: the agent is failing for everyone (503, UNAVAILABLE with retry guidance, or reason AGENT_OVERLOADED).
+ * - `transient-unknown`: 500/502/504, INTERNAL, UNAVAILABLE without guidance, a gateway page, a reset connection: maybe nothing happened, maybe something did.
  * - `not-retryable`: anything else (including RESOURCE_EXHAUSTED with no rate-limit evidence, e.g. message too large).
  */
 export type HintKind = 'quota' | 'overload' | 'transient-unknown' | 'not-retryable';
@@ -21,7 +22,8 @@ export type DelaySource =
   | 'retry-after'
   | 'ratelimit'
   | 'x-ratelimit'
-  | 'grpc-pushback';
+  | 'grpc-pushback'
+  | 'error-info-metadata';
 
 /**
  * A quota policy as announced by `RateLimit-Policy` (q per w seconds), used for pacing.
