@@ -93,6 +93,7 @@ export function grpcProbeTransport(
     binding: 'grpc',
     endpoint: options.endpoint,
     build: buildCall,
+    connect: waitReady,
     async send(call) {
       await waitReady();
       const definition = definitions[call.method];
