@@ -113,6 +113,8 @@ export function buildCall(method: ProbeMethod, taskId: string | undefined): Prob
           role: 'ROLE_USER',
           parts: [{ text: 'a2a-ratelimit probe: checking how a rejection arrives' }],
         },
+        // Not waiting for the task: a concurrency limit then refuses while earlier tasks work.
+        ...(method === 'SendMessage' ? { configuration: { returnImmediately: true } } : {}),
       },
     };
   }
