@@ -13,6 +13,7 @@ import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
 import type { CAC } from 'cac';
 import { CliError } from './cli-error.js';
 import { parseHttpUrl, parseOptionalString, parsePort } from './cli-options.js';
+import { METRICS_NEED_PROM_CLIENT } from './optional-metrics.js';
 import { loadPolicyConfig } from './policy-config.js';
 import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
 import type { ResearchAgent } from './research-agent.js';
@@ -211,7 +212,7 @@ export function readyBanner(agent: ResearchAgent, options: ServeOptions): string
     `  JSON-RPC    ${agent.jsonRpcUrl}${options.mirrorHttpStatus ? ' (rejections mirrored as HTTP 429/503)' : ''}`,
     `  REST        ${agent.restUrl}`,
     `  gRPC        ${agent.grpcTarget}`,
-    `  metrics     ${agent.metricsUrl ?? '(off)'}`,
+    `  metrics     ${agent.metricsUrl ?? `(${METRICS_NEED_PROM_CLIENT})`}`,
     `  domain      ${agent.limiter.domain}`,
     ...agent.limiter.policySet.policies.map(
       (p, i) => `  ${i === 0 ? 'policies   ' : '           '} ${describePolicy(p)}`,
