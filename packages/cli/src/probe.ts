@@ -19,6 +19,7 @@ import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
 import { type CardReading, grpcTargetOf, joinBasePath, readCard } from './probe-card.js';
 import { checkRejection, type ProbeCheck, summarizeResponse } from './probe-checks.js';
 import type { ProbeMethod } from './probe-methods.js';
+import { type LossOrigin, originsOf } from './probe-origins.js';
 import {
   type CapturedResponse,
   grpcProbeTransport,
@@ -28,6 +29,7 @@ import {
 import type { StatusLine } from './status-line.js';
 
 export { joinBasePath } from './probe-card.js';
+export type { LossOrigin } from './probe-origins.js';
 
 /**
  * Options of {@link runProbe}.
@@ -76,13 +78,6 @@ export interface ProbeRejection {
   /** The delay a client would read from the response (any field), seconds. */
   readonly delaySeconds?: number;
 }
-
-/**
- * Where a part that did not arrive went, when `direct` could tell: `agent` — the agent's own
- * answer lacks it too (the agent never sent it); `path` — the agent's own answer has it (it was
- * lost between the agent and the caller).
- */
-export type LossOrigin = 'agent' | 'path';
 
 /**
  * The probe's verdict.
@@ -370,27 +365,6 @@ async function probeOnce(
   } finally {
     transport.close();
   }
-}
-
-/**
- * Of each check that failed or warned through the gateway, where it went: the agent's own answer
- * (`direct`) has it → `path`; lacks it too → `agent`. A check the direct run skipped says nothing.
- */
-function originsOf(
-  through: readonly ProbeCheck[],
-  direct: readonly ProbeCheck[],
-): Record<string, LossOrigin> {
-  const origins: Record<string, LossOrigin> = {};
-  for (const check of through) {
-    if (check.status !== 'fail' && check.status !== 'warn') continue;
-    const there = direct.find((c) => c.name === check.name);
-    if (there === undefined) {
-      // `a2a-answer` exists only when the answer was no A2A one; the retry is not run directly.
-      if (check.name !== 'retry') origins[check.name] = 'path';
-    } else if (there.status === 'pass') origins[check.name] = 'path';
-    else if (there.status === 'fail' || there.status === 'warn') origins[check.name] = 'agent';
-  }
-  return origins;
 }
 
 /**
