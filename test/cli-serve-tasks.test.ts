@@ -64,6 +64,37 @@ describe('serve --task-seconds', () => {
     expect(report.checks.find((c) => c.name === 'retry')?.status).toBe('skip');
   });
 
+  it('a stream limit refuses a third SendStreamingMessage while two tasks work; the probe hangs up on admitted streams', async () => {
+    const s = await serve(
+      'policies:\n  - name: two-streams\n    kind: concurrency\n    scope: caller\n    methods: [SendStreamingMessage]\n    max: 2\n',
+      ['--task-seconds', '30'],
+    );
+    // Reading an admitted stream to its end would take the task's 30 s: past this timeout.
+    const report = await runProbe({
+      baseUrl: s.baseUrl,
+      binding: 'jsonrpc',
+      method: 'SendStreamingMessage',
+      maxRequests: 3,
+      timeoutMs: 5_000,
+      callerToken: `streams-${process.pid}`,
+    });
+    expect(report.admittedBefore).toBe(2);
+    expect(report.rejection).toMatchObject({ kind: 'quota', policy: 'two-streams' });
+    expect(report.failed).toEqual([]);
+    // gRPC too: the probe takes the first event of an admitted stream and cancels it.
+    const grpcReport = await runProbe({
+      baseUrl: s.baseUrl,
+      binding: 'grpc',
+      grpcTarget: s.grpcTarget,
+      method: 'SendStreamingMessage',
+      maxRequests: 3,
+      timeoutMs: 5_000,
+      callerToken: `streams-grpc-${process.pid}`,
+    });
+    expect(grpcReport.admittedBefore).toBe(2);
+    expect(grpcReport.rejection).toMatchObject({ kind: 'quota', policy: 'two-streams' });
+  });
+
   it('an overload limit refuses a third blocking call while two are held open (503)', async () => {
     const s = await serve('policies:\n  - name: busy\n    kind: overload\n    maxInFlight: 2\n', [
       '--task-seconds',

@@ -278,7 +278,14 @@ export function httpProbeTransport(
       let truncated: boolean;
       try {
         response = await doFetch(url, { ...init, signal: AbortSignal.timeout(options.timeoutMs) });
-        ({ text, truncated } = await readCappedText(response, PROBE_MAX_BODY_BYTES));
+        const opened =
+          response.ok && mediaTypeOf(response.headers.get('content-type')) === 'text/event-stream';
+        if (opened) {
+          // An admitted stream runs as long as its task: its status says enough, so hang up.
+          await response.body?.cancel().catch(() => {});
+          text = '';
+          truncated = false;
+        } else ({ text, truncated } = await readCappedText(response, PROBE_MAX_BODY_BYTES));
       } catch (error) {
         if ((error as Error).name === 'TimeoutError') {
           throw new CliError(`no answer from ${url} within ${options.timeoutMs} ms`, {
