@@ -50,6 +50,12 @@ describe('errors a user can act on', () => {
         /--method must be one of SendMessage/,
       ],
       [['probe', 'http://127.0.0.1:9', '--burst', '0'], /--burst must be a positive/],
+      [['probe', 'http://127.0.0.1:9', '--max-requests', 'x'], /--max-requests must be a positive/],
+      [
+        ['probe', 'http://127.0.0.1:9', '--method', 'GetTask', '--max-requests', '1'],
+        /--max-requests must be at least 2 for GetTask/,
+      ],
+      [['probe', 'http://127.0.0.1:9', '--direct', 'ftp://x'], /--direct must be an http/],
       [['frob'], /unknown command "frob"/],
     ];
     const runs = await Promise.all(cases.map(([args]) => runCliProcess(args)));
@@ -205,7 +211,7 @@ describe('serve', () => {
         'mirror',
         '--json',
       ]),
-      runCliProcess(['probe', serve.baseUrl, '--method', 'ListTasks', '--burst', '5']),
+      runCliProcess(['probe', serve.baseUrl, '--method', 'ListTasks', '--max-requests', '5']),
     ]);
     expect(probe.code).toBe(0);
     const report = JSON.parse(probe.stdout.trim()) as {
@@ -217,9 +223,14 @@ describe('serve', () => {
       '429 (mirrored HTTP status: quota)',
     );
     expect(report.checks.find((c) => c.name === 'domain')?.detail).toBe('research.example.com');
+    // The notice before the first call, then one line: no limiter, said plainly.
+    const [notice, ...rest] = never.stderr.trimEnd().split('\n');
+    expect(notice).toBe(
+      `probe: at most 5 requests to ${serve.baseUrl}/a2a/jsonrpc: ListTasks until one is refused, then that call once more after its delay; reads only: no task is started. Cap with --max-requests N.`,
+    );
     expectOneLineError(
-      never,
-      /the agent never rejected: all 5 ListTasks calls over jsonrpc were admitted/,
+      { code: never.code, stderr: rest.join('\n') },
+      /^a2a-ratelimit: no limiter found: all 5 ListTasks calls over jsonrpc were admitted and none was refused/,
     );
   });
 

@@ -3,7 +3,8 @@
  * processes, loopback only, each gateway with its own config and prefix). Through a plain proxy —
  * HTTP `proxy_pass`, and gRPC `grpc_pass` on an `http2` listener — the probe passes on all three
  * bindings. Through an nginx that intercepts errors and turns 429 into its own 502 page, the REST
- * probe fails and names what was lost, the CLI exits non-zero, and our client still backs off
+ * probe fails and (with `--direct`, the agent's own URL) names what was lost on the way, the CLI
+ * exits non-zero, and our client still backs off
  * sanely: a bounded number of retries, every call ends in success or an error, none hangs.
  */
 
@@ -65,7 +66,7 @@ describe.skipIf(nginx === undefined && !inCi)('probe and client through nginx', 
           baseUrl: g.baseUrl,
           binding,
           method: 'SendMessage',
-          burst: 30,
+          maxRequests: 30,
           callerToken: token(`plain-${binding}`),
           grpcTarget: g.grpcTarget,
         }),
@@ -112,7 +113,10 @@ describe.skipIf(nginx === undefined && !inCi)('probe and client through nginx', 
       token('cli-grpc'),
       '--json',
     ]);
-    expect(run.stderr).toBe('');
+    // Only the notice before the first call; the report is the JSON on stdout.
+    expect(run.stderr).toBe(
+      `probe: at most 100 requests to ${g.grpcTarget}: SendMessage until one is refused, then that call once more after its delay; each SendMessage the agent admits runs a real task there (up to 100). Cap with --max-requests N.\n`,
+    );
     expect(run.code).toBe(0);
     const report = JSON.parse(lastLine(run.stdout)) as { passed: boolean; endpoint: string };
     expect(report).toMatchObject({ passed: true, endpoint: g.grpcTarget });
@@ -124,21 +128,17 @@ describe.skipIf(nginx === undefined && !inCi)('probe and client through nginx', 
       baseUrl: g.baseUrl,
       binding: 'rest',
       method: 'SendMessage',
-      burst: 30,
+      maxRequests: 30,
       callerToken: token('intercept-rest'),
+      direct: serve.baseUrl,
     });
     expect(report.passed).toBe(false);
-    expect(report.lost).toEqual(
-      expect.arrayContaining([
-        'status',
-        'media type',
-        'body',
-        'reason',
-        'retry-info',
-        'retry-after',
-        'ratelimit',
-      ]),
-    );
+    const required = ['status', 'media type', 'body', 'reason', 'retry-info', 'retry-after'];
+    expect(report.failed).toEqual(expect.arrayContaining(required));
+    expect(report.warnings).toEqual(['ratelimit']);
+    // The agent reached directly sent every part: each was lost between the agent and the probe.
+    expect(report.direct?.checks.filter((c) => c.status !== 'pass')).toEqual([]);
+    for (const name of [...required, 'ratelimit']) expect(report.origins?.[name]).toBe('path');
     const detail = (name: string) => report.checks.find((c) => c.name === name)?.detail ?? '';
     expect(detail('status')).toContain('got 502');
     expect(detail('body')).toBe(
@@ -151,7 +151,7 @@ describe.skipIf(nginx === undefined && !inCi)('probe and client through nginx', 
       baseUrl: g.baseUrl,
       binding: 'jsonrpc',
       method: 'SendMessage',
-      burst: 30,
+      maxRequests: 30,
       callerToken: token('intercept-jsonrpc'),
     });
     expect(jsonRpc.passed).toBe(true);
@@ -164,12 +164,16 @@ describe.skipIf(nginx === undefined && !inCi)('probe and client through nginx', 
       'rest',
       '--caller-token',
       token('intercept-cli'),
+      '--direct',
+      serve.baseUrl,
     ]);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain('FAIL  body');
-    expect(run.stdout).toContain('got text/html (a gateway page?)');
+    expect(run.stdout).toContain(
+      'got text/html (a gateway page?) [the agent sent it: lost between the agent and you]',
+    );
     expect(lastLine(run.stdout)).toMatch(
-      /^FAIL: \d+ of \d+ checks failed; lost on the way: status, media type, body/,
+      /^FAIL: \d+ of \d+ required checks failed: lost between the agent and you: status, media type, body/,
     );
   });
 
@@ -179,16 +183,18 @@ describe.skipIf(nginx === undefined && !inCi)('probe and client through nginx', 
       baseUrl: g.baseUrl,
       binding: 'rest',
       method: 'SendMessage',
-      burst: 30,
+      maxRequests: 30,
       callerToken: token('page200-rest'),
     });
     expect(report.passed).toBe(false);
     // The serve agent admits 10 before refusing: the page is the 11th answer, not an admission.
     expect(report.admittedBefore).toBe(10);
-    expect(report.lost).toEqual(expect.arrayContaining(['gateway', 'status', 'body', 'reason']));
-    const gatewayDetail = report.checks.find((c) => c.name === 'gateway')?.detail ?? '';
-    expect(gatewayDetail).toContain('HTTP 200 with an HTML page (text/html)');
-    expect(gatewayDetail).toContain('lost the rejection');
+    expect(report.failed).toEqual(
+      expect.arrayContaining(['a2a-answer', 'status', 'body', 'reason']),
+    );
+    const answerDetail = report.checks.find((c) => c.name === 'a2a-answer')?.detail ?? '';
+    expect(answerDetail).toContain('HTTP 200 with an HTML page (text/html)');
+    expect(answerDetail).toContain('not an A2A answer, so no rejection was received');
     expect(g.accessLog()).toMatch(/POST \/a2a\/rest\/message:send HTTP\/1\.1" 200/);
 
     const run = await runCliProcess([
@@ -200,41 +206,46 @@ describe.skipIf(nginx === undefined && !inCi)('probe and client through nginx', 
       token('page200-cli'),
     ]);
     expect(run.code).toBe(1);
-    expect(run.stdout).toContain('FAIL  gateway');
-    expect(run.stdout).toContain('a gateway answered instead of the agent and lost the rejection');
-    expect(run.stdout).not.toContain('the agent never rejected');
-    expect(lastLine(run.stdout)).toMatch(/^FAIL: .*lost on the way: gateway, status/);
+    expect(run.stdout).toContain('FAIL  a2a-answer');
+    expect(run.stdout).toContain('not an A2A answer, so no rejection was received');
+    expect(run.stderr).not.toContain('no limiter found');
+    // Without --direct the probe cannot tell who lost it, and says so.
+    expect(lastLine(run.stdout)).toMatch(
+      /^FAIL: .*: a2a-answer, status, .*\(--direct <the agent's own URL> tells what the agent never sent/,
+    );
   });
 
-  it('nginx answering 429 with static JSON and 200: named as a gateway that lost the rejection', async () => {
+  it('nginx answering 429 with static JSON and 200: named as no A2A answer', async () => {
     const g = await gateway('json200');
     const report = await runProbe({
       baseUrl: g.baseUrl,
       binding: 'rest',
       method: 'SendMessage',
-      burst: 30,
+      maxRequests: 30,
       callerToken: token('json200-rest'),
     });
     expect(report.passed).toBe(false);
     expect(report.admittedBefore).toBe(10);
-    expect(report.checks.find((c) => c.name === 'gateway')?.detail).toContain(
+    expect(report.checks.find((c) => c.name === 'a2a-answer')?.detail).toContain(
       'HTTP 200 with JSON with no task or message',
     );
   });
 
-  it("nginx answering 429 with its own 503 page: says the gateway's 503 answered instead of the agent", async () => {
+  it("nginx answering 429 with its own 503 page: not the agent's AGENT_OVERLOADED; --direct places the loss", async () => {
     const g = await gateway('own503');
     const report = await runProbe({
       baseUrl: g.baseUrl,
       binding: 'rest',
       method: 'SendMessage',
-      burst: 30,
+      maxRequests: 30,
       callerToken: token('own503-rest'),
+      direct: serve.baseUrl,
     });
     expect(report.passed).toBe(false);
-    expect(report.checks.find((c) => c.name === 'gateway')?.detail).toContain(
-      "the gateway's own 503 answered instead of the agent",
+    expect(report.checks.find((c) => c.name === 'a2a-answer')?.detail).toContain(
+      'not an A2A error, so no AGENT_OVERLOADED was received',
     );
+    expect(report.origins?.['a2a-answer']).toBe('path');
   });
 
   it('nginx turning 429 into 502: our client still backs off sanely (no retry storm; success or a typed error)', async () => {

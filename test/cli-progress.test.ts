@@ -69,7 +69,7 @@ describe('probe progress while waiting for the retry slot', () => {
         baseUrl: serve.baseUrl,
         binding: 'rest',
         method: 'SendMessage',
-        burst: 30,
+        maxRequests: 30,
         callerToken: `progress-${process.pid}`,
         sleep: vt.sleep,
         retryMarginMs: 500,
@@ -105,7 +105,8 @@ describe('probe progress while waiting for the retry slot', () => {
       ]);
       expect(run.code, run.stdout + run.stderr).toBe(0);
       expect(run.stderr).toBe(
-        'refused on call 11; waiting for the retry slot (1 s + 500 ms), then re-sending the same messageId: 1.5 s\n',
+        `probe: at most 100 requests to ${serve.baseUrl}/a2a/rest: SendMessage until one is refused, then that call once more after its delay; each SendMessage the agent admits runs a real task there (up to 100). Cap with --max-requests N.\n` +
+          'refused on call 11; waiting for the retry slot (1 s + 500 ms), then re-sending the same messageId: 1.5 s\n',
       );
       expect(run.stdout).toContain('PASS  retry');
     } finally {

@@ -12,6 +12,8 @@ import { RedisStore } from '../src/redis/redis-store.js';
 import { type AdmissionOutcome, createLimiter } from '../src/server/limiter.js';
 import type { Store } from '../src/store/store.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
+import { findDetail } from '../src/wire/google-rpc.js';
+import { rejectionDetails } from '../src/wire/rejection-details.js';
 import {
   connectRedis,
   deletePrefix,
@@ -104,9 +106,14 @@ describe.each(STORES)('usage budgets on %s', (name, makeStore) => {
       expect(fourth.rejection).toMatchObject({
         policy: 'tokens',
         retryAfterMs: 12_006,
-        quota: { limit: 10_000, windowSeconds: 60 },
+        quota: { limit: 10_000, windowSeconds: 60, unit: 'tokens' },
       });
       expect(fourth.rejection.message).toContain('10000 tokens per 60 s');
+      // QuotaFailure names the unit too, never "10000 requests".
+      const details = rejectionDetails(fourth.rejection, 'agents.example.com');
+      expect(findDetail(details, 'QuotaFailure')?.violations[0]?.description).toBe(
+        '10000 tokens per 60 s',
+      );
       expect(fourth.rejection.reserved).toBe(false);
       clock.advance(12_005);
       expect((await send(5)).status).toBe('rejected');

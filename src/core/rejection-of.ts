@@ -79,7 +79,12 @@ export function rejectionOf(
   };
   if (kind === 'quota') {
     if (p.kind === 'rate') {
-      rejection.quota = { limit: p.limit, windowSeconds: p.windowSeconds, remaining: 0 };
+      rejection.quota = {
+        limit: p.limit,
+        windowSeconds: p.windowSeconds,
+        remaining: 0,
+        ...(p.unit === undefined ? {} : { unit: p.unit }),
+      };
     } else if (p.kind === 'concurrency') {
       rejection.quota = { limit: p.max, remaining: 0 };
     }

@@ -37,6 +37,8 @@ export interface QuotaState {
   readonly windowSeconds?: number;
   /** Whole units left now (0 on a rejection). */
   readonly remaining: number;
+  /** A usage policy's unit (e.g. `tokens`): `limit` counts it; absent = requests. */
+  readonly unit?: string;
 }
 
 /**
@@ -185,10 +187,12 @@ function plural(count: number, noun: string): string {
  * ```ts
  * describeQuota({ limit: 60, windowSeconds: 60, remaining: 0 }); // '60 requests per 60 s'
  * describeQuota({ limit: 5, remaining: 0 });                     // '5 concurrent requests'
+ * describeQuota({ limit: 10_000, windowSeconds: 60, remaining: 0, unit: 'tokens' }); // '10000 tokens per 60 s'
  * ```
  */
 export function describeQuota(quota: QuotaState): string {
-  return quota.windowSeconds === undefined
-    ? plural(quota.limit, 'concurrent request')
-    : `${plural(quota.limit, 'request')} per ${quota.windowSeconds} s`;
+  if (quota.windowSeconds === undefined) return plural(quota.limit, 'concurrent request');
+  const amount =
+    quota.unit === undefined ? plural(quota.limit, 'request') : `${quota.limit} ${quota.unit}`;
+  return `${amount} per ${quota.windowSeconds} s`;
 }

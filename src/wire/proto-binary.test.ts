@@ -9,6 +9,7 @@ import type { Detail, Status } from './google-rpc.js';
 import { TYPE_URLS } from './google-rpc.js';
 import { encodeGrpcRejection } from './grpc-rejection.js';
 import { decodeStatus, encodeStatus, tryDecodeStatus } from './proto-binary.js';
+import { statusFromJson, statusToJson } from './proto-json.js';
 
 const STANDARDS_EXAMPLE =
   'CAgSDHJhdGUgbGltaXRlZBowCih0eXBlLmdvb2dsZWFwaXMuY29tL2dvb2dsZS5ycGMuUmV0cnlJbmZvEgQKAggM';
@@ -262,6 +263,27 @@ describe('decodeStatus', () => {
     fc.assert(
       fc.property(statusArb, (status) => {
         expect(decodeStatus(encodeStatus(status))).toEqual(status);
+      }),
+    );
+  });
+
+  it('is JSON-safe: JSON.stringify writes its ProtoJSON (no BigInt error), for every status', () => {
+    const example = JSON.parse(JSON.stringify(decodeStatus(base64Decode(STANDARDS_EXAMPLE))));
+    expect(example).toEqual({
+      code: 8,
+      message: 'rate limited',
+      details: [{ '@type': TYPE_URLS.retryInfo, retryDelay: '12s' }],
+    });
+    fc.assert(
+      fc.property(statusArb, (status) => {
+        const decoded = decodeStatus(encodeStatus(status));
+        expect(JSON.parse(JSON.stringify(decoded))).toEqual(
+          JSON.parse(JSON.stringify(statusToJson(decoded))),
+        );
+        // The int64s read back from that JSON are the decoded ones.
+        expect(statusFromJson(JSON.parse(JSON.stringify(decoded)))?.details).toEqual(
+          decoded.details.filter((d) => d.type !== 'other'),
+        );
       }),
     );
   });

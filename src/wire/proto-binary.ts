@@ -21,6 +21,7 @@ import {
   type Status,
   TYPE_URLS,
 } from './google-rpc.js';
+import { statusToJson } from './proto-json.js';
 
 // ---------------------------------------------------------------------------------------------
 // Writing
@@ -297,9 +298,15 @@ function readAny(bytes: Uint8Array): AnyMessage {
  * Decodes a binary `google.rpc.Status`. Throws on truncated or otherwise malformed input; use
  * {@link tryDecodeStatus} on untrusted bytes.
  *
+ * The value holds int64s as `bigint` (`Duration.seconds`, `QuotaViolation.quotaValue`), and is
+ * JSON-safe all the same: `JSON.stringify` writes its ProtoJSON (a non-enumerable `toJSON`, as
+ * {@link statusToJson} renders it: durations as `"12s"`, int64 as strings; details of types this
+ * library does not know, which binary carries without their schema, are left out).
+ *
  * @example
  * ```ts
  * decodeStatus(encodeStatus({ code: 8, message: 'x', details: [] })); // { code: 8, message: 'x', details: [] }
+ * JSON.stringify(decodeStatus(trailer)); // '{"code":8,"message":"…","details":[…,{"@type":"…RetryInfo","retryDelay":"12s"}]}'
  * ```
  */
 export function decodeStatus(bytes: Uint8Array): Status {
@@ -313,7 +320,10 @@ export function decodeStatus(bytes: Uint8Array): Status {
     else return false;
     return true;
   });
-  return { code, message, details };
+  const status: Status = { code, message, details };
+  // Not enumerable: the value still equals a plain Status; JSON.stringify finds it all the same.
+  Object.defineProperty(status, 'toJSON', { value: () => statusToJson(status) });
+  return status;
 }
 
 /**

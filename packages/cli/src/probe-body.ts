@@ -96,7 +96,7 @@ export function httpBody(response: CapturedResponse): BodyReading {
     return {
       check: fail(
         'body',
-        'JSON-RPC error -32603 without error.data: the rejection details were lost',
+        'JSON-RPC error -32603 without error.data: no rejection details received',
       ),
       details: [],
     };
@@ -116,7 +116,7 @@ export function grpcBody(response: CapturedResponse): BodyReading {
     return {
       check: fail(
         'body',
-        'no grpc-status-details-bin trailer: the google.rpc.Status details were lost (stripped on the way?)',
+        'no grpc-status-details-bin trailer received: no google.rpc.Status details',
       ),
       details: [],
     };

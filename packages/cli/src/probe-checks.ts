@@ -2,8 +2,9 @@
  * @module probe-checks
  * What `probe` checks about one rejection as it arrived, per binding — status, media type, body
  * shape, ErrorInfo reason and domain, RetryInfo, `Retry-After`, `RateLimit` (and, on gRPC,
- * `grpc-retry-pushback-ms`) agreeing with the body — each check named, with what was expected and
- * what was lost. Pure: the captured response in, the verdicts out.
+ * `grpc-retry-pushback-ms`) agreeing with the body — each check named, graded as the rate-limit
+ * response format grades it (required, or a recommended hint whose absence is a warning), with
+ * what was expected and what was received. Pure: the captured response in, the verdicts out.
  */
 
 import {
@@ -22,19 +23,37 @@ import type { CapturedResponse } from './probe-transport.js';
 export { describeContent, summarizeResponse } from './probe-response.js';
 
 /**
- * A check's verdict: `skip` when there was nothing to check it on (it does not fail the probe).
+ * A check's verdict: `fail` when a required part is missing or wrong, `warn` when a recommended
+ * one is (it does not fail the probe), `skip` when there was nothing to check it on.
  *
  * @example
  * ```ts
  * const status: CheckStatus = CHECK_STATUSES.fail;
  * ```
  */
-export const CHECK_STATUSES = { pass: 'pass', fail: 'fail', skip: 'skip' } as const;
+export const CHECK_STATUSES = { pass: 'pass', fail: 'fail', warn: 'warn', skip: 'skip' } as const;
 
 /**
  * One of {@link CHECK_STATUSES}.
  */
 export type CheckStatus = (typeof CHECK_STATUSES)[keyof typeof CHECK_STATUSES];
+
+/**
+ * How the response format grades a check: `required` (the rejection is not usable without it) or
+ * `recommended` (a hint: `RateLimit` headers, which the format calls a draft to treat as hints,
+ * and gRPC's own retry metadata).
+ *
+ * @example
+ * ```ts
+ * const level: CheckLevel = CHECK_LEVELS.recommended;
+ * ```
+ */
+export const CHECK_LEVELS = { required: 'required', recommended: 'recommended' } as const;
+
+/**
+ * One of {@link CHECK_LEVELS}.
+ */
+export type CheckLevel = (typeof CHECK_LEVELS)[keyof typeof CHECK_LEVELS];
 
 /**
  * One named check and what it found.
@@ -43,6 +62,39 @@ export interface ProbeCheck {
   readonly name: string;
   readonly status: CheckStatus;
   readonly detail: string;
+  /** Absent on checks made before grading (then: required). */
+  readonly level?: CheckLevel;
+}
+
+/**
+ * The level of check `name` on `binding`: `ratelimit` and gRPC's `pushback` and `retry-after`
+ * metadata are recommended (the format sends `Retry-After` as an HTTP header and calls `RateLimit`
+ * a hint); everything else is required.
+ *
+ * @example
+ * ```ts
+ * checkLevel('ratelimit', 'rest'); // 'recommended'
+ * checkLevel('retry-info', 'rest'); // 'required'
+ * ```
+ */
+export function checkLevel(name: string, binding: CapturedResponse['binding']): CheckLevel {
+  if (name === 'ratelimit' || name === 'pushback') return 'recommended';
+  if (name === 'retry-after' && binding === 'grpc') return 'recommended';
+  return 'required';
+}
+
+/**
+ * `check` with its level for `binding`; a failed recommended check becomes a warning.
+ *
+ * @example
+ * ```ts
+ * graded({ name: 'ratelimit', status: 'fail', detail: 'no RateLimit header' }, 'rest').status; // 'warn'
+ * ```
+ */
+export function graded(check: ProbeCheck, binding: CapturedResponse['binding']): ProbeCheck {
+  const level = checkLevel(check.name, binding);
+  const status = check.status === 'fail' && level === 'recommended' ? 'warn' : check.status;
+  return { ...check, status, level };
 }
 
 /**
@@ -102,12 +154,8 @@ function statusCheck(response: CapturedResponse): {
   const kind = expectedHttpKind(s);
   if (response.binding === 'rest') {
     if (kind !== undefined) return { check: pass('status', `${s}: ${kind}`), kind };
-    const rewritten =
-      s === 500 || s === 502 || s === 504
-        ? ' (rewritten on the way? a gateway answering with its own error)'
-        : '';
     return {
-      check: fail('status', `expected 429 (quota) or 503 (overload), got ${s}${rewritten}`),
+      check: fail('status', `expected 429 (quota) or 503 (overload), got ${s}`),
     };
   }
   if (s === 200)
@@ -141,28 +189,28 @@ function mediaTypeCheck(response: CapturedResponse): ProbeCheck {
 }
 
 /**
- * Whether a gateway, not the agent, answered: a 2xx that is no A2A answer (the gateway lost the
- * rejection: it answered a refusal with its own page and a success status), or an HTTP 503 whose
- * body is no A2A error (the gateway's own 503: its upstream down, its own limit). Undefined when
- * the answer looks like the agent's.
+ * Whether the answer is no A2A answer at all: a 2xx that is no A2A answer (a refusal received as a
+ * success page), or an HTTP 503 whose body is no A2A error (not an AGENT_OVERLOADED). Which of the
+ * agent or something on the way wrote it, only `probe --direct` can tell. Undefined when the
+ * answer is an A2A one.
  *
  * @example
  * ```ts
- * gatewayCheck(captured)?.detail; // 'HTTP 200 with an HTML page (text/html): a gateway answered …'
+ * a2aAnswerCheck(captured)?.detail; // 'HTTP 200 with an HTML page (text/html): not an A2A answer …'
  * ```
  */
-export function gatewayCheck(response: CapturedResponse): ProbeCheck | undefined {
+export function a2aAnswerCheck(response: CapturedResponse): ProbeCheck | undefined {
   if (response.binding === 'grpc') return undefined;
   if (response.notA2A !== undefined) {
     return fail(
-      'gateway',
-      `HTTP ${response.status} with ${response.notA2A}: a gateway answered instead of the agent and lost the rejection (a refusal turned into a success page; not counted as an admission)`,
+      'a2a-answer',
+      `HTTP ${response.status} with ${response.notA2A}: not an A2A answer, so no rejection was received (a success status on a page that is not the call's answer; not counted as an admission)`,
     );
   }
   if (response.status === 503 && parseErrorBody(response.body) === undefined) {
     return fail(
-      'gateway',
-      `HTTP 503 with ${describeContent(response)}: the gateway's own 503 answered instead of the agent (its upstream down or its own limit?), not the agent's AGENT_OVERLOADED`,
+      'a2a-answer',
+      `HTTP 503 with ${describeContent(response)}: not an A2A error, so no AGENT_OVERLOADED was received (a proxy's own 503, its upstream down or its own limit?)`,
     );
   }
   return undefined;
@@ -179,13 +227,13 @@ export function gatewayCheck(response: CapturedResponse): ProbeCheck | undefined
  */
 export function checkRejection(response: CapturedResponse, context: CheckContext): RejectionChecks {
   const checks: ProbeCheck[] = [];
-  const gateway = gatewayCheck(response);
-  if (gateway !== undefined) checks.push(gateway);
+  const answer = a2aAnswerCheck(response);
+  if (answer !== undefined) checks.push(answer);
   const status = statusCheck(response);
   checks.push(status.check, mediaTypeCheck(response));
   const body = response.binding === 'grpc' ? grpcBody(response) : httpBody(response);
   checks.push(body.check);
-  const lost = body.details.length === 0 ? ' (lost with the body)' : '';
+  const lost = body.details.length === 0 ? ' (no details received)' : '';
 
   // ErrorInfo reason.
   const info = firstErrorInfo(body.details);
@@ -257,7 +305,10 @@ export function checkRejection(response: CapturedResponse, context: CheckContext
   const retryAfterText = get('retry-after');
   if (retryAfterText === undefined) {
     checks.push(
-      fail('retry-after', `no ${where}: clients and proxies that never read bodies cannot wait`),
+      fail(
+        'retry-after',
+        `no ${where} received: clients and proxies that never read bodies cannot wait`,
+      ),
     );
   } else {
     const ms = parseRetryAfter(retryAfterText, context.nowMs);
@@ -289,7 +340,12 @@ export function checkRejection(response: CapturedResponse, context: CheckContext
   const items = fields.states.filter((s) => s.form === 'ratelimit' && s.policy !== undefined);
   const item = items.find((s) => s.policy === policy) ?? items.find((s) => s.remaining === 0);
   if (get('ratelimit') === undefined) {
-    checks.push(fail('ratelimit', 'no RateLimit header: clients cannot pace themselves'));
+    checks.push(
+      fail(
+        'ratelimit',
+        'no RateLimit header received (a recommended hint: clients can pace themselves by it)',
+      ),
+    );
   } else if (item === undefined) {
     checks.push(
       fail(
@@ -318,7 +374,8 @@ export function checkRejection(response: CapturedResponse, context: CheckContext
   // gRPC pushback.
   if (response.binding === 'grpc') {
     const pushback = get('grpc-retry-pushback-ms');
-    if (pushback === undefined) checks.push(fail('pushback', 'no grpc-retry-pushback-ms trailer'));
+    if (pushback === undefined)
+      checks.push(fail('pushback', 'no grpc-retry-pushback-ms trailer received'));
     else if (delaySeconds !== undefined && Number(pushback) !== delaySeconds * 1000) {
       checks.push(
         fail(
@@ -330,7 +387,7 @@ export function checkRejection(response: CapturedResponse, context: CheckContext
   }
 
   return {
-    checks,
+    checks: checks.map((c) => graded(c, response.binding)),
     ...(kind === undefined ? {} : { kind }),
     ...(delaySeconds === undefined ? {} : { delaySeconds }),
     ...(policy === undefined ? {} : { policy }),

@@ -1,8 +1,11 @@
 /**
  * @module probe-command
- * `a2a-ratelimit probe <base-url>`: runs {@link runProbe} and prints a pass/fail report naming
- * each check and what was lost (or one JSON object with `--json`). Exit code 0 when every check
- * passed, 1 when one failed, 2 when the probe could not run (a `CliError`).
+ * `a2a-ratelimit probe <base-url>`: says up front how many requests it will send (and that
+ * admitted messages run real tasks), runs {@link runProbe} and prints a report naming each check,
+ * required or recommended, and what was not received — lost on the way or never sent, when
+ * `--direct` could tell (or one JSON object with `--json`). Exit code 0 when every required check
+ * passed (warnings allowed), 1 when one failed, 2 when the probe could not run (a `CliError`, e.g.
+ * no limiter found).
  */
 
 import type { CAC } from 'cac';
@@ -25,7 +28,7 @@ const METHODS: readonly ProbeMethod[] = Object.values(PROBE_METHODS);
  *
  * @example
  * ```ts
- * parseProbeOptions('http://127.0.0.1:9090', { binding: 'rest', burst: '50' }).burst; // 50
+ * parseProbeOptions('http://127.0.0.1:9090', { binding: 'rest', maxRequests: '50' }).maxRequests; // 50
  * ```
  */
 export function parseProbeOptions(baseUrl: unknown, flags: Record<string, unknown>): ProbeOptions {
@@ -39,11 +42,24 @@ export function parseProbeOptions(baseUrl: unknown, flags: Record<string, unknow
   if (grpcTarget !== undefined && !/^(\[[0-9a-f:.]+\]|[^:/\s]+):\d{1,5}$/i.test(grpcTarget)) {
     throw new CliError(`--grpc-target must be host:port, got "${grpcTarget}"`);
   }
+  const direct =
+    flags.direct === undefined ? undefined : parseHttpUrl(flags.direct, '--direct').href;
+  const maxRequests =
+    flags.maxRequests === undefined
+      ? parsePositiveInteger(flags.burst, '--burst', 100)
+      : parsePositiveInteger(flags.maxRequests, '--max-requests', 100);
+  const least = method === 'GetTask' ? 2 : 1;
+  if (maxRequests < least) {
+    throw new CliError(
+      `--max-requests must be at least ${least} for ${method}${least > 1 ? ' (one SendMessage to have a task, then GetTask)' : ''}, got ${maxRequests}`,
+    );
+  }
   return {
     baseUrl: url.href,
     binding: parseBinding(flags.binding, 'jsonrpc'),
     method: method as ProbeMethod,
-    burst: parsePositiveInteger(flags.burst, '--burst', 100),
+    maxRequests,
+    ...(direct === undefined ? {} : { direct }),
     timeoutMs: parsePositiveNumber(flags.timeout, '--timeout', 10) * 1000,
     maxWaitSeconds: parsePositiveNumber(flags.maxWait, '--max-wait', 65),
     ...(callerToken === undefined ? {} : { callerToken }),
@@ -61,15 +77,51 @@ export function parseProbeOptions(baseUrl: unknown, flags: Record<string, unknow
  */
 export function renderProbeReport(report: ProbeReport): string {
   const width = Math.max(...report.checks.map((c) => c.name.length));
+  const origins = report.origins;
+  const originText = (name: string): string => {
+    const origin = origins?.[name];
+    if (origin === undefined) return '';
+    return origin === 'path'
+      ? ' [the agent sent it: lost between the agent and you]'
+      : ' [the agent never sent it]';
+  };
+  const required = report.checks.filter((c) => (c.level ?? 'required') === 'required');
+  const passedCount = required.filter((c) => c.status === 'pass').length;
+  const names = (list: readonly string[], origin: 'agent' | 'path'): string[] =>
+    list.filter((n) => origins?.[n] === origin);
+  const unplaced = (list: readonly string[]): string[] =>
+    list.filter((n) => origins?.[n] === undefined);
+  const where = (list: readonly string[]): string => {
+    if (origins === undefined) {
+      return `${list.join(', ')} (--direct <the agent's own URL> tells what the agent never sent from what was lost on the way)`;
+    }
+    const parts = [
+      names(list, 'path').length > 0
+        ? `lost between the agent and you: ${names(list, 'path').join(', ')}`
+        : '',
+      names(list, 'agent').length > 0
+        ? `the agent never sent: ${names(list, 'agent').join(', ')}`
+        : '',
+      unplaced(list).length > 0 ? `not received: ${unplaced(list).join(', ')}` : '',
+    ];
+    return parts.filter((p) => p !== '').join('; ');
+  };
+  const verdict = !report.passed
+    ? `FAIL: ${report.failed.length} of ${required.length} required checks failed: ${where(report.failed)}`
+    : report.warnings.length === 0
+      ? `PASS: the rejection arrived intact (${passedCount} required checks passed)`
+      : `PASS with ${report.warnings.length === 1 ? 'a warning' : `${report.warnings.length} warnings`}: ${passedCount} required checks passed; recommended, not received: ${where(report.warnings)}`;
   const lines = [
     `probe ${report.baseUrl}: ${report.method} over ${report.binding} at ${report.endpoint}`,
     `refused on call ${report.calls} after ${report.admittedBefore} admitted: ${report.rejection.summary}`,
+    ...(report.direct === undefined
+      ? []
+      : [`directly at ${report.direct.endpoint}: ${report.direct.rejection.summary}`]),
     ...report.checks.map(
-      (c) => `  ${c.status.toUpperCase().padEnd(4)}  ${c.name.padEnd(width)}  ${c.detail}`,
+      (c) =>
+        `  ${c.status.toUpperCase().padEnd(4)}  ${c.name.padEnd(width)}  ${c.detail}${c.status === 'fail' || c.status === 'warn' ? originText(c.name) : ''}`,
     ),
-    report.passed
-      ? `PASS: the rejection arrived intact (${report.checks.filter((c) => c.status === 'pass').length} checks passed)`
-      : `FAIL: ${report.lost.length} of ${report.checks.length} checks failed; lost on the way: ${report.lost.join(', ')}`,
+    verdict,
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -86,13 +138,18 @@ export function registerProbeCommand(cli: CAC): void {
   cli
     .command(
       'probe <base-url>',
-      'Send a rejection end to end through whatever gateway is in front of an agent and check what survived',
+      'Send a rejection end to end through whatever gateway is in front of an agent and grade what arrived',
     )
     .option('--binding <binding>', 'jsonrpc, rest or grpc (default: jsonrpc)')
     .option(`--method <method>`, `${METHODS.join(', ')} (default: SendMessage)`)
     .option(
-      '--burst <n>',
-      'Calls sent at most before giving up: "the agent never rejected" (default: 100)',
+      '--max-requests <n>',
+      'Requests sent at most to each URL, said before the first; all admitted = "no limiter found" (default: 100; --burst is its old name)',
+    )
+    .option('--burst <n>', 'Old name of --max-requests')
+    .option(
+      '--direct <url>',
+      "The agent's own base URL, not through the gateway: the same calls go there too, to tell what the agent never sent from what was lost on the way",
     )
     .option(
       '--caller-token <token>',
@@ -116,6 +173,9 @@ export function registerProbeCommand(cli: CAC): void {
     )
     .example('a2a-ratelimit probe http://127.0.0.1:8080 --binding rest --caller-token probe-1')
     .example(
+      'a2a-ratelimit probe https://gateway.example.com --direct http://10.0.0.7:8080 --max-requests 20',
+    )
+    .example(
       'a2a-ratelimit probe https://gateway.example.com --binding grpc --grpc-target gateway.example.com:443',
     )
     .action(async (baseUrl: unknown, flags: Record<string, unknown>) => {
@@ -129,7 +189,12 @@ export function registerProbeCommand(cli: CAC): void {
             tty: process.stderr.isTTY === true,
           });
       const parsed = parseProbeOptions(baseUrl, flags);
-      const report = await runProbe(status === undefined ? parsed : { ...parsed, status });
+      const report = await runProbe({
+        ...parsed,
+        ...(status === undefined ? {} : { status }),
+        // Before any task is started: how many requests, and that admitted messages run tasks.
+        announce: (line) => process.stderr.write(`${line}\n`),
+      });
       process.stdout.write(
         flags.json === true ? `${JSON.stringify(report)}\n` : renderProbeReport(report),
       );

@@ -93,6 +93,7 @@ export function grpcProbeTransport(
     binding: 'grpc',
     endpoint: options.endpoint,
     build: buildCall,
+    connect: waitReady,
     async send(call) {
       await waitReady();
       const definition = definitions[call.method];
@@ -133,7 +134,19 @@ export function grpcProbeTransport(
             callOptions,
           );
           stream.on('metadata', (md: grpc.Metadata) => metadataText(md, headers));
-          stream.on('data', onMessage);
+          stream.on('data', (message: unknown) => {
+            onMessage(message);
+            // An admitted stream runs as long as its task: its first event says enough.
+            resolve({
+              binding: 'grpc',
+              ok: true,
+              status: grpc.status.OK,
+              headers,
+              body: '',
+              ...(taskId === undefined ? {} : { taskId }),
+            });
+            stream.cancel();
+          });
           stream.on('error', () => {});
           stream.on('status', onStatus);
         } else {

@@ -5,6 +5,7 @@
  */
 
 import { GRPC_CODES, parseErrorBody } from 'a2a-ratelimit';
+import { PROBE_MAX_BODY_BYTES } from './probe-capped-body.js';
 import type { CapturedResponse } from './probe-transport.js';
 
 /** gRPC status names by code (`8` → `RESOURCE_EXHAUSTED`). */
@@ -20,13 +21,19 @@ export const GRPC_NAMES: Readonly<Record<number, string>> = Object.fromEntries(
  * describeContent({ mediaType: 'text/html', body: '<html>' } as CapturedResponse); // 'text/html (a gateway page?)'
  * ```
  */
-export function describeContent(response: Pick<CapturedResponse, 'mediaType' | 'body'>): string {
-  if (response.body.trim() === '') return 'an empty body (stripped on the way?)';
+export function describeContent(
+  response: Pick<CapturedResponse, 'mediaType' | 'body' | 'truncated'>,
+): string {
+  if (response.body.trim() === '') return 'an empty body';
   const type = response.mediaType ?? 'no Content-Type';
+  const cut =
+    response.truncated === true
+      ? `, a body longer than ${PROBE_MAX_BODY_BYTES} bytes (not read past that)`
+      : '';
   if (type === 'text/html' || /^\s*<(!doctype|html)/i.test(response.body)) {
-    return `${type} (a gateway page?)`;
+    return `${type} (a gateway page?)${cut}`;
   }
-  return type;
+  return `${type}${cut}`;
 }
 
 /**

@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { CliError } from './cli-error.js';
 import type { CliBinding } from './cli-options.js';
+import { PROBE_MAX_BODY_BYTES, readCappedText } from './probe-capped-body.js';
 import type { ProbeMethod } from './probe-methods.js';
 
 /**
@@ -25,8 +26,10 @@ export interface CapturedResponse {
   readonly headers: Readonly<Record<string, string>>;
   /** HTTP media type, lower-case, without parameters. */
   readonly mediaType?: string;
-  /** HTTP body text (first 64 KiB), or the gRPC status message. */
+  /** HTTP body text (at most {@link PROBE_MAX_BODY_BYTES} read), or the gRPC status message. */
   readonly body: string;
+  /** HTTP: the body went on past {@link PROBE_MAX_BODY_BYTES}; the rest was not read. */
+  readonly truncated?: boolean;
   /** gRPC: `grpc-status-details-bin`, decoded from base64. */
   readonly statusDetails?: Uint8Array;
   /** gRPC: the client made this status up from an HTTP error; no gRPC response arrived. */
@@ -76,6 +79,8 @@ export interface ProbeTransport {
   build(method: ProbeMethod, taskId?: string): ProbeCall;
   /** Sends it once and captures the answer; throws a {@link CliError} when nothing answers. */
   send(call: ProbeCall): Promise<CapturedResponse>;
+  /** Resolves once calls can be sent (gRPC: the channel is up); throws like `send`. */
+  connect(): Promise<void>;
   close(): void;
 }
 
@@ -91,8 +96,6 @@ export interface ProbeTransportOptions {
   readonly timeoutMs: number;
 }
 
-/** The most of a response body `probe` keeps, characters. */
-const MAX_BODY_CHARS = 65_536;
 let nextId = 1;
 
 /** The request `method` sends (a fresh messageId for a message; `taskId` for GetTask). */
@@ -110,6 +113,8 @@ export function buildCall(method: ProbeMethod, taskId: string | undefined): Prob
           role: 'ROLE_USER',
           parts: [{ text: 'a2a-ratelimit probe: checking how a rejection arrives' }],
         },
+        // Not waiting for the task: a concurrency limit then refuses while earlier tasks work.
+        ...(method === 'SendMessage' ? { configuration: { returnImmediately: true } } : {}),
       },
     };
   }
@@ -264,13 +269,23 @@ export function httpProbeTransport(
     binding: options.binding,
     endpoint: base,
     build: buildCall,
+    // The card was read from the same origin: nothing to wait for.
+    connect: async () => {},
     async send(call) {
       const { url, init } = request(call);
       let response: Response;
       let text: string;
+      let truncated: boolean;
       try {
         response = await doFetch(url, { ...init, signal: AbortSignal.timeout(options.timeoutMs) });
-        text = await response.text();
+        const opened =
+          response.ok && mediaTypeOf(response.headers.get('content-type')) === 'text/event-stream';
+        if (opened) {
+          // An admitted stream runs as long as its task: its status says enough, so hang up.
+          await response.body?.cancel().catch(() => {});
+          text = '';
+          truncated = false;
+        } else ({ text, truncated } = await readCappedText(response, PROBE_MAX_BODY_BYTES));
       } catch (error) {
         if ((error as Error).name === 'TimeoutError') {
           throw new CliError(`no answer from ${url} within ${options.timeoutMs} ms`, {
@@ -285,11 +300,16 @@ export function httpProbeTransport(
       });
       const mediaType = mediaTypeOf(response.headers.get('content-type'));
       const twoHundred = response.status >= 200 && response.status < 300;
-      const notA2A = twoHundred ? notA2AAnswer(options.binding, mediaType, text) : undefined;
+      // A 2xx cut at the cap cannot be parsed: it is taken as the answer it started as.
+      const notA2A =
+        twoHundred && !truncated ? notA2AAnswer(options.binding, mediaType, text) : undefined;
       const success =
         twoHundred &&
         notA2A === undefined &&
-        (options.binding === 'rest' || mediaType === 'text/event-stream' || !hasJsonRpcError(text));
+        (options.binding === 'rest' ||
+          mediaType === 'text/event-stream' ||
+          truncated ||
+          !hasJsonRpcError(text));
       const taskId = success ? taskIdOf(text) : undefined;
       return {
         binding: options.binding,
@@ -297,7 +317,8 @@ export function httpProbeTransport(
         status: response.status,
         headers,
         ...(mediaType === undefined ? {} : { mediaType }),
-        body: text.slice(0, MAX_BODY_CHARS),
+        body: text,
+        ...(truncated ? { truncated } : {}),
         ...(taskId === undefined ? {} : { taskId }),
         ...(notA2A === undefined ? {} : { notA2A }),
       };

@@ -1,29 +1,35 @@
 /**
  * @module probe
  * `runProbe`: sends one rejection end to end through whatever sits in front of an agent and
- * reports what survived. It talks only to the base URL it was given (and `--grpc-target`), taking
- * only PATHS from the agent card, so every call goes through the gateway, not around it. It sends
- * calls until one is refused, checks that refusal (probe-checks.ts), waits the delay a client
- * would read from it (plus a small margin) and re-sends the identical call, which must then be
- * admitted. Problems a user can act on — nothing answers, no such binding, an agent that never
- * rejects — are `CliError`s.
+ * grades what arrived against the rate-limit response format. It talks only to the base URL it
+ * was given (and `--grpc-target`), taking only PATHS from the agent card, so every call goes
+ * through the gateway, not around it; at most `maxRequests` requests, announced before the first.
+ * It sends calls until one is refused, checks that refusal (probe-checks.ts), waits the delay a
+ * client would read from it (plus a small margin) and re-sends the identical call, which must then
+ * be admitted. With `direct` (the agent's own URL) it runs the same calls there too and says, of
+ * each part that did not arrive, whether the agent never sent it or it was lost on the way.
+ * Problems a user can act on — nothing answers, no such binding, no limiter found — are
+ * `CliError`s.
  */
 
 import { extractRetryHint, type RetrySource } from 'a2a-ratelimit';
 import { systemSleep } from 'a2a-ratelimit/client';
-import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
 import { CliError } from './cli-error.js';
 import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
+import { type CardReading, grpcTargetOf, joinBasePath, readCard } from './probe-card.js';
 import { checkRejection, type ProbeCheck, summarizeResponse } from './probe-checks.js';
 import type { ProbeMethod } from './probe-methods.js';
+import { type LossOrigin, originsOf } from './probe-origins.js';
 import {
   type CapturedResponse,
   grpcProbeTransport,
   httpProbeTransport,
-  networkReason,
   type ProbeTransport,
 } from './probe-transport.js';
 import type { StatusLine } from './status-line.js';
+
+export { joinBasePath } from './probe-card.js';
+export type { LossOrigin } from './probe-origins.js';
 
 /**
  * Options of {@link runProbe}.
@@ -33,8 +39,17 @@ export interface ProbeOptions {
   readonly baseUrl: string;
   readonly binding: CliBinding;
   readonly method: ProbeMethod;
-  /** Calls sent at most before giving up with "the agent never rejected". */
-  readonly burst: number;
+  /**
+   * Requests sent at most to each URL (the setup SendMessage of GetTask, the calls until one is
+   * refused, the retry); all admitted without a refusal means "no limiter found".
+   */
+  readonly maxRequests: number;
+  /**
+   * The agent's own base URL, reached directly (not through the gateway): the same calls are sent
+   * there after the probe through `baseUrl`, so that what did not arrive can be told apart —
+   * never sent by the agent, or lost between the agent and the caller.
+   */
+  readonly direct?: string;
   /** Sent as `authorization: Bearer <token>` (demo agents take it as the caller's name). */
   readonly callerToken?: string;
   /** gRPC `host:port` to send to (a gateway's gRPC listener); default the base URL's host and port. */
@@ -51,6 +66,17 @@ export interface ProbeOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Shows the wait for the retry slot (a countdown in a terminal, a plain line otherwise). */
   readonly status?: StatusLine;
+  /** Told, before the first call to each URL, how many requests go there and what they start. */
+  readonly announce?: (line: string) => void;
+}
+
+/** What a refusal looked like. */
+export interface ProbeRejection {
+  readonly summary: string;
+  readonly kind?: 'quota' | 'overload';
+  readonly policy?: string;
+  /** The delay a client would read from the response (any field), seconds. */
+  readonly delaySeconds?: number;
 }
 
 /**
@@ -59,7 +85,7 @@ export interface ProbeOptions {
  * @example
  * ```ts
  * const report = await runProbe(options);
- * if (!report.passed) console.log(report.lost); // ['body', 'reason', …]
+ * if (!report.passed) console.log(report.failed); // ['body', 'reason', …]
  * ```
  */
 export interface ProbeReport {
@@ -73,101 +99,25 @@ export interface ProbeReport {
   readonly calls: number;
   /** Calls admitted before the refusal. */
   readonly admittedBefore: number;
-  /** What the refusal looked like. */
-  readonly rejection: {
-    readonly summary: string;
-    readonly kind?: 'quota' | 'overload';
-    readonly policy?: string;
-    /** The delay a client would read from the response (any field), seconds. */
-    readonly delaySeconds?: number;
-  };
+  /** Requests sent in all to `endpoint` (setup, calls, retry). */
+  readonly requestsSent: number;
+  readonly rejection: ProbeRejection;
   readonly checks: readonly ProbeCheck[];
-  /** No check failed. */
+  /** No required check failed (warnings do not count). */
   readonly passed: boolean;
-  /** Names of the failed checks. */
-  readonly lost: readonly string[];
-}
-
-/**
- * The URL of a path on the base URL: `base path + path` (so a base with a prefix keeps it).
- *
- * @example
- * ```ts
- * joinBasePath(new URL('http://gw/agents/research'), '/a2a/rest'); // 'http://gw/agents/research/a2a/rest'
- * ```
- */
-export function joinBasePath(base: URL, path: string): string {
-  const prefix = base.pathname.replace(/\/+$/, '');
-  const suffix = path.startsWith('/') ? path : `/${path}`;
-  return `${base.origin}${prefix}${suffix}`;
-}
-
-interface CardInterface {
-  readonly url: string;
-  readonly protocolBinding: string;
-}
-
-interface CardReading {
-  readonly cardUrl: string;
-  readonly interfaces: readonly CardInterface[];
-  readonly errorDomain?: string;
-}
-
-async function readCard(base: URL, doFetch: typeof fetch, timeoutMs: number): Promise<CardReading> {
-  const cardUrl = joinBasePath(base, '/.well-known/agent-card.json');
-  let response: Response;
-  let text: string;
-  try {
-    response = await doFetch(cardUrl, {
-      headers: { accept: 'application/json', 'a2a-version': '1.0' },
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    text = await response.text();
-  } catch (error) {
-    const reason =
-      (error as Error).name === 'TimeoutError'
-        ? `no answer within ${timeoutMs} ms`
-        : networkReason(error);
-    throw new CliError(`cannot reach the agent at ${base.href}: ${reason}`, { cause: error });
-  }
-  if (!response.ok) {
-    throw new CliError(
-      `no agent card at ${cardUrl} (HTTP ${response.status}): is ${base.href} an A2A agent's base URL?`,
-    );
-  }
-  let card: unknown;
-  try {
-    card = JSON.parse(text);
-  } catch {
-    throw new CliError(
-      `${cardUrl} is not JSON (${response.headers.get('content-type') ?? 'no Content-Type'}): is ${base.href} an A2A agent's base URL?`,
-    );
-  }
-  const c = card as {
-    supportedInterfaces?: unknown;
-    capabilities?: { extensions?: { uri?: unknown; params?: { errorDomain?: unknown } }[] };
+  /** Names of the failed required checks. */
+  readonly failed: readonly string[];
+  /** Names of the recommended checks that were not met. */
+  readonly warnings: readonly string[];
+  /** With `direct`: the same probe against the agent's own URL (no retry there). */
+  readonly direct?: {
+    readonly baseUrl: string;
+    readonly endpoint: string;
+    readonly rejection: ProbeRejection;
+    readonly checks: readonly ProbeCheck[];
   };
-  const interfaces = Array.isArray(c.supportedInterfaces)
-    ? c.supportedInterfaces.filter(
-        (i): i is CardInterface =>
-          typeof (i as CardInterface)?.url === 'string' &&
-          typeof (i as CardInterface)?.protocolBinding === 'string',
-      )
-    : [];
-  if (interfaces.length === 0) {
-    throw new CliError(
-      `the agent card at ${cardUrl} lists no supportedInterfaces (an A2A 1.0 card is needed)`,
-    );
-  }
-  const extension = Array.isArray(c.capabilities?.extensions)
-    ? c.capabilities.extensions.find((e) => e?.uri === RATE_LIMIT_EXTENSION_URI)
-    : undefined;
-  const errorDomain = extension?.params?.errorDomain;
-  return {
-    cardUrl,
-    interfaces,
-    ...(typeof errorDomain === 'string' ? { errorDomain } : {}),
-  };
+  /** With `direct`: of each failed or warned check, where it went. */
+  readonly origins?: Readonly<Record<string, LossOrigin>>;
 }
 
 function transportFor(
@@ -175,6 +125,7 @@ function transportFor(
   base: URL,
   card: CardReading,
   timeoutMs: number,
+  grpcTarget: string | undefined,
 ): ProbeTransport {
   const wanted = CARD_BINDING_NAMES[options.binding];
   const found = card.interfaces.find((i) => i.protocolBinding.toUpperCase() === wanted);
@@ -190,14 +141,13 @@ function transportFor(
   const token = options.callerToken === undefined ? {} : { callerToken: options.callerToken };
   if (options.binding === 'grpc') {
     const target =
-      options.grpcTarget ??
-      `${base.hostname}:${base.port || (base.protocol === 'https:' ? '443' : '80')}`;
+      grpcTarget ?? `${base.hostname}:${base.port || (base.protocol === 'https:' ? '443' : '80')}`;
     return grpcProbeTransport({
       endpoint: target,
       timeoutMs,
       tls: base.protocol === 'https:',
       unreachableHint:
-        options.grpcTarget === undefined
+        grpcTarget === undefined
           ? ` (the base URL's own address; the card's gRPC interface is ${found.url}: pass the gateway's gRPC listener with --grpc-target host:port)`
           : '',
       ...token,
@@ -254,25 +204,65 @@ function firstFailure(
 }
 
 /**
- * Runs the probe. Resolves with a report (passed or not); rejects with a `CliError` when the
- * probe cannot do its job (no card, no such binding, nothing answers, never rejected).
+ * What the probe will send to one URL, said before it sends it: how many requests at most and
+ * how many of them may start real tasks on the agent.
  *
  * @example
  * ```ts
- * const report = await runProbe({ baseUrl: 'http://127.0.0.1:9090', binding: 'rest', method: 'SendMessage', burst: 100, callerToken: 'probe-1' });
- * console.log(report.passed, report.lost);
+ * probeNotice('SendMessage', 100, 'http://127.0.0.1:8080/a2a/jsonrpc');
+ * // 'probe: at most 100 requests to http://…: SendMessage until one is refused, …'
  * ```
  */
-export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
-  const base = new URL(options.baseUrl);
+export function probeNotice(method: ProbeMethod, maxRequests: number, endpoint: string): string {
+  const sends = method === 'SendMessage' || method === 'SendStreamingMessage';
+  const tasks = sends
+    ? `each ${method} the agent admits runs a real task there (up to ${maxRequests})`
+    : method === 'GetTask'
+      ? 'one SendMessage first, to have a task to get: it runs a real task there'
+      : 'reads only: no task is started';
+  return `probe: at most ${maxRequests} requests to ${endpoint}: ${method} until one is refused, then that call once more after its delay; ${tasks}. Cap with --max-requests N.`;
+}
+
+interface OneRun {
+  readonly endpoint: string;
+  readonly cardUrl: string;
+  readonly calls: number;
+  readonly admittedBefore: number;
+  readonly requestsSent: number;
+  readonly rejection: ProbeRejection;
+  readonly checks: readonly ProbeCheck[];
+}
+
+async function probeOnce(
+  options: ProbeOptions,
+  baseUrl: string,
+  grpcTarget: string | undefined,
+  retry: boolean,
+  label: string,
+): Promise<OneRun> {
+  const base = new URL(baseUrl);
   const timeoutMs = options.timeoutMs ?? 10_000;
   const sleep = options.sleep ?? ((ms: number) => systemSleep(ms));
   const card = await readCard(base, options.fetch ?? globalThis.fetch, timeoutMs);
-  const transport = transportFor(options, base, card, timeoutMs);
+  const target =
+    grpcTarget ??
+    (label === 'direct'
+      ? grpcTargetOf(
+          card.interfaces.find((i) => i.protocolBinding.toUpperCase() === 'GRPC')?.url ?? '',
+        )
+      : undefined);
+  const transport = transportFor(options, base, card, timeoutMs, target);
+  let sent = 0;
+  const send = (call: ReturnType<ProbeTransport['build']>): Promise<CapturedResponse> => {
+    sent++;
+    return transport.send(call);
+  };
   try {
+    await transport.connect();
+    options.announce?.(probeNotice(options.method, options.maxRequests, transport.endpoint));
     let taskId: string | undefined;
     if (options.method === 'GetTask') {
-      const setup = await transport.send(transport.build('SendMessage'));
+      const setup = await send(transport.build('SendMessage'));
       if (!setup.ok || setup.taskId === undefined) {
         throw new CliError(
           `GetTask needs a task: the SendMessage that should create one got ${summarizeResponse(setup)}`,
@@ -281,17 +271,18 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
       taskId = setup.taskId;
     }
     let admitted = 0;
-    for (let calls = 1; calls <= options.burst; calls++) {
+    for (let calls = 1; sent < options.maxRequests; calls++) {
       const call = transport.build(options.method, taskId);
-      const response = await transport.send(call);
+      const response = await send(call);
       if (response.ok) {
         admitted++;
         continue;
       }
       const hint = extractRetryHint(retrySourceOf(response), Date.now());
-      // A gateway's page in place of a refusal is checked (and fails), never "failed before".
-      const gatewayPage = response.notA2A !== undefined;
-      if (admitted === 0 && !gatewayPage && hint.kind !== 'quota' && hint.kind !== 'overload') {
+      // An answer that is no A2A answer in place of a refusal is checked (and fails), never
+      // "failed before".
+      const notA2A = response.notA2A !== undefined;
+      if (admitted === 0 && !notA2A && hint.kind !== 'quota' && hint.kind !== 'overload') {
         throw firstFailure(options, transport, response, card);
       }
       const checked = checkRejection(response, {
@@ -302,17 +293,25 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
       const delayMs = hint.delayMs;
       const marginMs = options.retryMarginMs ?? 500;
       const maxWaitMs = (options.maxWaitSeconds ?? 65) * 1000;
-      if (delayMs === undefined) {
+      if (!retry) {
+        // The direct run compares what arrived; the retry was checked through the gateway.
+      } else if (delayMs === undefined) {
         checks.push({
           name: 'retry',
           status: 'skip',
-          detail: 'no delay survived anywhere in the response, so there is nothing to wait for',
+          detail: 'no delay received anywhere in the response, so there is nothing to wait for',
         });
       } else if (delayMs > maxWaitMs) {
         checks.push({
           name: 'retry',
           status: 'skip',
           detail: `the hinted ${Math.ceil(delayMs / 1000)} s is longer than --max-wait ${maxWaitMs / 1000} s`,
+        });
+      } else if (sent >= options.maxRequests) {
+        checks.push({
+          name: 'retry',
+          status: 'skip',
+          detail: `--max-requests ${options.maxRequests} reached: no request left for the retry`,
         });
       } else {
         const waited = `${(delayMs / 1000).toFixed(delayMs % 1000 === 0 ? 0 : 1)} s + ${marginMs} ms`;
@@ -326,31 +325,30 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
           );
           options.status.done();
         }
-        const again = await transport.send(call);
+        const again = await send(call);
         checks.push(
           again.ok
             ? {
                 name: 'retry',
                 status: 'pass',
+                level: 'required',
                 detail: `admitted after waiting ${waited} (${same})`,
               }
             : {
                 name: 'retry',
                 status: 'fail',
+                level: 'required',
                 detail: `refused again after waiting ${waited} (${same}): ${summarizeResponse(again)}`,
               },
         );
       }
-      const lost = checks.filter((c) => c.status === 'fail').map((c) => c.name);
       const delaySeconds = delayMs === undefined ? undefined : Math.ceil(delayMs / 1000);
       return {
-        baseUrl: base.href,
-        binding: options.binding,
-        method: options.method,
         endpoint: transport.endpoint,
         cardUrl: card.cardUrl,
         calls,
         admittedBefore: admitted,
+        requestsSent: sent,
         rejection: {
           summary: summarizeResponse(response),
           ...(checked.kind === undefined ? {} : { kind: checked.kind }),
@@ -358,14 +356,59 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
           ...(delaySeconds === undefined ? {} : { delaySeconds }),
         },
         checks,
-        passed: lost.length === 0,
-        lost,
       };
     }
+    const where = label === 'direct' ? ` (--direct ${base.href})` : '';
     throw new CliError(
-      `the agent never rejected: all ${options.burst} ${options.method} calls over ${options.binding} were admitted (raise --burst, or check that a policy limits ${options.method} for this caller)`,
+      `no limiter found${where}: all ${admitted} ${options.method} calls over ${options.binding} were admitted and none was refused, so there is no rejection to check (raise --max-requests, or check that a policy limits ${options.method} for this caller)`,
     );
   } finally {
     transport.close();
   }
+}
+
+/**
+ * Runs the probe. Resolves with a report (passed or not); rejects with a `CliError` when the
+ * probe cannot do its job (no card, no such binding, nothing answers, no limiter found).
+ *
+ * @example
+ * ```ts
+ * const report = await runProbe({ baseUrl: 'http://127.0.0.1:9090', binding: 'rest', method: 'SendMessage', maxRequests: 100, callerToken: 'probe-1' });
+ * console.log(report.passed, report.failed, report.warnings);
+ * ```
+ */
+export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
+  const base = new URL(options.baseUrl);
+  const run = await probeOnce(options, base.href, options.grpcTarget, true, 'through');
+  const failed = run.checks.filter((c) => c.status === 'fail').map((c) => c.name);
+  const warnings = run.checks.filter((c) => c.status === 'warn').map((c) => c.name);
+  let direct: ProbeReport['direct'];
+  let origins: ProbeReport['origins'];
+  if (options.direct !== undefined) {
+    const directRun = await probeOnce(options, options.direct, undefined, false, 'direct');
+    direct = {
+      baseUrl: new URL(options.direct).href,
+      endpoint: directRun.endpoint,
+      rejection: directRun.rejection,
+      checks: directRun.checks,
+    };
+    origins = originsOf(run.checks, directRun.checks);
+  }
+  return {
+    baseUrl: base.href,
+    binding: options.binding,
+    method: options.method,
+    endpoint: run.endpoint,
+    cardUrl: run.cardUrl,
+    calls: run.calls,
+    admittedBefore: run.admittedBefore,
+    requestsSent: run.requestsSent,
+    rejection: run.rejection,
+    checks: run.checks,
+    passed: failed.length === 0,
+    failed,
+    warnings,
+    ...(direct === undefined ? {} : { direct }),
+    ...(origins === undefined ? {} : { origins }),
+  };
 }

@@ -36,12 +36,13 @@ import {
 } from 'a2a-ratelimit/server';
 import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from 'a2a-ratelimit/server/express';
 import { grpcAdmissionInterceptor, rateLimitedGrpcService } from 'a2a-ratelimit/server/grpc';
-import { createRateLimitMetrics, type RateLimitMetrics } from 'a2a-ratelimit/server/metrics';
+import type { RateLimitMetrics } from 'a2a-ratelimit/server/metrics';
 import express from 'express';
 import { bindGrpc, isWildcard, listenHttp, urlHost } from './agent-listen.js';
 import { bareErrorLimiter } from './bare-error-limiter.js';
 import { CliError } from './cli-error.js';
 import { bearerUser, DemoTiers } from './demo-auth.js';
+import { metricsIfInstalled } from './optional-metrics.js';
 import { researchExecutor, type TaskCounter } from './research-executor.js';
 
 /**
@@ -108,7 +109,7 @@ export interface ResearchAgentOptions {
   readonly mirrorHttpStatus?: boolean;
   /** How rejections are written; default `ours`. */
   readonly encoding?: RejectionEncoding;
-  /** Serve Prometheus metrics at `/metrics`; default true. */
+  /** Serve Prometheus metrics at `/metrics`; default: when prom-client is installed. */
   readonly metrics?: boolean;
   /** Called for every request the limiter decided. */
   readonly onRequest?: (event: AgentRequestEvent) => void;
@@ -196,10 +197,7 @@ function combineObservers(...observers: (LimiterObserver | undefined)[]): Limite
 export async function startResearchAgent(options: ResearchAgentOptions): Promise<ResearchAgent> {
   const host = options.host ?? '127.0.0.1';
   const encoding = options.encoding ?? 'ours';
-  const metrics =
-    options.metrics === false
-      ? undefined
-      : createRateLimitMetrics({ callerLabel: { maxValues: 100 } });
+  const metrics = options.metrics === false ? undefined : await metricsIfInstalled();
   const clock = options.clock;
   const onRequest = options.onRequest;
   const nowMs = (): number => (clock === undefined ? Date.now() : clock.nowMs());

@@ -13,6 +13,7 @@ import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
 import type { CAC } from 'cac';
 import { CliError } from './cli-error.js';
 import { parseHttpUrl, parseOptionalString, parsePort } from './cli-options.js';
+import { METRICS_NEED_PROM_CLIENT } from './optional-metrics.js';
 import { loadPolicyConfig } from './policy-config.js';
 import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
 import type { ResearchAgent } from './research-agent.js';
@@ -45,23 +46,50 @@ export interface ServeOptions {
   readonly publicUrl?: string;
   /** gRPC `host:port` to advertise in the agent card. */
   readonly publicGrpcTarget?: string;
+  /** Seconds each task stays WORKING before it completes (`--task-seconds`); default 0. */
+  readonly taskSeconds: number;
 }
 
 /**
- * One line per policy for the ready banner.
+ * Waits `ms` on a timer that does not keep the process alive: a task still working when `serve`
+ * stops does not hold up the exit.
+ *
+ * @example
+ * ```ts
+ * await unrefSleep(5_000);
+ * ```
+ */
+export function unrefSleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/**
+ * One line per policy for the ready banner: a usage policy's unit, every tier of a tiered policy
+ * (the default one marked), shadow mode.
  *
  * @example
  * ```ts
  * describePolicy(limiter.policySet.policies[0]); // 'per-caller (rate, per caller): 60 per 60 s, burst 10, on SendMessage, SendStreamingMessage'
+ * // tiered: 'per-caller (rate, per caller): tier free (default) 60 per 60 s, burst 10; tier pro 600 per 60 s, burst 100, on …'
  * ```
  */
 export function describePolicy(p: CompiledPolicy): string {
   const on = p.methods.size >= 11 ? 'on every method' : `on ${[...p.methods].join(', ')}`;
+  const shadow = p.shadow ? ', shadow (decided and counted, never refused)' : '';
   switch (p.kind) {
-    case 'rate':
-      return `${p.name} (rate, per ${p.scopeName}): ${p.limit} per ${p.windowSeconds} s, burst ${p.burst}, ${on}`;
+    case 'rate': {
+      const limits = (v: typeof p): string =>
+        `${v.limit}${v.unit === undefined ? '' : ` ${v.unit}`} per ${v.windowSeconds} s, burst ${v.burst}`;
+      const tiers =
+        p.tierVariants.length === 0
+          ? limits(p)
+          : p.tierVariants
+              .map((v) => `tier ${v.tier}${v.tier === p.tier ? ' (default)' : ''} ${limits(v)}`)
+              .join('; ');
+      return `${p.name} (rate, per ${p.scopeName}): ${tiers}, ${on}${shadow}`;
+    }
     case 'concurrency':
-      return `${p.name} (concurrency, per ${p.scopeName}): at most ${p.max} in flight, ${on}`;
+      return `${p.name} (concurrency, per ${p.scopeName}): at most ${p.max} in flight, ${on}${shadow}`;
     default: {
       const limits = [
         Number.isFinite(p.maxInFlight) ? `${p.maxInFlight} in flight` : undefined,
@@ -69,7 +97,7 @@ export function describePolicy(p: CompiledPolicy): string {
           ? `${p.maxEventLoopDelayMs} ms event-loop delay`
           : undefined,
       ].filter((x) => x !== undefined);
-      return `${p.name} (overload, agent-wide): ${limits.join(' or ')}, ${on}`;
+      return `${p.name} (overload, agent-wide): ${limits.join(' or ')}, ${on}${shadow}`;
     }
   }
 }
@@ -159,6 +187,9 @@ export async function startServe(options: ServeOptions): Promise<ResearchAgent> 
         ? {}
         : { publicGrpcTarget: options.publicGrpcTarget }),
       mirrorHttpStatus: options.mirrorHttpStatus,
+      ...(options.taskSeconds > 0
+        ? { task: { durationMs: options.taskSeconds * 1000, sleep: unrefSleep } }
+        : {}),
     });
   } catch (error) {
     if (error instanceof RangeError) throw new CliError(error.message, { cause: error });
@@ -181,16 +212,26 @@ export function readyBanner(agent: ResearchAgent, options: ServeOptions): string
     `  JSON-RPC    ${agent.jsonRpcUrl}${options.mirrorHttpStatus ? ' (rejections mirrored as HTTP 429/503)' : ''}`,
     `  REST        ${agent.restUrl}`,
     `  gRPC        ${agent.grpcTarget}`,
-    `  metrics     ${agent.metricsUrl ?? '(off)'}`,
+    `  metrics     ${agent.metricsUrl ?? `(${METRICS_NEED_PROM_CLIENT})`}`,
     `  domain      ${agent.limiter.domain}`,
     ...agent.limiter.policySet.policies.map(
       (p, i) => `  ${i === 0 ? 'policies   ' : '           '} ${describePolicy(p)}`,
     ),
+    `  tasks       ${options.taskSeconds > 0 ? `each stays WORKING ${options.taskSeconds} s, then completes (send with returnImmediately to get it back at once)` : 'complete at once'}`,
     `  store       ${options.redis === undefined ? 'memory (this process)' : `redis ${options.redis}, keys ${options.redisPrefix ?? 'a2arl:'}* (when Redis fails: ${options.redisOnError})`}`,
     '  callers     Authorization: Bearer <caller>[@<tier>] (demo authentication: the token is the name, @<tier> its tier); no token = anonymous, keyed by client address',
     'Press Ctrl-C to stop.',
   ];
   return `${lines.join('\n')}\n`;
+}
+
+function parseTaskSeconds(value: unknown): number {
+  if (value === undefined) return 0;
+  const n = Number(String(value).trim());
+  if (typeof value === 'boolean' || String(value).trim() === '' || !Number.isFinite(n) || n < 0) {
+    throw new CliError(`--task-seconds must be a number of seconds ≥ 0, got "${String(value)}"`);
+  }
+  return n;
 }
 
 function parseFailureMode(value: unknown): RedisFailureMode {
@@ -230,6 +271,7 @@ export function parseServeOptions(flags: Record<string, unknown>): ServeOptions 
     port: parsePort(flags.port, '--port', 8080),
     grpcPort: parsePort(flags.grpcPort, '--grpc-port', 50051),
     mirrorHttpStatus: flags.mirrorHttpStatus === true,
+    taskSeconds: parseTaskSeconds(flags.taskSeconds),
     redisOnError: parseFailureMode(flags.redisOnError),
     ...(domain === undefined ? {} : { domain }),
     ...(config === undefined ? {} : { config }),
@@ -336,6 +378,10 @@ export function registerServeCommand(cli: CAC): void {
       'When Redis fails: fail-open, fail-closed or insurance (default: insurance)',
     )
     .option('--mirror-http-status', 'JSON-RPC rejections travel with HTTP 429/503 instead of 200')
+    .option(
+      '--task-seconds <n>',
+      'Each task stays WORKING n seconds before it completes, so concurrency and overload limits have something to count (default: 0)',
+    )
     .option('--public-url <url>', 'Base URL to advertise in the agent card (e.g. your gateway)')
     .option('--public-grpc-target <host:port>', 'gRPC address to advertise in the agent card')
     .usage(
@@ -347,6 +393,7 @@ export function registerServeCommand(cli: CAC): void {
     )
     .example('a2a-ratelimit serve --port 8080 --grpc-port 50051')
     .example('a2a-ratelimit serve --port 0 --grpc-port 0 --config policies.yaml')
+    .example('a2a-ratelimit serve --config concurrency.yaml --task-seconds 30')
     .action(async (flags: Record<string, unknown>) => {
       const options = parseServeOptions(flags);
       const agent = await startServe(options);
