@@ -6,9 +6,10 @@
  * through a clone, at most 64 KiB of them (so the SDK still gets an untouched response, and a huge
  * or endless body is not buffered), and hands each outcome to the
  * shared {@link RetryScheduler}. Streams are retried only when refused before their first event.
- * Requests that are not A2A operations (the agent card, anything else) pass through untouched;
- * an agent card (public, or a caller's extended one) going by is learned, so that the scheduler
- * plans from the policies it publishes (fetch-card-learning.ts).
+ * Requests that are not A2A operations (the agent card, anything else) pass through untouched,
+ * except that a public card's body is cut at 1 MiB; an agent card (public, or a caller's extended
+ * one) going by is learned, so that the scheduler plans from the policies it publishes
+ * (fetch-card-learning.ts).
  */
 
 import { extractRetryHint } from '../wire/extract-retry-hint.js';
@@ -18,10 +19,11 @@ import {
   isAgentCardRequest,
   learnAgentCardResponse,
   learnExtendedCardResponse,
+  MAX_CARD_BYTES,
   trackBodyEnd,
 } from './fetch-card-learning.js';
 import { identifyA2ARequest } from './identify-a2a-request.js';
-import { readBodyPrefix } from './read-body-prefix.js';
+import { capResponseBody, readBodyPrefix } from './read-body-prefix.js';
 import {
   type AttemptOutcome,
   RetryScheduler,
@@ -97,7 +99,8 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): typeof 
       });
     if (a2a === undefined) {
       if (!isAgentCardRequest(request.method, request.url)) return send();
-      const response = await send();
+      // A card larger than any card (a hostile or broken agent) fails the SDK's read at the cap.
+      const response = capResponseBody(await send(), MAX_CARD_BYTES, 'agent card');
       await learnAgentCardResponse(scheduler, request.url, response, agentKey);
       return response;
     }

@@ -8,10 +8,19 @@
  */
 
 import { agentCardTargets } from './agent-card-targets.js';
+import { readWholeBody } from './read-body-prefix.js';
 import type { RetryScheduler } from './retry-scheduler.js';
 
-/** Card bodies read at most, bytes (by `Content-Length`; a card is a few KiB). */
-const MAX_CARD_BYTES = 1_048_576;
+/**
+ * Card bodies read at most, bytes (a card is a few KiB): counted as they arrive, whatever the
+ * framing; a longer card is not learned, and a public card's response reaches the SDK cut there.
+ *
+ * @example
+ * ```ts
+ * capResponseBody(response, MAX_CARD_BYTES, 'agent card');
+ * ```
+ */
+export const MAX_CARD_BYTES = 1_048_576;
 
 /**
  * Whether a request fetches a public agent card (A2A 1.0 `agent-card.json`, v0.3 `agent.json`).
@@ -31,10 +40,13 @@ export function isAgentCardRequest(httpMethod: string, url: string): boolean {
 }
 
 async function jsonOf(response: Response): Promise<unknown> {
+  // A declared length over the cap is refused unread; any other is not trusted, bytes are counted.
   const length = Number(response.headers.get('content-length') ?? '0');
   if (!response.ok || length > MAX_CARD_BYTES) return undefined;
+  const text = await readWholeBody(response, MAX_CARD_BYTES);
+  if (text === undefined) return undefined;
   try {
-    return JSON.parse(await response.clone().text());
+    return JSON.parse(text);
   } catch {
     return undefined;
   }

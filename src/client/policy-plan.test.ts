@@ -94,6 +94,95 @@ describe('RatePlan', () => {
     );
   });
 
+  it('a burst whose first request the agent decides late: the send after it waits for the decision, not for our send', () => {
+    const plan = new RatePlan(published(60, 60, 10));
+    const agent = new AgentBucket(agentPolicy(60, 60, 10));
+    for (let i = 0; i < 10; i++) plan.sent(0);
+    // A cold first connection: decided 80 ms after it left; the other nine right after it.
+    const decidedMs = Array.from({ length: 10 }, (_, i) => (i === 0 ? 80 : 80 + i));
+    for (const atMs of decidedMs) agent.charge(atMs);
+    for (const atMs of decidedMs) plan.settled(0, atMs + 1, agent.state(atMs));
+    const nextMs = plan.conformAtMs(100);
+    // Sent then, a warm request reaching the agent at once conforms, and not 1 ms earlier.
+    expect(agent.conforms(nextMs)).toBe(true);
+    expect(nextMs).toBeLessThanOrEqual(1_081.002);
+    expect(nextMs).toBeGreaterThan(1_080);
+    // Then one per interval from there, exactly.
+    plan.sent(nextMs);
+    agent.charge(nextMs);
+    plan.settled(nextMs, nextMs + 1, agent.state(nextMs));
+    expect(agent.conforms(plan.conformAtMs(nextMs + 1))).toBe(true);
+    expect(plan.conformAtMs(nextMs + 1)).toBeLessThan(nextMs + 1_000.01);
+  });
+
+  it('sends decided and answered at random latencies never go before the agent lets them (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 120 }),
+        fc.integer({ min: 1, max: 60 }),
+        fc.integer({ min: 1, max: 20 }),
+        fc.array(
+          fc.record({
+            gap: fc.double({ min: 0, max: 2, noNaN: true }),
+            // Send to decision, then decision to answer, in intervals: the answer is back
+            // within one interval (slower answers: see the TSDoc of RatePlan).
+            toDecision: fc.double({ min: 0, max: 0.7, noNaN: true }),
+            toAnswer: fc.double({ min: 0, max: 0.29, noNaN: true }),
+          }),
+          { minLength: 1, maxLength: 40 },
+        ),
+        (limit, windowSeconds, burst, calls) => {
+          const plan = new RatePlan(published(limit, windowSeconds, burst));
+          const agent = new AgentBucket(agentPolicy(limit, windowSeconds, burst));
+          // Sends in flight: decided (by the agent) and answered (to the plan) in time order.
+          const pending: { sentMs: number; decideMs: number; answerMs: number; state?: unknown }[] =
+            [];
+          const advanceTo = (untilMs: number): void => {
+            for (;;) {
+              const undecided = pending.filter((p) => p.state === undefined);
+              const decide = undecided.sort((a, b) => a.decideMs - b.decideMs)[0];
+              const answered = pending
+                .filter((p) => p.state !== undefined)
+                .sort((a, b) => a.answerMs - b.answerMs)[0];
+              if (
+                decide !== undefined &&
+                decide.decideMs <= untilMs &&
+                (answered === undefined || decide.decideMs <= answered.answerMs)
+              ) {
+                expect(agent.conforms(decide.decideMs)).toBe(true);
+                agent.charge(decide.decideMs);
+                decide.state = agent.state(decide.decideMs);
+              } else if (answered !== undefined && answered.answerMs <= untilMs) {
+                pending.splice(pending.indexOf(answered), 1);
+                plan.settled(answered.sentMs, answered.answerMs, answered.state as never);
+              } else return;
+            }
+          };
+          let arrivalMs = 0;
+          let lastMs = 0;
+          for (const call of calls) {
+            arrivalMs += call.gap * plan.intervalMs;
+            let sendMs = Math.max(lastMs, arrivalMs);
+            // Answers that come back before the planned instant may move it.
+            for (;;) {
+              advanceTo(sendMs);
+              const atMs = plan.conformAtMs(sendMs);
+              if (atMs === sendMs) break;
+              sendMs = atMs;
+            }
+            plan.sent(sendMs);
+            const decideMs = sendMs + call.toDecision * plan.intervalMs;
+            const answerMs = decideMs + call.toAnswer * plan.intervalMs;
+            pending.push({ sentMs: sendMs, decideMs, answerMs });
+            lastMs = sendMs;
+          }
+          advanceTo(Number.POSITIVE_INFINITY);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('a card more restrictive than the agent: the answers correct it and nothing is rejected (property)', () => {
     fc.assert(
       fc.property(

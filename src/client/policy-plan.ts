@@ -25,7 +25,12 @@ export interface AnsweredLimits {
 /**
  * The client's mirror of one caller-scoped rate policy (GCRA: a theoretical arrival time `tat`;
  * a send conforms at `tat − τ`). Exact while this client is the only one using the identity: the
- * agent's bucket moves only with our sends, and a send never arrives before it leaves. Answers
+ * agent's bucket moves only with our sends, and a send never arrives before it leaves. A send
+ * that finds the bucket full restarts it at the agent's decision, which comes after the send by
+ * the request's latency (a cold first connection's included): the first answer after it bounds
+ * that decision, and the bucket is moved to start there. Safe while answers come back within one
+ * interval; slower answers (long blocking tasks at a fast rate) may let the send after a burst
+ * go by up to the first request's extra latency too early, and its hint corrects the plan. Answers
  * correct it: a `RateLimit` item proving the bucket is emptier than our sends explain (another
  * process, a shared identity, a policy that changed) moves it later; one proving it fuller moves
  * it earlier when it answered our only send in flight. A rejection by it, or an answer proving
@@ -51,10 +56,17 @@ export class RatePlan {
   private published = '';
   private tatUs = Number.NEGATIVE_INFINITY;
   private contendedFlag = false;
-  /** When each of our unanswered sends under this plan left, ms. */
-  private readonly outstanding: number[] = [];
+  /** When each of our unanswered sends under this plan left, ms, and its place among our charged sends. */
+  private readonly outstanding: { readonly atMs: number; readonly seq: number }[] = [];
   /** The last send that left while nothing else of ours was unanswered, ms. */
   private aloneSentAtMs = Number.NaN;
+  /** Charged sends so far (their sequence numbers). */
+  private chargedSeq = 0;
+  /**
+   * The first charged send that found the bucket full as far as we know, while no answer has
+   * told when the agent decided it: the agent's bucket restarts at that decision, not at our send.
+   */
+  private restartSeq: number | undefined;
 
   constructor(published: CardRatePolicy) {
     this.policy = published.name;
@@ -100,9 +112,12 @@ export class RatePlan {
   /** A send leaves now; `charge`: the agent will charge it (false: it claims a held slot). */
   sent(nowMs: number, charge = true): void {
     this.aloneSentAtMs = this.outstanding.length === 0 ? nowMs : Number.NaN;
-    this.outstanding.push(nowMs);
+    if (charge) this.chargedSeq++;
+    this.outstanding.push({ atMs: nowMs, seq: this.chargedSeq });
     if (!charge) return;
     const nowUs = Math.floor(nowMs * 1000);
+    // A full bucket restarts at the agent's decision, some time after this send left.
+    if (this.tatUs <= nowUs && this.restartSeq === undefined) this.restartSeq = this.chargedSeq;
     this.tatUs = Math.max(this.tatUs, nowUs) + this.emissionUs;
   }
 
@@ -112,9 +127,27 @@ export class RatePlan {
    * item (r, t) checks the mirror.
    */
   settled(sentAtMs: number, nowMs: number, limits?: AnsweredLimits): void {
-    const i = this.outstanding.indexOf(sentAtMs);
+    const i = this.outstanding.findIndex((o) => o.atMs === sentAtMs);
+    const settledSeq = i >= 0 ? (this.outstanding[i] as { seq: number }).seq : this.chargedSeq;
     if (i >= 0) this.outstanding.splice(i, 1);
+    this.bindRestart(settledSeq, nowMs);
     if (limits !== undefined) this.onAnswer(limits, sentAtMs, nowMs);
+  }
+
+  /**
+   * A send at or after the restart is over by `nowMs`, so the agent decided the first of them
+   * no later than `nowMs`: the bucket restarted by then (not at our send, which left earlier by
+   * the whole latency of that first request — a cold connection's included), and holds every
+   * charged send from the restart on. Without this the send after a burst goes one first-request
+   * latency too early.
+   */
+  private bindRestart(settledSeq: number, nowMs: number): void {
+    const restartSeq = this.restartSeq;
+    if (restartSeq === undefined || settledSeq < restartSeq) return;
+    this.restartSeq = undefined;
+    const chargedSince = this.chargedSeq - restartSeq + 1;
+    const latestUs = Math.floor(nowMs * 1000) + chargedSince * this.emissionUs;
+    this.tatUs = Math.max(this.tatUs, latestUs);
   }
 
   /**
@@ -166,7 +199,7 @@ export class RatePlan {
       // Emptier than our own sends explain: someone else draws on it. Take the latest the agent
       // may be at, plus ours that may not have been counted yet.
       this.contendedFlag = true;
-      const sentAfter = this.outstanding.filter((atMs) => atMs > sentAtMs).length;
+      const sentAfter = this.outstanding.filter((o) => o.atMs > sentAtMs).length;
       this.tatUs = Math.max(this.tatUs, upperUs + sentAfter * this.emissionUs);
     } else if (
       this.outstanding.length === 0 &&

@@ -1,9 +1,10 @@
 /**
  * @module read-body-prefix
- * How the retrying fetch reads a response body to look for retry hints: through a clone (the SDK
- * still gets the whole, untouched response), at most a fixed number of bytes, within a time limit,
- * then the clone is cancelled. So a huge, endless or stalled error body neither hangs the client
- * nor is buffered whole.
+ * How the retrying fetch reads a response body to look for retry hints or a card: through a clone
+ * (the SDK still gets the whole response), at most a fixed number of bytes counted as they arrive
+ * (whatever the framing: chunked, no `Content-Length`, a lying one), within a time limit, then
+ * the clone is cancelled. So a huge, endless or stalled body neither hangs the client nor is
+ * buffered whole. And a body capped for whoever reads it (`capResponseBody`).
  */
 
 /**
@@ -41,17 +42,53 @@ export async function readBodyPrefix(
   limitBytes: number = ERROR_BODY_LIMIT_BYTES,
   timeoutMs: number = ERROR_BODY_TIMEOUT_MS,
 ): Promise<string> {
+  return (await readClone(response, limitBytes, timeoutMs)).text;
+}
+
+/**
+ * The whole body of a response as UTF-8 text, read from a clone, when it ends within
+ * `limitBytes` bytes and `timeoutMs`; `undefined` when it is longer (reading stops at the cap,
+ * whatever `Content-Length` said or did not say, and the clone is cancelled), stalls past
+ * `timeoutMs`, fails, or there is none. Never throws; `response` is left unread.
+ *
+ * @example
+ * ```ts
+ * const card = await readWholeBody(response, 1_048_576); // undefined past 1 MiB
+ * ```
+ */
+export async function readWholeBody(
+  response: Response,
+  limitBytes: number,
+  timeoutMs: number = ERROR_BODY_TIMEOUT_MS,
+): Promise<string | undefined> {
+  const read = await readClone(response, limitBytes + 1, timeoutMs);
+  return read.complete && read.bytes <= limitBytes ? read.text : undefined;
+}
+
+/** What was read of a clone: its text, the bytes counted, and whether the body ended cleanly. */
+interface CloneRead {
+  readonly text: string;
+  readonly bytes: number;
+  readonly complete: boolean;
+}
+
+async function readClone(
+  response: Response,
+  limitBytes: number,
+  timeoutMs: number,
+): Promise<CloneRead> {
   let reader: ReadableStreamDefaultReader<Uint8Array>;
   try {
     const body = response.clone().body;
-    if (body === null) return '';
+    if (body === null) return { text: '', bytes: 0, complete: true };
     reader = body.getReader();
   } catch {
-    return ''; // already read, or locked
+    return { text: '', bytes: 0, complete: false }; // already read, or locked
   }
   const decoder = new TextDecoder();
   let text = '';
   let received = 0;
+  let complete = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), timeoutMs);
@@ -60,7 +97,11 @@ export async function readBodyPrefix(
   try {
     while (received < limitBytes) {
       const next = await Promise.race([reader.read(), timedOut]);
-      if (next === 'timeout' || next.done) break;
+      if (next === 'timeout') break;
+      if (next.done) {
+        complete = true;
+        break;
+      }
       const chunk = next.value.subarray(0, limitBytes - received);
       received += chunk.length;
       text += decoder.decode(chunk, { stream: true });
@@ -71,5 +112,65 @@ export async function readBodyPrefix(
     clearTimeout(timer);
     reader.cancel().catch(() => undefined);
   }
-  return text;
+  return { text, bytes: received, complete };
+}
+
+/**
+ * Thrown (as the body's stream error) by a body that {@link capResponseBody} cut at its cap.
+ *
+ * @example
+ * ```ts
+ * await capped.text().catch((e) => e instanceof BodyTooLargeError); // true past the cap
+ * ```
+ */
+export class BodyTooLargeError extends Error {
+  /** The cap that was exceeded, bytes. */
+  readonly limitBytes: number;
+
+  constructor(what: string, limitBytes: number) {
+    super(`${what} is larger than ${limitBytes} bytes: not read further`);
+    this.name = 'BodyTooLargeError';
+    this.limitBytes = limitBytes;
+  }
+}
+
+/**
+ * The same response with a body that fails with {@link BodyTooLargeError} once more than
+ * `limitBytes` arrived (counted as they arrive, whatever the framing), cancelling the source
+ * there: whoever reads it never holds more than the cap. A body within the cap is unchanged.
+ *
+ * @example
+ * ```ts
+ * const card = capResponseBody(await fetch(cardUrl), 1_048_576, 'agent card');
+ * ```
+ */
+export function capResponseBody(response: Response, limitBytes: number, what: string): Response {
+  const source = response.body;
+  if (source === null) return response;
+  const reader = source.getReader();
+  let received = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) {
+        controller.close();
+        return;
+      }
+      received += value.byteLength;
+      if (received > limitBytes) {
+        controller.error(new BodyTooLargeError(what, limitBytes));
+        await reader.cancel().catch(() => undefined);
+        return;
+      }
+      controller.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CardRateLimits } from '../wire/rate-limit-card.js';
-import { SendPlanTable } from './send-plan-table.js';
+import { MAX_PLANNED_POLICIES, SendPlanTable } from './send-plan-table.js';
 
 const clock = { nowMs: () => 0 };
 
@@ -76,5 +76,32 @@ describe('SendPlanTable', () => {
     for (let i = 0; i < 20; i++) table.planFor('a', `idle-${i}`, 'SendMessage');
     expect(table.size).toBeLessThanOrEqual(3);
     expect(table.planFor('a', 'busy', 'SendMessage')?.rates[0]).toBe(busy?.rates[0]);
+  });
+
+  it('cards of other agents do not push out the card of an agent whose plan holds sends back', () => {
+    const now = { ms: 0 };
+    const table = new SendPlanTable({ clock: { nowMs: () => now.ms }, maxPlans: 3 });
+    table.learn('legit', limits(perCaller));
+    const held = table.planFor('legit', 'c', 'SendMessage');
+    for (let i = 0; i < 10; i++) held?.begin(0); // the burst is spent: the plan holds sends back
+    for (let i = 0; i < 50; i++) table.learn(`other-${i}`, limits(perCaller));
+    expect(table.knows('legit')).toBe(true);
+    expect(table.planFor('legit', 'c', 'SendMessage')?.rates[0]).toBe(held?.rates[0]);
+    expect(held?.releaseAtMs(0)).toBeGreaterThan(0);
+    // Once answered and refilled (10 s after the first answer), it is idle: its card may go.
+    for (let i = 0; i < 10; i++) held?.settled(0, 1);
+    now.ms = 11_000;
+    for (let i = 50; i < 60; i++) table.learn(`other-${i}`, limits(perCaller));
+    expect(table.knows('legit')).toBe(false);
+  });
+
+  it('a card listing thousands of caller-scoped policies plans a call by at most MAX_PLANNED_POLICIES', () => {
+    const table = new SendPlanTable({ clock });
+    table.learn(
+      'hostile',
+      limits(...Array.from({ length: 2_000 }, (_, i) => ({ ...perCaller, name: `p-${i}` }))),
+    );
+    expect(table.planFor('hostile', 'c', 'SendMessage')?.rates).toHaveLength(MAX_PLANNED_POLICIES);
+    expect(table.size).toBe(MAX_PLANNED_POLICIES);
   });
 });

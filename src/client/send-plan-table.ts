@@ -5,8 +5,11 @@
  * after authenticating (its own tier) — and the plans it keeps per (agent, caller, policy bucket).
  * Only caller-scoped policies are planned (`caller`, and `caller+method` per method): a bucket
  * shared with other callers (tenant, agent, skill…) cannot be mirrored from one client's sends, so
- * those are left to the `RateLimit` answers and the hints, as without a card. Bounded: past
- * `maxPlans`, idle plans and the cards of agents least recently used are dropped.
+ * those are left to the `RateLimit` answers and the hints, as without a card. Bounded without
+ * forgetting a live hold: past `maxPlans`, idle plans and the cards of agents least recently used
+ * are dropped, but never a plan still holding sends back (a bucket not yet refilled, a send
+ * unanswered, a call in flight) nor the card of an agent that has one; a call is planned by at
+ * most {@link MAX_PLANNED_POLICIES} policies (a card listing thousands cannot mint plans).
  */
 
 import type { Clock } from '../core/clock.js';
@@ -28,6 +31,17 @@ export interface SendPlanTableOptions {
   readonly maxPlans?: number;
 }
 
+/**
+ * Policies one call is planned by at most (the card's first ones naming its method); any further
+ * ones are left to the answers and hints, as without a card.
+ *
+ * @example
+ * ```ts
+ * table.planFor(agent, caller, 'SendMessage')?.rates.length; // ≤ MAX_PLANNED_POLICIES
+ * ```
+ */
+export const MAX_PLANNED_POLICIES = 32;
+
 /** Scopes whose bucket belongs to one caller (per method for `caller+method`). */
 const PLANNED_SCOPES: ReadonlySet<string> = new Set(['caller', 'caller+method']);
 
@@ -47,6 +61,8 @@ export class SendPlanTable {
   private readonly cards = new Map<string, CardRateLimits>();
   private readonly callerCards = new Map<string, CardRateLimits>();
   private readonly plans = new Map<string, RatePlan | ConcurrencyPlan>();
+  /** The keys of the plans kept per agent (a card is kept while one of them is live). */
+  private readonly plansOfAgent = new Map<string, Set<string>>();
 
   constructor(options: SendPlanTableOptions) {
     this.clock = options.clock;
@@ -67,7 +83,22 @@ export class SendPlanTable {
     const k = caller === undefined ? agent : key(agent, caller);
     map.delete(k);
     map.set(k, limits);
-    while (map.size > this.maxPlans) map.delete(map.keys().next().value as string);
+    if (map.size <= this.maxPlans) return;
+    // Least recently learned first, but never the card of an agent whose plans hold sends back.
+    const nowMs = this.clock.nowMs();
+    for (const [cardKey] of map) {
+      if (map.size <= this.maxPlans) return;
+      const cardAgent =
+        caller === undefined ? cardKey : cardKey.slice(0, cardKey.indexOf('\u0000'));
+      if (cardKey !== k && !this.hasLivePlan(cardAgent, nowMs)) map.delete(cardKey);
+    }
+  }
+
+  private hasLivePlan(agent: string, nowMs: number): boolean {
+    for (const planKey of this.plansOfAgent.get(agent) ?? []) {
+      if (this.plans.get(planKey)?.isIdle(nowMs) === false) return true;
+    }
+    return false;
   }
 
   /** Whether a card of this agent was learned (its public one, or this caller's extended one). */
@@ -93,9 +124,10 @@ export class SendPlanTable {
       // A usage budget (tokens) is not paced by requests: its refusals still come as hints.
       if (p.kind === 'rate' && p.unit !== undefined) continue;
       const bucket = p.scope === 'caller+method' ? `${p.name}\u0000${method}` : p.name;
-      const plan = this.planOf(key(agent, caller, bucket), p);
+      const plan = this.planOf(agent, key(agent, caller, bucket), p);
       if (plan instanceof RatePlan) rates.push(plan);
       else concurrency.push(plan);
+      if (rates.length + concurrency.length === MAX_PLANNED_POLICIES) break;
     }
     return rates.length + concurrency.length === 0 ? undefined : new CallPlan(rates, concurrency);
   }
@@ -109,7 +141,7 @@ export class SendPlanTable {
   }
 
   /** The plan of one bucket, created on first use, retuned when the card's numbers changed. */
-  private planOf(k: string, p: CardPolicy): RatePlan | ConcurrencyPlan {
+  private planOf(agent: string, k: string, p: CardPolicy): RatePlan | ConcurrencyPlan {
     const existing = this.plans.get(k);
     let plan: RatePlan | ConcurrencyPlan;
     if (p.kind === 'rate') {
@@ -120,18 +152,31 @@ export class SendPlanTable {
       plan.publish(p.max);
     }
     if (existing !== undefined) this.plans.delete(k);
-    else this.evict();
+    else {
+      this.evict();
+      const keys = this.plansOfAgent.get(agent) ?? new Set<string>();
+      keys.add(k);
+      this.plansOfAgent.set(agent, keys);
+    }
     this.plans.set(k, plan);
     return plan;
   }
 
-  /** Drops idle plans while at the cap, least recently used first; busy plans stay. */
+  /**
+   * Drops idle plans while at the cap, least recently used first; busy plans stay (the table
+   * exceeds `maxPlans` only by plans holding sends back, until they are idle again).
+   */
   private evict(): void {
     if (this.plans.size < this.maxPlans) return;
     const nowMs = this.clock.nowMs();
     for (const [k, plan] of this.plans) {
       if (this.plans.size < this.maxPlans) return;
-      if (plan.isIdle(nowMs)) this.plans.delete(k);
+      if (!plan.isIdle(nowMs)) continue;
+      this.plans.delete(k);
+      const agent = k.slice(0, k.indexOf('\u0000'));
+      const keys = this.plansOfAgent.get(agent);
+      keys?.delete(k);
+      if (keys?.size === 0) this.plansOfAgent.delete(agent);
     }
   }
 }
