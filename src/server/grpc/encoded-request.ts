@@ -141,7 +141,11 @@ export function scanRequestFields(
   const skip = (wireType: number, end: number): void => {
     if (wireType === 0) varint(end);
     else if (wireType === 1) pos += 8;
-    else if (wireType === 2) pos += varint(end);
+    else if (wireType === 2) {
+      // The length first: `pos += varint(end)` would add it to `pos` as it was before the read.
+      const length = varint(end);
+      pos += length;
+    }
     else if (wireType === 5) pos += 4;
     else throw UNREADABLE;
     if (pos > end) throw UNREADABLE;
@@ -172,7 +176,8 @@ export function scanRequestFields(
         return true;
       }
       if (field === layout.messageField) {
-        const end = pos + varint(bytes.length);
+        const length = varint(bytes.length);
+        const end = pos + length;
         if (end > bytes.length) throw UNREADABLE;
         let id = '';
         fields(end, (inner, innerType) => {
