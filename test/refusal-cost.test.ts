@@ -59,7 +59,7 @@ beforeAll(async () => {
     name: 'refusal-cost',
     interfaces: [
       { url: 'http://127.0.0.1/a2a/jsonrpc', protocolBinding: 'JSONRPC' },
-      { url: '127.0.0.1:0', protocolBinding: 'GRPC', protocolVersion: '1.0' },
+      { url: '127.0.0.1:0', protocolBinding: 'GRPC' },
     ],
   });
   const requestHandler = new DefaultRequestHandler(
@@ -207,7 +207,7 @@ describe('JSON-RPC', () => {
     const refused = await post('/a2a/jsonrpc', jsonRpcBody('m-2', MALFORMED_AFTER_ID), caller);
     expect(refused.body.error.code).toBe(-32603);
     expect(refused.body.id).toBe(7);
-    expect(refused.body.error.data[0].reason).toBe('RATE_LIMIT_EXCEEDED');
+    expect(refused.body.error.data[0]?.reason).toBe('RATE_LIMIT_EXCEEDED');
     // The same body from a caller with quota left is parsed once admitted: a parse error.
     const admitted = await post(
       '/a2a/jsonrpc',
@@ -218,7 +218,7 @@ describe('JSON-RPC', () => {
     // A large flat body: refused alike, and nothing ran.
     const flat = `{${Array.from({ length: 3000 }, (_, i) => `"k${i}":"v${i}"`).join(',')}}`;
     const large = await post('/a2a/jsonrpc', jsonRpcBody('m-4', flat), caller);
-    expect(large.body.error.data[0].reason).toBe('RATE_LIMIT_EXCEEDED');
+    expect(large.body.error.data[0]?.reason).toBe('RATE_LIMIT_EXCEEDED');
     expect(executions()).toBe(ran);
   });
 
