@@ -7,7 +7,8 @@
  * metadata fields) and nested 49,000 deep, the same two as REST bodies, and a 3.7 MiB gRPC
  * SendMessage (a `metadata` Struct of ~135,000 fields, under grpc-js's 4 MiB default) and a
  * 0.9 MiB one (33,000 fields, under this package's 1 MiB default). The agent's
- * CPU µs per request of each is set against an admitted small SendMessage of another caller.
+ * CPU µs per request of each is set against an admitted small SendMessage of another caller (and
+ * an admitted one with the same flat 98 kB body).
  * Then other callers' latency (p50/p95 of a small JSON-RPC SendMessage, one at a time) with no
  * attack and under each attack (4 attackers sending back to back), and how many of them an
  * overload policy (event-loop delay over 200 ms) refused. Each scenario starts after a 1.2 s pause
@@ -255,6 +256,10 @@ async function main(): Promise<void> {
     admitted: {
       perRound: JSON_PER_ROUND,
       send: () => post(jsonRpc, jsonRpcBody('{}'), 'victim-0'),
+    },
+    admittedJsonRpcFlat: {
+      perRound: JSON_PER_ROUND,
+      send: () => post(jsonRpc, jsonRpcBody(FLAT), 'victim-0'),
     },
     refusedJsonRpcFlat: {
       perRound: JSON_PER_ROUND,
