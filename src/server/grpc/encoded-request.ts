@@ -145,8 +145,7 @@ export function scanRequestFields(
       // The length first: `pos += varint(end)` would add it to `pos` as it was before the read.
       const length = varint(end);
       pos += length;
-    }
-    else if (wireType === 5) pos += 4;
+    } else if (wireType === 5) pos += 4;
     else throw UNREADABLE;
     if (pos > end) throw UNREADABLE;
   };
