@@ -13,7 +13,7 @@ export const DEFAULT_GRPC_MAX_MESSAGE_BYTES = 1024 * 1024;
 
 /**
  * One request message as received, not decoded yet: the interceptor decides on the fields
- * {@link scanRequestFields} reads and decodes it (`decode()`) only once it is admitted. A message
+ * a scan of its bytes reads (`scanRequestFields`) and decodes it (`decode()`) only once it is admitted. A message
  * larger than the bound keeps no bytes (`tooLarge`).
  */
 export class EncodedRequest {
