@@ -12,9 +12,9 @@ import type * as grpc from '@grpc/grpc-js';
 export const DEFAULT_GRPC_MAX_MESSAGE_BYTES = 1024 * 1024;
 
 /**
- * One request message as received, not decoded yet: the interceptor decides on the fields
- * a scan of its bytes reads (`scanRequestFields`) and decodes it (`decode()`) only once it is admitted. A message
- * larger than the bound keeps no bytes (`tooLarge`).
+ * One request message as received, not decoded yet: the interceptor decides on the fields a
+ * scan of its bytes reads (`scanRequestFields`) and decodes it (`decode()`) only once it is
+ * admitted. A message larger than the bound keeps no bytes (`tooLarge`).
  */
 export class EncodedRequest {
   constructor(
