@@ -3,7 +3,8 @@
  * Admission for the JSON-RPC binding in front of the SDK's `jsonRpcHandler`: the endpoint's path
  * and verb as the SDK's router takes them, the body parsed once (the SDK's own `express.json()`
  * then skips it) and a malformed one answered as the SDK would, the A2A version checked against
- * the card, the method and messageId read, then the admission pipeline.
+ * the card, the method and messageId read, then the admission pipeline. A plain body is decided
+ * on what a scan of it reads and parsed only once admitted; none deeper than `maxJsonDepth`.
  */
 
 import { A2A_ERROR_CODE, toJsonRpcError } from '@a2a-js/sdk/errors';
