@@ -372,4 +372,49 @@ describe('gRPC', () => {
     expect(decodes).toBe(before + 2);
     expect(executions()).toBe(ran);
   });
+
+  it('without the interceptor, a message left encoded runs nothing', async () => {
+    const bareEcho = countingEchoExecutor();
+    const bare = new grpc.Server();
+    const card = exampleAgentCard({
+      name: 'bare',
+      interfaces: [{ url: '127.0.0.1:0', protocolBinding: 'GRPC' }],
+    });
+    const requestHandler = new DefaultRequestHandler(
+      card,
+      new InMemoryTaskStore(),
+      bareEcho.executor,
+    );
+    bare.addService(
+      rateLimitedServiceDefinition(A2AService),
+      rateLimitedGrpcService({ requestHandler, userBuilder: GrpcUserBuilder.noAuthentication }),
+    );
+    const port = await new Promise<number>((resolve, reject) =>
+      bare.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, p) =>
+        error ? reject(error) : resolve(p),
+      ),
+    );
+    const bareClient = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    try {
+      const error = await new Promise<grpc.ServiceError | null>((resolve) => {
+        const metadata = new grpc.Metadata();
+        metadata.set('a2a-version', '1.0');
+        bareClient.makeUnaryRequest(
+          '/lf.a2a.v1.A2AService/SendMessage',
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          encode('m-1'),
+          metadata,
+          (e) => resolve(e),
+        );
+      });
+      // The SDK cannot read an encoded message as a request (UNKNOWN), and the guard would refuse
+      // an undecided call anyway (INTERNAL): either way the call fails and nothing runs.
+      expect([grpc.status.UNKNOWN, grpc.status.INTERNAL]).toContain(error?.code);
+      expect(bareEcho.executions()).toBe(0);
+    } finally {
+      bareClient.close();
+      bare.forceShutdown();
+    }
+  });
 });
