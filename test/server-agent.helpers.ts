@@ -39,7 +39,11 @@ import {
   rateLimitedRestHandler,
   restAdmission,
 } from '../src/server/express/index.js';
-import { grpcAdmissionInterceptor, rateLimitedGrpcService } from '../src/server/grpc/index.js';
+import {
+  grpcAdmissionInterceptor,
+  rateLimitedGrpcService,
+  rateLimitedServiceDefinition,
+} from '../src/server/grpc/index.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../src/server/limiter.js';
 import { guardContextBuilder, guardRequestHandler } from '../src/server/mediation.js';
 import { createRateLimitMetrics, type RateLimitMetrics } from '../src/server/metrics.js';
@@ -291,7 +295,7 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
   });
   const g = new grpc.Server({ interceptors: [interceptor] });
   g.addService(
-    A2AService,
+    rateLimitedServiceDefinition(A2AService),
     rateLimitedGrpcService({ requestHandler: sdkHandler, userBuilder: grpcUsers as never }),
   );
   const grpcPort = await new Promise<number>((resolve, reject) =>

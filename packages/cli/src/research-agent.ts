@@ -35,7 +35,11 @@ import {
   withRateLimitExtension,
 } from 'a2a-ratelimit/server';
 import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from 'a2a-ratelimit/server/express';
-import { grpcAdmissionInterceptor, rateLimitedGrpcService } from 'a2a-ratelimit/server/grpc';
+import {
+  grpcAdmissionInterceptor,
+  rateLimitedGrpcService,
+  rateLimitedServiceDefinition,
+} from 'a2a-ratelimit/server/grpc';
 import type { RateLimitMetrics } from 'a2a-ratelimit/server/metrics';
 import express from 'express';
 import { bindGrpc, isWildcard, listenHttp, urlHost } from './agent-listen.js';
@@ -317,7 +321,7 @@ export async function startResearchAgent(options: ResearchAgentOptions): Promise
     interceptors: [grpcAdmissionInterceptor(limiter, { userBuilder: grpcUsers, requestHandler })],
   });
   grpcServer.addService(
-    A2AService,
+    rateLimitedServiceDefinition(A2AService),
     rateLimitedGrpcService({ requestHandler, userBuilder: grpcUsers }),
   );
 

@@ -10,6 +10,7 @@ import type { A2AMethod } from '../../core/a2a-methods.js';
 import type { PipelineCall } from '../admission-pipeline.js';
 import { type Binding, TICKET_HEADER } from '../limiter.js';
 import { ADMISSION_HEADER } from '../mediation.js';
+import type { PendingBody } from './json-body.js';
 
 /**
  * One request's admission state: what the limiter is asked (`caller` and `skill` are filled in by
@@ -19,6 +20,12 @@ import { ADMISSION_HEADER } from '../mediation.js';
 export class ExpressCall implements PipelineCall {
   caller = '';
   skill: string | undefined = undefined;
+  /**
+   * The body, when it is decided on what a scan read of it and parsed only once admitted; with
+   * the paths whose values the decision used (the parsed body must agree).
+   */
+  pending: PendingBody | undefined = undefined;
+  scannedPaths: readonly string[] = [];
   constructor(
     readonly req: Request,
     readonly res: Response,

@@ -60,6 +60,12 @@ export interface ExpressAdmissionOptions {
    */
   readonly bodyLimit?: string | number;
   /**
+   * Deepest nesting of objects and arrays accepted in a JSON body (the top level is 1); default
+   * 64 (`DEFAULT_MAX_JSON_DEPTH`). A deeper body is refused before it is parsed: JSON-RPC
+   * `-32600`, REST 400 `INVALID_ARGUMENT`, message "JSON nested deeper than 64 levels".
+   */
+  readonly maxJsonDepth?: number;
+  /**
    * The SDK's router for this binding (`jsonRpcHandler(…)` / `restHandler(…)`). When given, the
    * middleware forwards what it admits (and what it does not decide) to it directly instead of
    * calling `next()`, so mount the middleware alone: one Express layer fewer per request, and the

@@ -6,16 +6,25 @@
  * binding, and an admission that failed answered as the SDK answers its own errors.
  */
 
-import { restStatusFor, toJsonRpcError, toRestErrorBody } from '@a2a-js/sdk/errors';
+import {
+  A2A_ERROR_CODE,
+  RequestMalformedError,
+  restStatusFor,
+  toJsonRpcError,
+  toRestErrorBody,
+} from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import { type BindingSteps, resolveDuplicate } from '../admission-pipeline.js';
-import { type Limiter, TICKET_HEADER } from '../limiter.js';
+import { type AdmissionTicket, type Limiter, TICKET_HEADER } from '../limiter.js';
+import type { Binding } from '../limiter-options.js';
 import { markAdmitted } from '../mediation.js';
 import { duplicateContext, writeDuplicate } from './duplicate-answers.js';
 import type { ExpressCall } from './express-call.js';
 import { expressCallerKey } from './express-identity.js';
 import type { ExpressAdmissionOptions } from './express-options.js';
+import { parsePending } from './json-body.js';
+import { agreesWithScan } from './json-scan.js';
 import { JSON_RPC_CONTENT, REST_CONTENT, writeHttp } from './misses.js';
 
 /** The pipeline steps of one Express middleware, and how it hands a request on. */
@@ -51,6 +60,55 @@ function failRequest(call: ExpressCall, error: unknown): void {
 }
 
 /**
+ * Answers a body that could not be read (malformed JSON, too large, too deep, …) as the SDK
+ * answers it: JSON-RPC `-32700` (a `SyntaxError`) or `-32600` with the reader's message; REST
+ * 400 (or the reader's status) with a google.rpc `Status` body.
+ */
+export function writeBodyError(res: Response, binding: Binding, error: unknown): void {
+  const syntax = error instanceof SyntaxError;
+  if (binding === 'jsonrpc') {
+    const answer = {
+      jsonrpc: '2.0',
+      id: null,
+      error: syntax
+        ? { code: A2A_ERROR_CODE.PARSE_ERROR, message: 'Invalid JSON payload.' }
+        : { code: A2A_ERROR_CODE.INVALID_REQUEST, message: (error as Error).message },
+    };
+    writeHttp(res, 200, JSON_RPC_CONTENT, JSON.stringify(answer));
+    return;
+  }
+  const given = Number((error as { status?: unknown } | null)?.status);
+  const status = !syntax && given >= 400 ? given : 400;
+  const malformed = new RequestMalformedError(
+    syntax ? 'Invalid JSON payload.' : (error as Error).message,
+  );
+  writeHttp(res, status, REST_CONTENT, JSON.stringify(toRestErrorBody(malformed, status)));
+}
+
+/**
+ * Parses the body of an admitted call decided on a scan of it (`call.pending`), and checks that
+ * the parsed body says what the scan read. False (the ticket ended, the call answered) when it
+ * is malformed or says something else.
+ */
+function settleBody(call: ExpressCall, ticket: AdmissionTicket): boolean {
+  const pending = call.pending;
+  if (pending === undefined) return true;
+  call.pending = undefined;
+  let body: unknown;
+  try {
+    body = parsePending(call.req, pending);
+  } catch (error) {
+    ticket.end();
+    writeBodyError(call.res, call.binding, error);
+    return false;
+  }
+  if (agreesWithScan(body, pending.found, call.scannedPaths)) return true;
+  ticket.end();
+  failRequest(call, new Error('the body parsed differs from the body the decision read'));
+  return false;
+}
+
+/**
  * The steps of one middleware. Refuses (`TypeError`) a limiter that deduplicates without the
  * `requestHandler` a duplicate is answered with.
  */
@@ -75,6 +133,7 @@ export function createExpressSteps(
     skillOf: (call) => (skill === undefined ? undefined : skill(call.req, call.req.body)),
     isGone: (call) => call.res.destroyed || call.req.socket.destroyed,
     run(call, ticket, method) {
+      if (!settleBody(call, ticket)) return;
       const { req, res } = call;
       const headers = ticket.headers;
       for (const name in headers) res.setHeader(name, headers[name] as string);
@@ -94,6 +153,16 @@ export function createExpressSteps(
       writeHttp(call.res, encoded.status, encoded.headers, encoded.body);
     },
     async duplicate(call, taskId, kept) {
+      // A copy's answer never runs its body; the SDK may still read it (a resubscription).
+      const pending = call.pending;
+      call.pending = undefined;
+      if (pending !== undefined) {
+        try {
+          parsePending(call.req, pending);
+        } catch {
+          // Decided and answered as a copy: what the SDK reads of a resubscription is set anew.
+        }
+      }
       const handler = options.requestHandler as A2ARequestHandler;
       const contextOf = () => duplicateContext(options, call);
       const answer = await resolveDuplicate(handler, call, taskId, contextOf, kept);

@@ -4,7 +4,8 @@
  * `jsonRpcHandler` and `restHandler`, as one middleware that builds the SDK's router and hands it
  * what it admits (`rateLimitedJsonRpcHandler`, `rateLimitedRestHandler`), or as a middleware
  * mounted before the SDK's router on the same path (`jsonRpcAdmission`, `restAdmission`). Each
- * parses the body once, answers a malformed body exactly as the SDK would, identifies the caller
+ * parses the body once (a plain one only once admitted, decided on a scan of it; none nested
+ * deeper than `maxJsonDepth`), answers a malformed body exactly as the SDK would, identifies the caller
  * with the agent's own `UserBuilder`, and runs the admission pipeline shared with gRPC
  * (server/admission-pipeline.ts): the rejection is written before any task exists, or the
  * `RateLimit` headers are set and the request passed on. The only folder importing express and
@@ -15,6 +16,7 @@ export { guardContextBuilder, guardRequestHandler, mediationStats } from '../med
 export { shareUserBuilder } from './express-identity.js';
 export type { ExpressAdmissionOptions, ExpressIdentify } from './express-options.js';
 export { jsonRpcAdmission } from './json-rpc-admission.js';
+export { DEFAULT_MAX_JSON_DEPTH } from './json-scan.js';
 export {
   type RateLimitedHandlerOptions,
   rateLimitedJsonRpcHandler,

@@ -6,13 +6,16 @@
  * `JSON.parse`; everything else goes to the `express.json()` parser given, which also answers its
  * errors (too large, bad charset, compressed bodies). The plain case gives what `express.json()`
  * would give: the same `req.body` or error, a `SyntaxError` for what it refuses as JSON, and a
- * request the SDK's own parser then skips. Measured in front of the SDK's JSON-RPC server, this saves about
+ * request the SDK's own parser then skips. Either way a body nested deeper than the limit is
+ * refused before it is parsed (server/express/json-scan.ts); a plain body may be left unparsed,
+ * its admission fields read by the scan, until the request is admitted. Measured in front of the SDK's JSON-RPC server, this saves about
  * 2 µs per request in process and several µs on loopback over `express.json()`
  * (`bench/http.bench.ts`).
  */
 
 import { createRequire } from 'node:module';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
+import { DEFAULT_MAX_JSON_DEPTH, type JsonPaths, scanJson } from './json-scan.js';
 
 /**
  * Options of {@link jsonBodyReader}.
@@ -26,6 +29,69 @@ export interface JsonBodyOptions {
   readonly limitBytes: number | undefined;
   /** As `express.json({ strict })`: only an object or an array at the top (default true there). */
   readonly strict: boolean;
+  /**
+   * Deepest nesting of objects and arrays accepted (the top level is 1; default
+   * `DEFAULT_MAX_JSON_DEPTH`, 64); a deeper body is refused
+   * with a 400 error (`type: 'entity.too.deep'`) before it is parsed. The `fallback` should be
+   * made with `verify: depthVerify(maxDepth)` to bound the bodies it reads alike.
+   */
+  readonly maxDepth?: number | undefined;
+  /**
+   * When given, a plain body is scanned for these paths and left unparsed: `done(undefined,
+   * pending)` hands over what the scan found, and {@link parsePending} parses it once the
+   * request is admitted. A body the scan cannot read is parsed at once (its error answered).
+   */
+  readonly paths?: JsonPaths | undefined;
+}
+
+/** A plain body read and scanned but not parsed yet, an object at the top (see {@link JsonBodyOptions.paths}). */
+export interface PendingBody {
+  /** The text, past a byte-order mark. */
+  readonly text: string;
+  /** The raw JSON text of each path found (`scanJson`). */
+  readonly found: ReadonlyMap<string, string>;
+}
+
+/** `done` of a body reader: an error, or nothing (then `req.body` is set, or `pending` given). */
+export type BodyDone = (error?: unknown, pending?: PendingBody) => void;
+
+/** The error of a body nested deeper than the limit (a 400, as `express.json()`'s errors are). */
+export function tooDeepError(maxDepth: number): Error {
+  return bodyError(400, `JSON nested deeper than ${maxDepth} levels`, 'entity.too.deep');
+}
+
+/**
+ * An `express.json({ verify })` function refusing a body nested deeper than `maxDepth` before
+ * `express.json()` parses it (its charset decoded as the parser will; a charset this runtime
+ * cannot decode is refused as unsupported, 415).
+ *
+ * @example
+ * ```ts
+ * express.json({ limit: '100kb', verify: depthVerify(64) });
+ * ```
+ */
+export function depthVerify(
+  maxDepth: number,
+): (req: unknown, res: unknown, buf: Buffer, encoding: string) => void {
+  const none: JsonPaths = { children: new Map() };
+  return (_req, _res, buf, encoding) => {
+    let text: string;
+    const charset = (encoding || 'utf-8').toLowerCase();
+    if (charset === 'utf-8' || charset === 'utf8') text = buf.toString('utf8');
+    else {
+      try {
+        text = new TextDecoder(charset).decode(buf);
+      } catch {
+        throw bodyError(
+          415,
+          `unsupported charset "${charset.toUpperCase()}"`,
+          'charset.unsupported',
+        );
+      }
+    }
+    const start = text.charCodeAt(0) === 0xfeff ? 1 : 0;
+    if (scanJson(text, start, none, maxDepth).status === 'too-deep') throw tooDeepError(maxDepth);
+  };
 }
 
 /**
@@ -57,8 +123,11 @@ const DIGITS = /^\d{1,15}$/;
  */
 export function jsonBodyReader(
   options: JsonBodyOptions,
-): (req: Request, res: Response, done: NextFunction) => void {
+): (req: Request, res: Response, done: BodyDone) => void {
   const { fallback, types, limitBytes, strict } = options;
+  const maxDepth = options.maxDepth ?? DEFAULT_MAX_JSON_DEPTH;
+  const paths = options.paths ?? { children: new Map() };
+  const defer = options.paths !== undefined;
   return (req, res, done) => {
     const headers = req.headers;
     const header = headers['content-length'];
@@ -78,7 +147,27 @@ export function jsonBodyReader(
       fallback(req, res, done);
       return;
     }
-    readPlain(req, length, strict, done);
+    readPlain(req, length, done, (text) => {
+      const start = text.charCodeAt(0) === 0xfeff ? 1 : 0;
+      const scan = scanJson(text, start, paths, maxDepth);
+      if (scan.status === 'too-deep') {
+        done(tooDeepError(maxDepth));
+        return;
+      }
+      if (defer && scan.status === 'ok' && scan.topLevelObject) {
+        done(undefined, { text: text.slice(start), found: scan.found });
+        return;
+      }
+      let body: unknown;
+      try {
+        body = parseJson(text, strict);
+      } catch (error) {
+        done(error);
+        return;
+      }
+      settle(req, body);
+      done();
+    });
   };
 }
 
@@ -94,7 +183,12 @@ function bodyError(status: number, message: string, type: string): Error {
  * middleware set an encoding on the stream. Three listeners; Node emits a request's `error` only
  * to listeners, and always closes it after.
  */
-function readPlain(req: Request, length: number, strict: boolean, done: NextFunction): void {
+function readPlain(
+  req: Request,
+  length: number,
+  done: BodyDone,
+  read: (text: string) => void,
+): void {
   let first: Buffer | undefined;
   let more: Buffer[] | undefined;
   let received = 0;
@@ -122,23 +216,30 @@ function readPlain(req: Request, length: number, strict: boolean, done: NextFunc
   const onEnd = (): void => {
     stop();
     const bytes = more !== undefined ? Buffer.concat(more) : first;
-    let body: unknown;
-    try {
-      body = parseJson(bytes === undefined ? '' : bytes.toString('utf8'), strict);
-    } catch (error) {
-      done(error);
-      return;
-    }
-    req.body = body;
-    // Express 4's parser (body-parser 1.x) skips a request marked so; Express 5's skips it because
-    // its stream has ended, and the mark (a new property on every request) would cost µs.
-    if (MARK_PARSED) (req as { _body?: boolean })._body = true;
-    done();
+    read(bytes === undefined ? '' : bytes.toString('utf8'));
   };
   // `on`, not `once` (which wraps each listener): every handler removes all three.
   req.on('data', onData);
   req.on('end', onEnd);
   req.on('close', onClose);
+}
+
+/** Sets a parsed body on the request, as `express.json()` leaves it. */
+function settle(req: Request, body: unknown): void {
+  req.body = body;
+  // Express 4's parser (body-parser 1.x) skips a request marked so; Express 5's skips it because
+  // its stream has ended, and the mark (a new property on every request) would cost µs.
+  if (MARK_PARSED) (req as { _body?: boolean })._body = true;
+}
+
+/**
+ * Parses a {@link PendingBody} (once its request is admitted) and sets it as `req.body`; throws
+ * the parser's `SyntaxError`.
+ */
+export function parsePending(req: Request, pending: PendingBody): unknown {
+  const body: unknown = JSON.parse(pending.text);
+  settle(req, body);
+  return body;
 }
 
 /**

@@ -3,10 +3,10 @@
  * Admission for the HTTP+JSON (REST) binding in front of the SDK's `restHandler`: the route
  * classified as the SDK's router routes (server/rest-route.ts), the content type as its guard
  * takes it, the body parsed once and a malformed one answered as the SDK would, then the
- * admission pipeline.
+ * admission pipeline. A plain body is decided on what a scan of it reads (a message's messageId)
+ * and parsed only once admitted; none deeper than `maxJsonDepth`.
  */
 
-import { RequestMalformedError, toRestErrorBody } from '@a2a-js/sdk/errors';
 import express, { type Request, type RequestHandler } from 'express';
 import { admitCall } from '../admission-pipeline.js';
 import type { Limiter } from '../limiter.js';
@@ -17,9 +17,14 @@ import {
   type ExpressAdmissionOptions,
   limitBytesOf,
 } from './express-options.js';
-import { createExpressSteps } from './express-steps.js';
-import { jsonBodyReader } from './json-body.js';
-import { REST_CONTENT, writeHttp, writeRestMiss } from './misses.js';
+import { createExpressSteps, writeBodyError } from './express-steps.js';
+import { depthVerify, jsonBodyReader, type PendingBody, parsePending } from './json-body.js';
+import { capturedValue, DEFAULT_MAX_JSON_DEPTH, jsonPaths } from './json-scan.js';
+import { writeRestMiss } from './misses.js';
+
+/** What the decision reads of a REST message body (and what the parsed body must agree on). */
+const REST_MESSAGE_PATHS = ['message.messageId'] as const;
+const REST_MESSAGE_SCAN = jsonPaths(REST_MESSAGE_PATHS);
 
 /** The SDK's `isLegacyVersion`: no version, or one in [0.3, 1.0). */
 function isA2AVersionLegacy(req: Request): boolean {
@@ -56,25 +61,35 @@ export function restAdmission(
   const alone = options.sdkHandler !== undefined;
   const legacy = options.legacy !== false;
   const limitBytes = limitBytesOf(options.bodyLimit);
+  const maxDepth = options.maxJsonDepth ?? DEFAULT_MAX_JSON_DEPTH;
+  const verify = depthVerify(maxDepth);
+  // A `skill` function reads the parsed body before the decision.
+  const paths = options.skill === undefined ? REST_MESSAGE_SCAN : undefined;
   const parse = jsonBodyReader({
     fallback: express.json({
       limit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
       type: ['application/json', 'application/a2a+json'],
       strict: false,
+      verify,
     }),
     types: ['application/json', 'application/a2a+json'],
     limitBytes,
     strict: false,
+    maxDepth,
+    paths,
   });
   const parseLegacy = jsonBodyReader({
     fallback: express.json({
       limit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
       type: 'application/json',
       strict: false,
+      verify,
     }),
     types: ['application/json'],
     limitBytes,
     strict: false,
+    maxDepth,
+    paths,
   });
   return (req, res, next) => {
     const headers = req.headers;
@@ -112,21 +127,31 @@ export function restAdmission(
       admitCall(steps, call);
       return;
     }
-    (route.legacy ? parseLegacy : parse)(req, res, (error?: unknown) => {
+    (route.legacy ? parseLegacy : parse)(req, res, (error?: unknown, pending?: PendingBody) => {
       if (error !== undefined && error !== null) {
-        const status =
-          error instanceof SyntaxError
-            ? 400
-            : Number((error as { status?: unknown }).status) >= 400
-              ? Number((error as { status: number }).status)
-              : 400;
-        const malformed = new RequestMalformedError(
-          error instanceof SyntaxError ? 'Invalid JSON payload.' : (error as Error).message,
-        );
-        writeHttp(res, status, REST_CONTENT, JSON.stringify(toRestErrorBody(malformed, status)));
+        writeBodyError(res, 'rest', error);
         return;
       }
-      const body = req.body as { tenant?: unknown } | undefined;
+      const isMessage = route.method === 'SendMessage' || route.method === 'SendStreamingMessage';
+      let messageId: string | undefined;
+      if (pending === undefined) {
+        messageId = isMessage ? messageIdOf(req.body) : undefined;
+      } else if (isMessage) {
+        try {
+          const scanned = capturedValue(pending.found, 'message.messageId');
+          messageId = typeof scanned === 'string' && scanned !== '' ? scanned : undefined;
+        } catch (scanError) {
+          // A scalar the scan cannot read: the body is malformed; the parser says how.
+          try {
+            parsePending(req, pending);
+          } catch (parseError) {
+            writeBodyError(res, 'rest', parseError);
+            return;
+          }
+          writeBodyError(res, 'rest', scanError);
+          return;
+        }
+      }
       const call = new ExpressCall(
         req,
         res,
@@ -136,12 +161,14 @@ export function restAdmission(
         // The SDK scopes a REST request by its path tenant alone (`req.params.tenant`): a body
         // or query `tenant` changes nothing it does, so it changes nothing here either.
         route.tenant,
-        route.method === 'SendMessage' || route.method === 'SendStreamingMessage'
-          ? messageIdOf(body)
-          : undefined,
+        messageId,
         route.legacy,
         null,
       );
+      if (pending !== undefined) {
+        call.pending = pending;
+        call.scannedPaths = isMessage ? REST_MESSAGE_PATHS : [];
+      }
       admitCall(steps, call);
     });
   };

@@ -1,16 +1,19 @@
 /**
  * @module server/grpc/admission-interceptor
  * The grpc-js server interceptor for `lf.a2a.v1.A2AService` (and the v0.3 `a2a.v1.A2AService`):
- * the request message is already deserialized in `onReceiveMessage`, so messageId and tenant are
- * read there and the admission pipeline runs (server/grpc/grpc-steps.ts); a rejection goes out
- * as a Trailers-Only status before the SDK's handler ever runs — for unary and server-streaming
- * methods alike.
+ * messageId and tenant are read from the request message in `onReceiveMessage` and the admission
+ * pipeline runs (server/grpc/grpc-steps.ts); a rejection goes out as a Trailers-Only status
+ * before the SDK's handler ever runs — for unary and server-streaming methods alike. With
+ * `rateLimitedServiceDefinition` the message arrives still encoded: one larger than its bound is
+ * refused, the others are decided on what a scan of the bytes reads and decoded only once
+ * admitted (server/grpc/encoded-request.ts).
  */
 
 import * as grpc from '@grpc/grpc-js';
 import { admitCall } from '../admission-pipeline.js';
 import { type Limiter, TICKET_HEADER } from '../limiter.js';
 import { ADMISSION_HEADER } from '../mediation.js';
+import { EncodedRequest, requestLayoutOf, scanRequestFields } from './encoded-request.js';
 import { GrpcCall } from './grpc-call.js';
 import { grpcMethodOf } from './grpc-method.js';
 import type { GrpcAdmissionOptions } from './grpc-options.js';
@@ -43,10 +46,12 @@ export function grpcAdmissionInterceptor(
   options: GrpcAdmissionOptions = {},
 ): grpc.ServerInterceptor {
   const steps = createGrpcSteps(limiter, options);
+  const decodeFirst = options.skill !== undefined;
   return (descriptor, call) => {
     const method = grpcMethodOf(descriptor.path);
     if (method === undefined) return new grpc.ServerInterceptingCall(call, STRIP_ADMISSION);
     const state = new GrpcCall(call, method);
+    const layout = requestLayoutOf(method, descriptor.path.startsWith('/a2a.v1.'));
     /** Request messages received: every A2A rpc takes exactly one. */
     let messages = 0;
     const listener: grpc.ServerListener = {
@@ -62,7 +67,30 @@ export function grpcAdmissionInterceptor(
           state.fail(grpc.status.UNIMPLEMENTED, 'Received a second request message');
           return;
         }
-        state.receive(message, next);
+        if (!(message instanceof EncodedRequest)) state.receive(message, next);
+        else if (message.tooLarge) {
+          state.fail(
+            grpc.status.RESOURCE_EXHAUSTED,
+            `message too large: ${message.size} bytes, the limit is ${message.maxBytes}`,
+          );
+          return;
+        } else {
+          // Decided on what a scan of the bytes reads; decoded only once admitted. A `skill`
+          // function reads the decoded request, and bytes the scan cannot follow are decoded
+          // first too (as grpc-js would have).
+          const fields = decodeFirst ? undefined : scanRequestFields(message.encoded, layout);
+          if (fields !== undefined) state.receiveEncoded(message, fields, next);
+          else {
+            let decoded: unknown;
+            try {
+              decoded = message.decode();
+            } catch {
+              state.fail(grpc.status.INTERNAL, 'Error deserializing request');
+              return;
+            }
+            state.receive(decoded, next);
+          }
+        }
         admitCall(steps, state);
       },
       onCancel() {

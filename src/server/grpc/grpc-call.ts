@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { A2AMethod } from '../../core/a2a-methods.js';
 import type { PipelineCall } from '../admission-pipeline.js';
 import type { AdmissionTicket } from '../limiter.js';
+import type { EncodedRequest, ScannedFields } from './encoded-request.js';
 
 function text(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
@@ -33,8 +34,10 @@ export class GrpcCall implements PipelineCall {
   messageId: string | undefined = undefined;
   /** The incoming metadata (the SDK reads the same object after us). */
   metadata = new grpc.Metadata();
-  /** The request message, once received. */
+  /** The request message, once received (and decoded). */
   message: unknown = undefined;
+  /** The request message still encoded: decided on {@link GrpcCall.receiveEncoded}'s fields. */
+  encoded: EncodedRequest | undefined = undefined;
   /** Hands the request message on to the SDK. */
   forward: (message: unknown) => void = () => undefined;
   /** The admission's ticket, ended with the call. */
@@ -62,6 +65,46 @@ export class GrpcCall implements PipelineCall {
       this.method === 'SendMessage' || this.method === 'SendStreamingMessage'
         ? text(request.message?.messageId ?? request.request?.messageId)
         : undefined;
+  }
+
+  /**
+   * Takes a request message left encoded, with the fields a scan of it read: it is decoded only
+   * once admitted ({@link GrpcCall.decodeAdmitted}).
+   */
+  receiveEncoded(
+    encoded: EncodedRequest,
+    fields: ScannedFields,
+    forward: (message: unknown) => void,
+  ): void {
+    this.encoded = encoded;
+    this.forward = forward;
+    this.tenant = fields.tenant;
+    this.messageId =
+      this.method === 'SendMessage' || this.method === 'SendStreamingMessage'
+        ? fields.messageId
+        : undefined;
+  }
+
+  /**
+   * Decodes the message of an admitted call taken encoded, and checks that it says what the
+   * decision read (tenant, messageId). Undefined when it did; else why not.
+   */
+  decodeAdmitted(): string | undefined {
+    const encoded = this.encoded;
+    if (encoded === undefined) return undefined;
+    this.encoded = undefined;
+    let message: unknown;
+    try {
+      message = encoded.decode();
+    } catch {
+      return 'Error deserializing request';
+    }
+    const { tenant, messageId } = this;
+    this.receive(message, this.forward);
+    if (this.tenant !== tenant || this.messageId !== messageId) {
+      return 'the request decoded differs from the request the decision read';
+    }
+    return undefined;
   }
 
   /** The call is over: the ticket ends, a stream of ours stops. */

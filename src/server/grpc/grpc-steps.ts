@@ -142,6 +142,11 @@ export function createGrpcSteps(
         );
         return;
       }
+      const undecodable = call.decodeAdmitted();
+      if (undecodable !== undefined) {
+        call.fail(grpc.status.INTERNAL, undecodable);
+        return;
+      }
       // The SDK side looks a ticket up only when it holds something.
       if (ticket.needsEnd) call.metadata.set(TICKET_HEADER, ticket.id);
       call.metadata.set(ADMISSION_HEADER, admissionMark(method));

@@ -11,6 +11,12 @@
 
 export { guardContextBuilder, guardRequestHandler, mediationStats } from '../mediation.js';
 export { grpcAdmissionInterceptor } from './admission-interceptor.js';
+export {
+  DEFAULT_GRPC_MAX_MESSAGE_BYTES,
+  EncodedRequest,
+  rateLimitedServiceDefinition,
+  type ServiceDefinitionOptions,
+} from './encoded-request.js';
 export { grpcMethodOf } from './grpc-method.js';
 export type { GrpcAdmissionOptions, GrpcIdentify } from './grpc-options.js';
 export { rateLimitedGrpcService } from './rate-limited-grpc-service.js';
