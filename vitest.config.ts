@@ -17,7 +17,14 @@ export default defineConfig({
       {
         extends: true,
         // Unit tests: no Redis, Postgres or nginx needed (`npm run test:unit`).
-        test: { name: 'unit', include: ['src/**/*.test.ts', 'packages/cli/src/**/*.test.ts'] },
+        test: {
+          name: 'unit',
+          include: [
+            'src/**/*.test.ts',
+            'packages/cli/src/**/*.test.ts',
+            'packages/gateway/src/**/*.test.ts',
+          ],
+        },
       },
       {
         extends: true,
