@@ -152,6 +152,15 @@ describe('planRetry', () => {
     expect(planRetry({ ...capped, retriesSoFar: 3, hintedRetriesSoFar: 3 }, rules)).toMatchObject({
       reason: 'retries-exhausted',
     });
+    // "Come back now" (a zero delay) is counted: Retry-After: 0 forever stops after maxRetries.
+    expect(
+      planRetry({
+        ...base,
+        retriesSoFar: 5,
+        hint: { kind: 'quota', delayMs: 0 },
+        method: 'SendMessage',
+      }),
+    ).toMatchObject({ action: 'stop', reason: 'retries-exhausted' });
     // A transient failure with a delay is not a refusal: it counts against maxRetries.
     expect(
       planRetry({

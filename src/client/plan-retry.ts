@@ -183,7 +183,7 @@ export function mayRetry(
 
 /**
  * Whether a failure is a refusal that says when to come back: quota or overload with a usable
- * delay. Such re-sends are bounded by the deadline (and `maxHintedRetries`), not by `maxRetries`.
+ * delay above zero. Such re-sends are bounded by the deadline (and `maxHintedRetries`), not by `maxRetries`.
  *
  * @example
  * ```ts
@@ -192,8 +192,11 @@ export function mayRetry(
  * ```
  */
 export function isHintedRefusal(hint: Pick<RetryHint, 'kind' | 'delayMs'>): boolean {
+  // A zero delay ("come back now") counts against `maxRetries`: an agent answering
+  // `Retry-After: 0` forever must not keep a client re-sending until its deadline.
+  const delayMs = usableDelay(hint.delayMs);
   return (
-    (hint.kind === 'quota' || hint.kind === 'overload') && usableDelay(hint.delayMs) !== undefined
+    (hint.kind === 'quota' || hint.kind === 'overload') && delayMs !== undefined && delayMs > 0
   );
 }
 

@@ -17,7 +17,13 @@ function refused(policy: string, delayMs: number) {
 function setup(maxGates = 1_000) {
   const vt = createVirtualTime();
   // No retries: a refused call ends at once, the wait it learned stays in its gate.
-  const scheduler = new RetryScheduler({ clock: vt, sleep: vt.sleep, maxRetries: 0, maxGates });
+  const scheduler = new RetryScheduler({
+    clock: vt,
+    sleep: vt.sleep,
+    maxRetries: 0,
+    maxHintedRetries: 0,
+    maxGates,
+  });
   const call = (agent: string, attempt: () => Promise<AttemptOutcome<string>>) =>
     scheduler.run({ agent, caller: 'me', method: 'SendMessage' }, attempt).catch(() => 'failed');
   return { vt, scheduler, call };
