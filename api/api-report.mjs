@@ -58,6 +58,7 @@ function configOf(entry) {
           'ae-missing-release-tag': quiet,
           'ae-forgotten-export': quiet,
           'ae-unresolved-link': quiet,
+          'ae-undocumented': quiet,
         },
         tsdocMessageReporting: { default: quiet },
       },

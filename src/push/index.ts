@@ -53,13 +53,9 @@ export {
 } from './webhook-rate-limit.js';
 export {
   createWebhookTransport,
-  isWebhookRefusedError,
   type ResolvedAddress,
   type WebhookAnswer,
-  type WebhookConnector,
-  type WebhookConnectTarget,
   type WebhookPost,
-  WebhookRefusedError,
   type WebhookResolver,
   type WebhookTransport,
   type WebhookTransportOptions,
