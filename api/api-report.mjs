@@ -2,6 +2,7 @@
 // @microsoft/api-extractor from the built declarations (dist/**/*.d.ts, run `npm run build:lib`
 // first). `node api/api-report.mjs` fails when a report differs from what the code exports (part of
 // `npm test`); `--update` rewrites the reports (`npm run api:update`).
+import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -68,6 +69,23 @@ function configOf(entry) {
   });
 }
 
+/** Shows what changed (`diff -u` exits 1 when the files differ). */
+function printDiff(expected, actual) {
+  try {
+    execFileSync('diff', ['-u', expected, actual], { stdio: 'inherit' });
+  } catch {
+    // A difference, already printed.
+  }
+}
+
+const HANDLED = new Set([
+  'console-preamble',
+  'console-api-report-changed',
+  'console-api-report-copied',
+  'console-api-report-created',
+  'console-api-report-not-copied',
+]);
+
 const configs = entries.map((entry) => ({ entry, config: configOf(entry) }));
 const first = configs[0];
 if (first === undefined) throw new Error('package.json has no exports');
@@ -83,11 +101,15 @@ try {
       localBuild: update,
       compilerState,
       messageCallback: (message) => {
-        // API Extractor's own advice on copying the report is replaced by ours below.
-        if (message.messageId === 'console-api-report-changed') message.handled = true;
+        // Its preamble and its advice on copying reports are replaced by our one line below.
+        if (HANDLED.has(message.messageId)) message.handled = true;
       },
     });
-    if (result.apiReportChanged) changed.push(`api/${entry.report}.api.md (${entry.subpath})`);
+    if (result.apiReportChanged) {
+      changed.push(`api/${entry.report}.api.md (${entry.subpath})`);
+      const file = `${entry.report}.api.md`;
+      if (!update) printDiff(join(root, 'api', file), join(temp, file));
+    }
     if (!result.succeeded && !result.apiReportChanged) failed = true;
   }
 } finally {
