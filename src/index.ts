@@ -1,11 +1,12 @@
 /**
  * @module a2a-ratelimit
- * The main entry, a curated list: the policy model and its validation, the decision's values
- * (`Decision`, `Rejection`), the `Store` contract and `MemoryStore`, and the wire contract — the
- * google.rpc details, the three binding encoders/decoders, `RateLimit`/`Retry-After` headers,
- * `extractRetryHint` and the card extension reader. The decision's arithmetic (GCRA, leases,
- * holds) stays internal. Adapters live under their own subpaths (`/server`, `/client`, `/redis`,
- * …; docs/architecture.md, "Layers").
+ * The main entry, a hand-written list: the policy model and its validation, the decision's values
+ * (`Decision`, `Rejection`), the `Store` contract and `MemoryStore`, and what a client or a probe
+ * reads off the wire — `extractRetryHint`, the `RateLimit` / `Retry-After` headers, the error
+ * body and the google.rpc details. Encoders, the decision's arithmetic (GCRA, leases, holds) and
+ * the card reader stay internal. Adapters live under their own subpaths (`/server`, `/client`,
+ * `/redis`, …; docs/architecture.md, "Layers"). Every name here is a semver promise: add one only
+ * for a user's need (`api/*.api.md` shows the change).
  */
 
 // The policy model, A2A methods and the decision's values.
@@ -28,16 +29,12 @@ export {
   compilePolicies,
   type Decision,
   type DecisionInput,
-  describeQuota,
   type HoldOptions,
-  isA2AMethod,
   isPolicyError,
-  LEGACY_A2A_METHODS,
   type LeaseRef,
   type LimitState,
   MESSAGE_METHODS,
   type OverloadPolicy,
-  POLICY_ERROR_CODES,
   type Policy,
   PolicyError,
   type PolicyScope,
@@ -49,9 +46,7 @@ export {
   type RejectionKind,
   type RejectionReason,
   type RequestIdentity,
-  rejectionReason,
   toA2AMethod,
-  wireDelaySeconds,
 } from './core/index.js';
 export type { RateTierLimits } from './core/policy-tiers.js';
 // The store contract and the in-process store.
@@ -60,75 +55,51 @@ export {
   type MemoryStoreOptions,
   type MemoryStoreStats,
 } from './store/memory-store.js';
-export type { MessageRecord, PendingMessageOptions } from './store/message-records.js';
-export type * from './store/store.js';
-// The wire contract: details, encodings, headers, hints.
+export type {
+  MessageRecord,
+  PendingMessageOptions,
+  Store,
+  SynchronousStore,
+} from './store/store.js';
+// What a client reads off the wire: hints, headers, error bodies, google.rpc details.
 export {
   A2A_DOMAIN,
   type AnnouncedPolicy,
   type AnnouncedState,
   type AnyMessage,
-  type CardConcurrencyPolicy,
-  type CardPolicy,
-  type CardRateLimits,
-  type CardRatePolicy,
-  type CardRateTier,
-  type DecodedRejection,
   type DelaySource,
   type Detail,
   type Duration,
-  decodeGrpcRejection,
-  decodeJsonRpcRejection,
-  decodeRestRejection,
-  decodeStatus,
   type ErrorBody,
   type ErrorInfo,
-  type ErrorSource,
-  encodeGrpcRejection,
-  encodeJsonRpcRejection,
   encodeRestRejection,
-  encodeStatus,
-  errorSource,
   extractRetryHint,
   findDetail,
   GRPC_CODES,
-  GRPC_METADATA,
   type GrpcRejectionStatus,
   type HeaderLookup,
   type HeadersLike,
   type HintKind,
   type HttpRejectionResponse,
   headerLookup,
-  JSON_RPC_REJECTION_CODE,
-  type JsonObject,
-  type JsonRpcEncodeOptions,
   type KnownDetail,
   type KnownDetailMessages,
   type MetadataLike,
-  type MetadataLookup,
   type OtherDetail,
   parseErrorBody,
   parseRetryAfter,
   type QuotaFailure,
   type QuotaViolation,
-  RATE_LIMIT_CARD_URI,
   type RateLimitForm,
   type RejectionEncodeOptions,
   type RetryHint,
   type RetryInfo,
   type RetrySource,
   rateLimitHeaders,
-  readRateLimitCard,
   readRateLimitFields,
   readRateLimitHeaders,
-  readRejectionDetails,
-  rejectionDetails,
-  retryAfterSeconds,
   retryInfoDelayMs,
   type SourcedState,
   type Status,
-  statusFromJson,
-  statusToJson,
-  TYPE_URLS,
   tryDecodeStatus,
 } from './wire/index.js';

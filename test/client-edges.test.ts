@@ -20,9 +20,13 @@ import { A2AService, grpcService, UserBuilder } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
-import { createRetryInterceptor, retryErrorOf } from '../src/client/grpc.js';
+import { createRetryInterceptor } from '../src/client/grpc.js';
 import { readBodyPrefix } from '../src/client/read-body-prefix.js';
-import { isRateLimitedError, isRetryBudgetExceededError } from '../src/client/retry-errors.js';
+import {
+  isRateLimitedError,
+  isRetryBudgetExceededError,
+  retryErrorOf,
+} from '../src/client/retry-errors.js';
 import {
   agentCard,
   echoRequestHandler,

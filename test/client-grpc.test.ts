@@ -10,11 +10,12 @@ import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { A2AService, grpcService, UserBuilder } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRetryInterceptor, retryErrorOf } from '../src/client/grpc.js';
+import { createRetryInterceptor } from '../src/client/grpc.js';
 import {
   isRateLimitedError,
   isRetryBudgetExceededError,
   isRetryError,
+  retryErrorOf,
 } from '../src/client/retry-errors.js';
 import type { RetrySchedulerOptions } from '../src/client/retry-scheduler.js';
 import {

@@ -40,10 +40,10 @@ import {
   RateLimitedPushSender,
   type ResolvedAddress,
   validatingPushNotificationStore,
-  type WebhookConnectTarget,
   type WebhookPolicyOptions,
   type WebhookRefusal,
 } from '../src/push/index.js';
+import type { WebhookConnectTarget } from '../src/push/webhook-transport.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 
 /** The three bindings, as the SDK client names them. */

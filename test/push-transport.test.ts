@@ -20,7 +20,7 @@ import {
   type ResolvedAddress,
   type WebhookConnectTarget,
   type WebhookTransportOptions,
-} from '../src/push/index.js';
+} from '../src/push/webhook-transport.js';
 
 const TLS_DIR = join(import.meta.dirname, 'fixtures', 'push-tls');
 const closers: (() => unknown)[] = [];

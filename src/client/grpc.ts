@@ -57,8 +57,6 @@ export interface RetryInterceptorOptions extends RetrySchedulerOptions {
   readonly callerKey?: (metadata: Metadata) => string;
 }
 
-export { RETRY_ERROR_PROPERTY, retryErrorOf } from './retry-errors.js';
-
 /**
  * Creates the retrying client interceptor. Unary and server-streaming methods of the A2A service
  * are retried; client- and bidi-streaming calls and unknown methods pass through.

@@ -1,19 +1,33 @@
 /**
  * @module client
- * The `a2a-ratelimit/client` entry: a client that waits exactly as long as the agent asks.
- * `createRetryingFetch` plugs into the SDK's JSON-RPC and REST transports; `RetryScheduler` runs
- * any transport with the same rules and gates; `planRetry` is the rules as a pure function. The
- * gRPC interceptor lives in `a2a-ratelimit/client/grpc` so that this entry never loads grpc-js.
+ * The `a2a-ratelimit/client` entry, a hand-written list: a client that waits exactly as long as
+ * the agent asks. `createRetryingFetch` plugs into the SDK's JSON-RPC and REST transports;
+ * `RetryScheduler` runs any transport with the same rules and gates; the typed errors and their
+ * guards say why a call gave up. Gates, plans and the rules as a pure function stay internal.
+ * The gRPC interceptor lives in `a2a-ratelimit/client/grpc` so that this entry never loads
+ * grpc-js.
  */
-export * from './agent-card-targets.js';
-export * from './caller-fingerprint.js';
-export * from './create-retrying-fetch.js';
-export * from './identify-a2a-request.js';
-export * from './plan-retry.js';
-export * from './policy-plan.js';
-export * from './retry-errors.js';
-export * from './retry-scheduler.js';
-export * from './send-gate.js';
-export * from './send-gate-table.js';
-export * from './send-plan-table.js';
-export * from './sleep.js';
+export { createRetryingFetch, type RetryingFetchOptions } from './create-retrying-fetch.js';
+export type { RetryRules } from './plan-retry.js';
+export {
+  AgentOverloadedError,
+  type BudgetOption,
+  HintedRetryError,
+  isAgentOverloadedError,
+  isRateLimitedError,
+  isRetryBudgetExceededError,
+  RateLimitedError,
+  RetryBudgetExceededError,
+  type RetryError,
+  retryErrorOf,
+} from './retry-errors.js';
+export {
+  type Attempt,
+  type AttemptOutcome,
+  RetryScheduler,
+  type RetrySchedulerOptions,
+  type RetrySchedulerStats,
+  type ScheduledCall,
+} from './retry-scheduler.js';
+export type { RateLimitInfo } from './send-gate.js';
+export { type Sleep, systemSleep } from './sleep.js';

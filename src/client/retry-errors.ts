@@ -6,7 +6,7 @@
  * the last {@link RetryHint}. They are recognised by a readonly brand property, not by
  * `instanceof`, so the guards work across duplicate installs of this package, and through the
  * errors the SDK's clients wrap them in (its `cause` chain, or the grpc-js `ServiceError` property
- * {@link RETRY_ERROR_PROPERTY}), so one `catch` works on every binding. The guards also recognise
+ * `RETRY_ERROR_PROPERTY`), so one `catch` works on every binding. The guards also recognise
  * an error the SDK (or grpc-js) threw on its own for a limiter's refusal — without this client in
  * between — when it carries our details: its answer is read with `extractRetryHint`.
  * Failures that are not rate limits (not retryable, or unsafe to repeat) are never wrapped: the
@@ -67,6 +67,7 @@ export abstract class HintedRetryError extends Error {
   /** Requests sent for this call, including the first. */
   readonly attempts: number;
 
+  /** @internal */
   protected constructor(message: string, hint: RetryHint, options: RetryErrorOptions) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.hint = hint;
@@ -90,6 +91,7 @@ export class RateLimitedError extends HintedRetryError {
   readonly isRateLimitedError = true;
   readonly code = RETRY_ERROR_CODES.rateLimited;
 
+  /** @internal */
   constructor(hint: RetryHint, options: RetryErrorOptions) {
     super(
       `Rate limited${hint.policy ? ` by "${hint.policy}"` : ''} after ${options.attempts} attempt(s): ${describeDelay(hint)}${hint.message ? ` (${hint.message})` : ''}`,
@@ -114,6 +116,7 @@ export class AgentOverloadedError extends HintedRetryError {
   readonly isAgentOverloadedError = true;
   readonly code = RETRY_ERROR_CODES.overloaded;
 
+  /** @internal */
   constructor(hint: RetryHint, options: RetryErrorOptions) {
     super(
       `Agent overloaded after ${options.attempts} attempt(s): ${describeDelay(hint)}${hint.message ? ` (${hint.message})` : ''}`,
@@ -178,6 +181,7 @@ export class RetryBudgetExceededError extends HintedRetryError {
   /** The client option that refused the wait. */
   readonly refusedBy: BudgetOption;
 
+  /** @internal */
   constructor(hint: RetryHint, options: RetryBudgetExceededOptions) {
     const refusedBy =
       options.refusedBy ??
@@ -223,9 +227,9 @@ const BRANDS = ['isRateLimitedError', 'isAgentOverloadedError', 'isRetryBudgetEx
 
 /**
  * Finds the client's typed error in `error` or behind it: the error itself, its `cause` chain
- * (the SDK's `A2AError` keeps what it wrapped as `cause`), or the {@link RETRY_ERROR_PROPERTY} of
+ * (the SDK's `A2AError` keeps what it wrapped as `cause`), or the `RETRY_ERROR_PROPERTY` of
  * any error on that chain (grpc-js `ServiceError`). Failing those, an error the SDK threw on its
- * own for a limiter's refusal (see {@link refusalOf}) gives a `RateLimitedError` or
+ * own for a limiter's refusal (see `refusalOf`) gives a `RateLimitedError` or
  * `AgentOverloadedError` made from it (`attempts` 1: the one answer it reports). Undefined when
  * the call did not stop on a limit.
  *

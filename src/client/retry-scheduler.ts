@@ -143,9 +143,9 @@ export class RetryScheduler {
   readonly rules: RetryRules;
   /** Default total budget per call, ms. */
   readonly budgetMs: number;
-  /** The gates. */
+  /** The gates. @internal */
   readonly gates: SendGateTable;
-  /** What the agents' cards said, and the plans made from it. */
+  /** What the agents' cards said, and the plans made from it. @internal */
   readonly plans: SendPlanTable;
   /** Counters. */
   readonly stats: RetrySchedulerStats = { sends: 0, retries: 0, failedCalls: 0 };
@@ -207,6 +207,11 @@ export class RetryScheduler {
       this.plans.learn(agent, limits, options.caller);
     }
     return true;
+  }
+
+  /** Calls waiting in any gate for their first send (a planned client's queue included). */
+  get waiting(): number {
+    return this.gates.waiting;
   }
 
   /** Now on the scheduler's clock, ms. */

@@ -17,7 +17,7 @@ export const POLICY_ERROR_CODES = {
 /**
  * A malformed policy set, found at construction. `policy` names the policy (or its index when it
  * has no usable name) and `field` the offending field; `code` is
- * {@link POLICY_ERROR_CODES}`.invalid`.
+ * `POLICY_ERROR_CODES.invalid`.
  *
  * @example
  * ```ts

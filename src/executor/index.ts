@@ -1,6 +1,13 @@
 /**
  * @module executor
- * Helpers for agent executors: an internal limited call retried inside the task with status
- * updates, ending the task FAILED with a reason when it gives up.
+ * Helpers for agent executors, a hand-written list: an internal limited call retried inside the
+ * task with status updates (`callWithinLimits`), ending the task FAILED with a reason when it
+ * gives up (`LimitedCallFailedError`).
  */
-export * from './call-within-limits.js';
+export {
+  type CallWithinLimitsOptions,
+  callWithinLimits,
+  isLimitedCallFailedError,
+  LimitedCallFailedError,
+  type StatusEventSink,
+} from './call-within-limits.js';

@@ -1,6 +1,6 @@
 /**
  * @module circuit-board
- * `CircuitBoard`: the sender's circuits, one {@link WebhookCircuit} per webhook origin, and the
+ * `CircuitBoard`: the sender's circuits, one `WebhookCircuit` per webhook origin, and the
  * waiting they cause. A delivery asks {@link CircuitBoard.waitFor} before it runs (it waits while
  * the circuit is open, or gives up when the circuit stays open past its deadline) and takes a
  * {@link CircuitBoard.permit} before each POST; every end of a POST is recorded. State changes are

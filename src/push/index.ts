@@ -1,35 +1,62 @@
 /**
  * @module push
- * The `a2a-ratelimit/push` entry. The agent side: `RateLimitedPushSender`, a push-notification
- * sender for `@a2a-js/sdk` agents that honours webhooks' 429/503 and `Retry-After` / RetryInfo /
- * `RateLimit` through the client's retry scheduler and gates, keeps per-task order, coalesces
- * queued status updates and bounds its queues (docs/architecture.md, "Push notifications"); the webhook policy and SSRF-safe
- * transport it sends through, the circuit per webhook origin, and
- * `validatingPushNotificationStore`, which refuses a forbidden webhook when it is registered.
- * The webhook side: `pushWebhookRateLimit`, Express middleware that rate-limits incoming
- * notifications per sending agent. Loads `@a2a-js/sdk` (optional peer).
+ * The `a2a-ratelimit/push` entry, a hand-written list. The agent side: `RateLimitedPushSender`, a
+ * push-notification sender for `@a2a-js/sdk` agents that honours webhooks' 429/503 and
+ * `Retry-After` / RetryInfo / `RateLimit` through the client's retry scheduler and gates, keeps
+ * per-task order, coalesces queued status updates and bounds its queues (docs/architecture.md,
+ * "Push notifications"); the webhook policy (`createWebhookPolicy`) and SSRF-safe transport
+ * (`createWebhookTransport`) it sends through; and `validatingPushNotificationStore`, which
+ * refuses a forbidden webhook when it is registered. The webhook side: `pushWebhookRateLimit`,
+ * Express middleware that rate-limits incoming notifications per sending agent, and its policy
+ * (`pushWebhookPolicy`). The queue, the circuits and the address parser stay internal. Loads
+ * `@a2a-js/sdk` (optional peer).
  */
 
+export type { PushCircuitEvent } from './circuit-board.js';
 export {
-  type Cidr,
-  cidrContains,
-  embeddedIpv4,
-  formatCidr,
-  formatIpAddress,
-  type IpAddress,
-  parseCidr,
-  parseIpAddress,
-} from '../wire/ip-address.js';
-export * from './circuit-board.js';
-export * from './notification-queue.js';
-export * from './push-configs.js';
-export * from './push-drops.js';
-export * from './push-sender-options.js';
-export * from './rate-limited-push-sender.js';
-export * from './special-purpose-ranges.js';
-export * from './validating-push-store.js';
-export * from './webhook-attempt.js';
-export * from './webhook-circuit.js';
-export * from './webhook-policy.js';
-export * from './webhook-rate-limit.js';
-export * from './webhook-transport.js';
+  PUSH_DROP_REASONS,
+  type PushDelivery,
+  type PushDrop,
+  type PushDropReason,
+  type PushPayloadKind,
+} from './push-drops.js';
+export type {
+  PushSenderLogger,
+  PushSenderStats,
+  RateLimitedPushSenderOptions,
+} from './push-sender-options.js';
+export { RateLimitedPushSender } from './rate-limited-push-sender.js';
+export { ADDRESS_RANGE, type AddressRange } from './special-purpose-ranges.js';
+export {
+  type ValidatingPushStoreOptions,
+  validatingPushNotificationStore,
+} from './validating-push-store.js';
+export { CIRCUIT_STATES, type CircuitOptions, type CircuitState } from './webhook-circuit.js';
+export {
+  type AllowedAddress,
+  type AllowedUrl,
+  createWebhookPolicy,
+  WEBHOOK_REFUSAL_REASONS,
+  type WebhookAllowance,
+  type WebhookPolicy,
+  type WebhookPolicyOptions,
+  type WebhookRefusal,
+  type WebhookRefusalReason,
+} from './webhook-policy.js';
+export {
+  type IdentifySender,
+  type PushWebhookRateLimit,
+  type PushWebhookRateLimitOptions,
+  pushWebhookPolicy,
+  pushWebhookRateLimit,
+  type SenderCredential,
+} from './webhook-rate-limit.js';
+export {
+  createWebhookTransport,
+  type ResolvedAddress,
+  type WebhookAnswer,
+  type WebhookPost,
+  type WebhookResolver,
+  type WebhookTransport,
+  type WebhookTransportOptions,
+} from './webhook-transport.js';

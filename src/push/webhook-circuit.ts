@@ -40,7 +40,7 @@ export type CircuitState = (typeof CIRCUIT_STATES)[keyof typeof CIRCUIT_STATES];
 export type CircuitOutcome = 'answered' | 'failed' | 'neutral';
 
 /**
- * Options of {@link WebhookCircuit}. Durations in milliseconds.
+ * Options of `WebhookCircuit`. Durations in milliseconds.
  */
 export interface CircuitOptions {
   /** Consecutive failed POSTs that open the circuit (integer ≥ 1). @defaultValue 20 */

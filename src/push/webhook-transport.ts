@@ -119,7 +119,12 @@ export interface WebhookTransportOptions {
   readonly policy?: WebhookPolicy | WebhookPolicyOptions;
   /** Name resolution. @defaultValue `dns.lookup`, all addresses, in the resolver's order */
   readonly resolve?: WebhookResolver;
-  /** Opens connections to checked addresses. @defaultValue `net.connect` / `tls.connect` */
+  /**
+   * Opens connections to checked addresses (the package's tests dial a loopback stand-in).
+   *
+   * @internal
+   * @defaultValue `net.connect` / `tls.connect`
+   */
   readonly connect?: WebhookConnector;
   /** Extra options of the default TLS connector (`ca`, `minVersion`…). */
   readonly tls?: Omit<ConnectionOptions, 'host' | 'port' | 'servername' | 'socket' | 'path'>;

@@ -1,14 +1,12 @@
 /**
  * @module redis
- * `a2a-ratelimit/redis`: the store several agent replicas share through Redis (single node or
- * Cluster), its Lua decision script, the client adapter interface, and the task-event relay.
+ * `a2a-ratelimit/redis`, a hand-written list: the store several agent replicas share through
+ * Redis (single node or Cluster) with its options, failure policies and timeout error, the client
+ * adapter interface, and the task-event relay. The Lua script and its modes stay internal.
  * ioredis is an optional peer: this subpath imports no client, you pass one in.
  */
-export * from './decision-script.js';
-export { STORE_UNAVAILABLE_POLICY } from './failure-mode.js';
-export * from './insurance-policies.js';
-export * from './redis-like.js';
-export * from './redis-store.js';
+export { RECOMMENDED_IOREDIS_OPTIONS, type RedisLike } from './redis-like.js';
+export { RedisStore } from './redis-store.js';
 export {
   FAILURE_POLICIES,
   type FailurePolicy,
@@ -18,6 +16,10 @@ export {
   type RedisStoreOptions,
   type RedisStoreStats,
 } from './redis-store-options.js';
-export * from './store-timeout-error.js';
-export * from './task-event-relay.js';
-export * from './task-event-relay-options.js';
+export { isStoreTimeoutError, StoreTimeoutError } from './store-timeout-error.js';
+export { createTaskEventRelay } from './task-event-relay.js';
+export type {
+  RelayedRequestHandler,
+  TaskEventRelay,
+  TaskEventRelayOptions,
+} from './task-event-relay-options.js';

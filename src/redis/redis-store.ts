@@ -186,7 +186,7 @@ export class RedisStore implements Store {
     return this.policies.set;
   }
 
-  /** The script this store runs now (text and SHA-1). */
+  /** The script this store runs now (text and SHA-1). @internal */
   get script(): DecisionScript {
     return this.runner.script;
   }

@@ -117,7 +117,7 @@ export function ipv6PrefixLengthOf(options: AddressKeyOptions = {}): number {
  * The key of a caller nobody authenticated, from its address: `addr:1.2.3.4` for IPv4 (and for
  * IPv4-mapped IPv6), `addr:<prefix>/<length>` for IPv6 (`addr:2001:db8:1:2::/64`, whatever the
  * spelling, zone ignored), `addr:<text>` for text that is no IP address, `addr:unknown` without
- * one. Allocates a string (and scratch space) per call; {@link createAddressKey} reuses the
+ * one. Allocates a string (and scratch space) per call; `createAddressKey` reuses the
  * last key and its scratch space.
  *
  * @example

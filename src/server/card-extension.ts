@@ -69,7 +69,7 @@ export interface PublishedTier {
 }
 
 /**
- * Options of {@link rateLimitExtension} and {@link withRateLimitExtension}.
+ * Options of `rateLimitExtension` and {@link withRateLimitExtension}.
  */
 export interface RateLimitExtensionOptions {
   readonly description?: string;

@@ -17,7 +17,7 @@ export interface EventLoopDelaySource {
 }
 
 /**
- * Options of {@link monitorEventLoop}.
+ * Options of `monitorEventLoop`.
  */
 export interface EventLoopMonitorOptions {
   /** Histogram resolution, ms; default 10. */

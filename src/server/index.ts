@@ -1,17 +1,51 @@
 /**
  * @module server
- * Server side of a2a-ratelimit: `createLimiter` (identity → one decision → encoding, shared by all
- * adapters), task and stream leases, deduplication, the overload signal and the agent-card
- * extension. Adapters: `a2a-ratelimit/server/express`, `a2a-ratelimit/server/grpc`; metrics:
+ * Server side of a2a-ratelimit, a hand-written list: `createLimiter` (identity → one decision →
+ * encoding, shared by all adapters) with its options and what an admission yields, task usage,
+ * deduplication's task finder, the caller key by address, and the agent-card extension. Adapters:
+ * `a2a-ratelimit/server/express`, `a2a-ratelimit/server/grpc`; metrics:
  * `a2a-ratelimit/server/metrics`.
  */
-export * from './caller-key.js';
-export * from './card-extension.js';
-export * from './event-loop-monitor.js';
-export * from './find-task-by-message-id.js';
-export * from './limiter.js';
-export * from './operator-domain.js';
-export * from './pending-messages.js';
-export * from './rest-route.js';
-export * from './task-lease-tracker.js';
-export * from './task-usage.js';
+export { type AddressKeyOptions, addressCallerKey } from './caller-key.js';
+export {
+  type CardWithCapabilities,
+  followPolicyChanges,
+  RATE_LIMIT_EXTENSION_URI,
+  type RateLimitExtensionOptions,
+  withRateLimitExtension,
+} from './card-extension.js';
+export type { EventLoopMonitorOptions } from './event-loop-monitor.js';
+export {
+  type FindTaskOptions,
+  findTaskByMessageId,
+  type TaskListingStore,
+  type TaskWithHistoryLike,
+} from './find-task-by-message-id.js';
+export {
+  type AdmissionOutcome,
+  type AdmissionRequest,
+  type AdmissionTicket,
+  type AnswerLimits,
+  type Binding,
+  createLimiter,
+  DEFAULT_LIMITER_OPTIONS,
+  type DedupOptions,
+  type LeaseHoldUntil,
+  type Limiter,
+  type LimiterGauges,
+  type LimiterObserver,
+  type LimiterOptions,
+  type MessageAnswer,
+} from './limiter.js';
+export type { AgentCardLike } from './operator-domain.js';
+export {
+  type EventBusLike,
+  type EventBusManagerLike,
+  PendingRecordLostError,
+} from './task-lease-tracker.js';
+export {
+  isUnknownTaskUsageError,
+  type TaskRef,
+  type TaskUsageReporter,
+  UnknownTaskUsageError,
+} from './task-usage.js';

@@ -71,7 +71,7 @@ export const DEDUP_UNAVAILABLE_POLICY = 'store-unavailable';
  * ```
  */
 export interface AdmissionTicket {
-  /** Unique id, carried in {@link TICKET_HEADER}. */
+  /** Unique id, carried in `TICKET_HEADER`. */
   readonly id: string;
   readonly request: AdmissionRequest;
   /** Rate states after this request was charged. */

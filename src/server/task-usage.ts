@@ -3,7 +3,7 @@
  * Usage reported by a task, charged to the caller that started it. When the SDK asks for a task's
  * event bus (right before the executor starts, while the admission is open) the identity the
  * limiter admitted — caller, method, tenant, skill and tier as resolved at admission — is kept
- * with the task id while its bus is live and {@link TASK_USAGE_TTL_MS} after the SDK cleans it up
+ * with the task id while its bus is live and `TASK_USAGE_TTL_MS` after the SDK cleans it up
  * (the run ended). A reporter prefers the admission of its own `RequestContext`, and captures the
  * identity it found, so usage reported after the task ended, after the caller went away, or from outside
  * the executor still charges the right budgets. Structural SDK types: no SDK import.
@@ -69,7 +69,7 @@ export const TASK_USAGE_ERROR_CODES = { unknownTask: 'ERR_A2A_USAGE_UNKNOWN_TASK
 /**
  * Thrown (as a rejection of `report`) when usage is reported for a task whose admission the
  * limiter does not know: the task was not started through this limiter's `trackTasks`-wrapped
- * bus manager, or its identity expired ({@link TASK_USAGE_TTL_MS} after its run ended).
+ * bus manager, or its identity expired (`TASK_USAGE_TTL_MS` after its run ended).
  *
  * @example
  * ```ts
@@ -130,7 +130,7 @@ interface KeptIdentity {
 
 /**
  * The admitted identity of each task, by task id: recorded when the SDK asks for the task's
- * event bus under an open admission, kept for {@link TASK_USAGE_TTL_MS} after the last such
+ * event bus under an open admission, kept for `TASK_USAGE_TTL_MS` after the last such
  * request (at most 100,000 tasks, the oldest dropped first).
  *
  * @example
@@ -180,7 +180,7 @@ export class TaskUsageBook {
 
   /**
    * Keeps `request` as the identity of `taskId` from now on, for as long as the task's bus is live
-   * and {@link TASK_USAGE_TTL_MS} after. Past 100,000 tasks the oldest finished one goes; a live
+   * and `TASK_USAGE_TTL_MS` after. Past 100,000 tasks the oldest finished one goes; a live
    * task's identity is never dropped (it costs less than the bus the SDK itself keeps for it).
    */
   remember(taskId: string, request: RequestIdentity, live = true): void {

@@ -1,13 +1,13 @@
 /**
  * @module testing
- * Helpers users can reuse in their own tests: a manual clock, the store contract suite, example
- * fixtures, and everything of `a2a-ratelimit/simulation` (virtual time, `seededRandom`, the worked
- * example's policy). `fake-incoming-request.ts` stays out: it serves one unit test and one bench,
- * not users.
+ * Helpers users can reuse in their own tests, a hand-written list: a manual clock, the store
+ * contract suite and example fixtures. Virtual time, `seededRandom` and the worked example's
+ * policy have one home, `a2a-ratelimit/simulation` (the CLI uses them, and production code never
+ * imports this entry). `fake-incoming-request.ts` stays out: it serves one unit test and one
+ * bench, not users.
  */
 
-export * from '../simulation/index.js';
-export * from './example-agent-card.js';
-export * from './manual-clock.js';
-export * from './store-contract.js';
-export * from './text-message.js';
+export { type ExampleAgentCardParts, exampleAgentCard } from './example-agent-card.js';
+export { ManualClock } from './manual-clock.js';
+export { STORE_CONTRACT, type StoreContractCase, type StoreFactory } from './store-contract.js';
+export { type TextMessageParts, textMessage } from './text-message.js';

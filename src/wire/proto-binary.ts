@@ -327,7 +327,7 @@ export function decodeStatus(bytes: Uint8Array): Status {
 }
 
 /**
- * {@link decodeStatus} that returns `undefined` instead of throwing.
+ * `decodeStatus` that returns `undefined` instead of throwing.
  *
  * @example
  * ```ts

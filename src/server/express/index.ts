@@ -3,7 +3,8 @@
  * The `a2a-ratelimit/server/express` entry: Express admission in front of the SDK's
  * `jsonRpcHandler` and `restHandler`, as one middleware that builds the SDK's router and hands it
  * what it admits (`rateLimitedJsonRpcHandler`, `rateLimitedRestHandler`), or as a middleware
- * mounted before the SDK's router on the same path (`jsonRpcAdmission`, `restAdmission`). Each
+ * mounted before the SDK's router on the same path (`jsonRpcAdmission`, `restAdmission`, with
+ * `shareUserBuilder` and the backstops `guardRequestHandler` / `guardContextBuilder`). Each
  * parses the body once (a plain one only once admitted, decided on a scan of it; none nested
  * deeper than `maxJsonDepth`), answers a malformed body exactly as the SDK would, identifies the caller
  * with the agent's own `UserBuilder`, and runs the admission pipeline shared with gRPC
@@ -12,7 +13,7 @@
  * the SDK's Express bits. See docs/architecture.md, "Mediation".
  */
 
-export { guardContextBuilder, guardRequestHandler, mediationStats } from '../mediation.js';
+export { guardContextBuilder, guardRequestHandler } from '../mediation.js';
 export { shareUserBuilder } from './express-identity.js';
 export type { ExpressAdmissionOptions, ExpressIdentify } from './express-options.js';
 export { jsonRpcAdmission } from './json-rpc-admission.js';
