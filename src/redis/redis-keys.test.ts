@@ -17,7 +17,7 @@ describe('redis keys', () => {
     expect(o?.key).toBe('p:k{s:agent}agent}x\u0000agent');
     expect(o?.takesLease).toBe(true);
     expect(c?.takesLease).toBe(false);
-    expect(messageKey('p:', 'a}b', 'm1')).toBe('p:d{c:a)b}a}b\u0000m1');
+    expect(messageKey('p:', 'a}b', 'm1')).toBe('p:d{c:a)b}3:a}b/m1');
   });
 
   it('reads the policy name back from a key', () => {

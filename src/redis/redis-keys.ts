@@ -8,7 +8,9 @@
 
 import type { DecisionInput } from '../core/decide.js';
 import type { CompiledPolicy } from '../core/policy.js';
+import { tenantPartOf } from '../core/policy-scope.js';
 import { boundedKey } from '../store/bounded-key.js';
+import { messageRecordKey } from '../store/message-records.js';
 
 /**
  * One applicable policy of one request, with its key.
@@ -36,10 +38,11 @@ function takesLease(p: CompiledPolicy): boolean {
 }
 
 /**
- * A policy's key for a request: `prefix k {tag} name \0 tableKey`. The hash tag is a function of
- * the key alone, so one key always lives in one slot: caller-scoped keys share the caller's tag,
- * tenant keys the tenant's, the others their own. Policy names cannot contain `\0`, so a key
- * decodes uniquely (see {@link policyNameOfKey}).
+ * A policy's key for a request: `prefix k {tag} name \0 tableKey`, `tableKey` being the policy's
+ * `keyOf` — the very key `MemoryStore` uses, so both stores keep the same identities apart. The
+ * hash tag is a function of the key alone, so one key always lives in one slot: caller-scoped keys
+ * share the caller's tag, tenant keys the tenant's, the others their own. Policy names cannot
+ * contain `\0`, so a key decodes uniquely (see {@link policyNameOfKey}).
  *
  * @internal
  */
@@ -56,7 +59,7 @@ export function requestStep(
     const scope = 'scope' in p.source ? p.source.scope : undefined; // overload: agent-wide
     tag =
       scope === 'tenant' || scope === 'tenant+method'
-        ? `t:${input.tenant || '-'}`
+        ? `t:${tenantPartOf(input)}`
         : `s:${tableKey}`;
   }
   tag = tagOf(tag);
@@ -82,14 +85,14 @@ export function policyNameOfKey(prefix: string, key: string): string | undefined
 }
 
 /**
- * The deduplication record of (caller, messageId): `prefix d {c:caller} caller \0 messageId`, in
- * the caller's slot.
+ * The deduplication record of (caller, messageId): `prefix d {c:caller}` and the key
+ * `MemoryStore` uses (`messageRecordKey`: both parts bounded, well-formed, joined injectively),
+ * in the caller's slot.
  *
  * @internal
  */
 export function messageKey(prefix: string, caller: string, messageId: string): string {
-  const c = boundedKey(caller);
-  return `${prefix}d{c:${tagOf(c)}}${c}\u0000${boundedKey(messageId)}`;
+  return `${prefix}d{c:${tagOf(boundedKey(caller))}}${messageRecordKey(caller, messageId)}`;
 }
 
 /**

@@ -254,7 +254,9 @@ export class RedisStore implements Store {
    * is unreachable the usage is charged to the insurance limiter, if any, else dropped (counted
    * as an error).
    */
-  async chargeUsage(request: DecisionInput, units: number): Promise<void> {
+  async chargeUsage(usage: DecisionInput, units: number): Promise<void> {
+    // Keyed as the decision was (bounded parts): a long caller's usage meets its own bucket.
+    const request = boundedInput(usage);
     const charges: Promise<unknown>[] = [];
     const onRedis = this.failure.mode === 'redis';
     for (const p of policiesOf(this.policies.set, request)) {

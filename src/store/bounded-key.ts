@@ -1,14 +1,16 @@
 /**
  * @module bounded-key
- * Bounds what a store keeps per key: a caller, tenant, skill or messageId longer than
- * {@link MAX_KEY_LENGTH} characters is replaced by its SHA-256 before any table sees it, so a 16 kB
- * caller name costs a store (memory or Redis) the same as a short one. Injective: hashed values
- * have a length and prefix that no value kept as it is has (a value of that shape is hashed too).
- * Both stores call this the same way, so they decide identically.
+ * Bounds and cleans what a store keeps per key: a caller, tenant, skill or messageId longer than
+ * {@link MAX_KEY_LENGTH} characters, or not well-formed (a lone surrogate, which Redis's UTF-8
+ * would turn into U+FFFD and so merge with other values), is replaced by its SHA-256 before any
+ * table sees it, so a 16 kB caller name costs a store (memory or Redis) the same as a short one.
+ * Injective: hashed values have a length and prefix that no value kept as it is has (a value of
+ * that shape is hashed too). Both stores call this the same way, so they decide identically.
  */
 
 import { createHash } from 'node:crypto';
 import type { DecisionInput } from '../core/decide.js';
+import { HASHED_KEY_LENGTH, HASHED_KEY_PREFIX, isWellFormedKey } from '../core/table-key.js';
 
 /**
  * Longest value kept as it is, UTF-16 code units.
@@ -21,28 +23,28 @@ import type { DecisionInput } from '../core/decide.js';
 export const MAX_KEY_LENGTH = 256;
 
 /**
- * Prefix of a hashed value (followed by 43 base64url characters).
+ * Prefix of a hashed value (followed by 43 base64url characters); defined with the table keys
+ * (`core/table-key.ts`), whose reserved keys share the shape.
  *
  * @example
  * ```ts
  * boundedKey('x'.repeat(300)).startsWith(HASHED_KEY_PREFIX); // true
  * ```
  */
-export const HASHED_KEY_PREFIX = '#sha256:';
-
-/** Length of every hashed value: the prefix and 43 base64url characters (256 bits). */
-const HASHED_KEY_LENGTH = HASHED_KEY_PREFIX.length + 43;
+export { HASHED_KEY_PREFIX };
 
 /**
- * A value as a store keeps it: itself when it has at most {@link MAX_KEY_LENGTH} code units and
- * is not shaped like a hashed value (51 code units beginning with {@link HASHED_KEY_PREFIX}),
- * otherwise `#sha256:` + the base64url SHA-256 of its UTF-16 code units (lossless, so lone
- * surrogates stay distinct). Distinct values give distinct keys (up to SHA-256 collisions).
+ * A value as a store keeps it: itself when it has at most {@link MAX_KEY_LENGTH} code units, is
+ * well-formed (no lone surrogate) and is not shaped like a hashed value (51 code units beginning
+ * with {@link HASHED_KEY_PREFIX}), otherwise `#sha256:` + the base64url SHA-256 of its UTF-16 code
+ * units (lossless, so `x\ud800` and `x\udc00` stay apart). Distinct values give distinct keys (up
+ * to SHA-256 collisions), all well-formed: Redis (UTF-8) keeps them apart as a `Map` does.
  *
  * @example
  * ```ts
  * boundedKey('orchestrator-7');  // 'orchestrator-7'
  * boundedKey('x'.repeat(16_000)); // '#sha256:…' (51 characters)
+ * boundedKey('x\ud800');          // '#sha256:…' (a lone surrogate)
  * ```
  */
 export function boundedKey(value: string): string {
@@ -52,14 +54,16 @@ export function boundedKey(value: string): string {
 
 /**
  * Whether a value is kept as it is. Only a value of a hashed value's length has its characters
- * read: the usual check reads the length alone, so a decision never touches the text of a caller
- * name (nor flattens a concatenated one) just to bound it.
+ * read for the prefix; well-formedness is answered from a one-byte string's representation
+ * without reading its text (`isWellFormed`), so the usual (ASCII) caller name is checked by its
+ * length and representation alone.
  */
 function keptAsIs(value: string): boolean {
   const length = value.length;
   return (
     length <= MAX_KEY_LENGTH &&
-    (length !== HASHED_KEY_LENGTH || !value.startsWith(HASHED_KEY_PREFIX))
+    (length !== HASHED_KEY_LENGTH || !value.startsWith(HASHED_KEY_PREFIX)) &&
+    isWellFormedKey(value)
   );
 }
 
