@@ -244,5 +244,33 @@ describe.skipIf(!redisUp)(
       expect(rejected).toBeGreaterThan(RUNS);
       expect(copies).toBeGreaterThan(RUNS / 10);
     }, 600_000);
+
+    it('reported usage meets the bucket of its decisions: long and ill-formed callers alike', async () => {
+      const policies: Policy[] = [
+        { name: 'tokens', kind: 'rate', unit: 'tokens', limit: 100, windowSeconds: 3600 },
+      ];
+      const clock = new ManualClock(1_760_000_000_000);
+      const memory = new MemoryStore({ policies, clock });
+      const redis = new RedisStore({
+        client,
+        policies,
+        clock,
+        keyPrefix: `${prefix}usage:`,
+        onError: 'fail-closed',
+        logger: false,
+      });
+      try {
+        for (const caller of ['short', 'z'.repeat(300), 'x\ud800']) {
+          const input = { caller, method: 'SendMessage' } as const;
+          for (const store of [memory, redis]) {
+            expect((await store.decide(input)).admitted).toBe(true);
+            await store.chargeUsage(input, 100);
+            expect((await store.decide(input)).admitted, caller).toBe(false);
+          }
+        }
+      } finally {
+        await redis.close();
+      }
+    });
   },
 );
