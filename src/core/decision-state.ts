@@ -11,7 +11,6 @@ import type {
   CompiledRatePolicy,
 } from './compiled-policy.js';
 import type { RequestIdentity } from './policy.js';
-import { reservedKey } from './table-key.js';
 
 /**
  * A slot held for one (policy key, caller, messageId): claimable in `[slotUs, expiresUs]`.
@@ -64,8 +63,9 @@ export type LeasePolicy = CompiledConcurrencyPolicy | CompiledOverloadPolicy;
 /**
  * The key a store returns for a subject it can neither keep nor give a key of its own (the
  * in-process store at `maxKeys` when every key it could evict holds slots): a bucket shared by
- * such subjects, limited together, never holding slots. A reserved key (`reservedKey`): no
- * request's table key is ever this one. Evicted keys' states go to hashed
+ * such subjects, limited together, never holding slots. A reserved key (`reservedKey('overflow')`,
+ * written as a literal so that the engine interns it: the decision compares every key with it):
+ * no request's table key is ever this one. Evicted keys' states go to hashed
  * overflow buckets instead (see `MemoryStore`).
  *
  * @example
@@ -73,7 +73,7 @@ export type LeasePolicy = CompiledConcurrencyPolicy | CompiledOverloadPolicy;
  * state.rateKey(policy, 'caller:new', nowUs) === OVERFLOW_KEY; // table full
  * ```
  */
-export const OVERFLOW_KEY = reservedKey('overflow');
+export const OVERFLOW_KEY = '#sha256:(overflow).................................';
 
 /**
  * The state a decision reads and writes. Stores implement it over their own tables; the decision

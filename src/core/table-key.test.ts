@@ -44,6 +44,8 @@ describe('reserved keys', () => {
       expect(key).not.toMatch(/^#sha256:[\w-]{43}$/);
     }
     expect(NO_TENANT_KEY).not.toBe(OVERFLOW_KEY);
+    expect(NO_TENANT_KEY).toBe(reservedKey('no tenant'));
+    expect(OVERFLOW_KEY).toBe(reservedKey('overflow'));
     expect(() => reservedKey('x'.repeat(42))).toThrow(RangeError);
   });
 });

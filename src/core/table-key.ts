@@ -36,7 +36,7 @@ export const HASHED_KEY_LENGTH = HASHED_KEY_PREFIX.length + 43;
  *
  * @example
  * ```ts
- * reservedKey('overflow'); // '#sha256:(overflow)................................'
+ * reservedKey('overflow'); // '#sha256:(overflow).................................'
  * ```
  */
 export function reservedKey(label: string): string {
@@ -46,14 +46,15 @@ export function reservedKey(label: string): string {
 
 /**
  * The tenant part of a request without a tenant: apart from every tenant name, `-` and the empty
- * string included.
+ * string included. `reservedKey('no tenant')`, written as a literal so that the engine interns it
+ * (a comparison with it is then one pointer comparison); a unit test checks the two agree.
  *
  * @example
  * ```ts
  * NO_TENANT_KEY !== '-' && NO_TENANT_KEY !== ''; // true, and no tenant name gives it
  * ```
  */
-export const NO_TENANT_KEY = reservedKey('no tenant');
+export const NO_TENANT_KEY = '#sha256:(no tenant)................................';
 
 /**
  * Two parts as one key, injectively: `<length of first>:<first>/<second>`. The length says where
