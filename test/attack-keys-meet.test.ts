@@ -93,6 +93,8 @@ async function startAgent(store: 'memory' | 'redis', policies: Policy[]): Promis
             policies,
             keyPrefix: `${prefix}${seq}:`,
             onError: 'fail-closed',
+            // A loaded machine must not turn a slow answer into a refusal.
+            timeoutMs: 10_000,
             logger: false,
           }),
         }),

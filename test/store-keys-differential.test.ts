@@ -257,6 +257,7 @@ describe.skipIf(!redisUp)(
         clock,
         keyPrefix: `${prefix}usage:`,
         onError: 'fail-closed',
+        timeoutMs: 10_000,
         logger: false,
       });
       try {

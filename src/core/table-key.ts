@@ -2,8 +2,9 @@
  * @module table-key
  * The one encoding of table keys for every store: a pair of parts joined injectively (length
  * prefix), the reserved keys no request's parts can produce (no tenant, the overflow bucket), and
- * custom scopes' keys made well-formed. Pure; the parts it joins come bounded and well-formed
- * from `store/bounded-key.ts`, whose shape rules it shares.
+ * custom scopes' keys made well-formed. Pure; the parts it joins come bounded from
+ * `store/bounded-key.ts`, whose shape rules it shares. `RedisStore` writes the same keys,
+ * escaped where UTF-8 would merge them (`redis/redis-keys.ts`, with {@link escapeSurrogates}).
  */
 
 /**
@@ -59,8 +60,8 @@ export const NO_TENANT_KEY = '#sha256:(no tenant)...............................
 /**
  * Two parts as one key, injectively: `<length of first>:<first>/<second>`. The length says where
  * the first part ends, so no character in either part (`/`, `:`, NUL…) can move the boundary:
- * distinct pairs give distinct keys. Parts are UTF-16 strings; well-formed parts give a
- * well-formed key, which Redis keeps apart as UTF-8 exactly as a `Map` does.
+ * distinct pairs give distinct keys (as UTF-16 strings: `Map` keys; Redis escapes lone
+ * surrogates before UTF-8 could merge them).
  *
  * @example
  * ```ts
@@ -79,7 +80,6 @@ interface WellFormedCheck {
 
 /**
  * Whether a string has no lone surrogate (so UTF-8 keeps it apart from every other string).
- * For a one-byte string the engine answers from its representation, without reading the text.
  *
  * @example
  * ```ts
@@ -105,7 +105,20 @@ export function isWellFormedKey(value: string): boolean {
  */
 export function wellFormedKey(key: string): string {
   if (isWellFormedKey(key) && !key.startsWith(HASHED_KEY_PREFIX)) return key;
-  let out = `${HASHED_KEY_PREFIX}\\`;
+  return escapeSurrogates(`${HASHED_KEY_PREFIX}\\`, key);
+}
+
+/**
+ * `mark` followed by `key` with `\` doubled and each lone surrogate written `\uXXXX` (lowercase
+ * hex); surrogate pairs are kept. Injective for one mark, and always well-formed.
+ *
+ * @example
+ * ```ts
+ * escapeSurrogates('~', 'a\\b\ud800'); // '~a\\\\b\\ud800'
+ * ```
+ */
+export function escapeSurrogates(mark: string, key: string): string {
+  let out = mark;
   for (let i = 0; i < key.length; i++) {
     const unit = key.charCodeAt(i);
     if (unit === 0x5c) {

@@ -25,7 +25,7 @@ import { DeadlineTimer } from './deadline-timer.js';
 import { type DecisionScript, SCRIPT_MODES } from './decision-script.js';
 import { FailureMode } from './failure-mode.js';
 import { LivePolicySet } from './live-policy-set.js';
-import { probeKey, type RequestStep, requestStep } from './redis-keys.js';
+import { probeKey, type RequestStep, redisKeyPart, requestStep } from './redis-keys.js';
 import { type LeaseHost, releaseLeases, renewLeases } from './redis-leases.js';
 import type { RedisLike } from './redis-like.js';
 import {
@@ -375,7 +375,8 @@ export class RedisStore implements Store {
         claimedHold: false,
       });
     }
-    const holdKey = holdKeyOf(input) ?? '';
+    const hold = holdKeyOf(input);
+    const holdKey = hold === undefined ? '' : redisKeyPart(hold);
     const lag = input.eventLoopDelayMs === undefined ? '' : String(input.eventLoopDelayMs);
     const leaseBase = leaseCount > 0 ? this.nextLeaseBase() : '';
     const now = this.now();

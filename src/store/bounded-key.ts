@@ -1,16 +1,16 @@
 /**
  * @module bounded-key
- * Bounds and cleans what a store keeps per key: a caller, tenant, skill or messageId longer than
- * {@link MAX_KEY_LENGTH} characters, or not well-formed (a lone surrogate, which Redis's UTF-8
- * would turn into U+FFFD and so merge with other values), is replaced by its SHA-256 before any
- * table sees it, so a 16 kB caller name costs a store (memory or Redis) the same as a short one.
- * Injective: hashed values have a length and prefix that no value kept as it is has (a value of
- * that shape is hashed too). Both stores call this the same way, so they decide identically.
+ * Bounds what a store keeps per key: a caller, tenant, skill or messageId longer than
+ * {@link MAX_KEY_LENGTH} characters is replaced by its SHA-256 before any table sees it, so a 16 kB
+ * caller name costs a store (memory or Redis) the same as a short one. Injective: hashed values
+ * have a length and prefix that no value kept as it is has (a value of that shape is hashed too).
+ * Both stores call this the same way, so they decide identically. (Lone surrogates are kept: a
+ * `Map` keeps them apart, and `RedisStore` escapes them before UTF-8 could merge them.)
  */
 
 import { createHash } from 'node:crypto';
 import type { DecisionInput } from '../core/decide.js';
-import { HASHED_KEY_LENGTH, HASHED_KEY_PREFIX, isWellFormedKey } from '../core/table-key.js';
+import { HASHED_KEY_LENGTH, HASHED_KEY_PREFIX } from '../core/table-key.js';
 
 /**
  * Longest value kept as it is, UTF-16 code units.
@@ -34,17 +34,15 @@ export const MAX_KEY_LENGTH = 256;
 export { HASHED_KEY_PREFIX };
 
 /**
- * A value as a store keeps it: itself when it has at most {@link MAX_KEY_LENGTH} code units, is
- * well-formed (no lone surrogate) and is not shaped like a hashed value (51 code units beginning
- * with {@link HASHED_KEY_PREFIX}), otherwise `#sha256:` + the base64url SHA-256 of its UTF-16 code
- * units (lossless, so `x\ud800` and `x\udc00` stay apart). Distinct values give distinct keys (up
- * to SHA-256 collisions), all well-formed: Redis (UTF-8) keeps them apart as a `Map` does.
+ * A value as a store keeps it: itself when it has at most {@link MAX_KEY_LENGTH} code units and
+ * is not shaped like a hashed value (51 code units beginning with {@link HASHED_KEY_PREFIX}),
+ * otherwise `#sha256:` + the base64url SHA-256 of its UTF-16 code units (lossless, so lone
+ * surrogates stay distinct). Distinct values give distinct keys (up to SHA-256 collisions).
  *
  * @example
  * ```ts
  * boundedKey('orchestrator-7');  // 'orchestrator-7'
  * boundedKey('x'.repeat(16_000)); // '#sha256:…' (51 characters)
- * boundedKey('x\ud800');          // '#sha256:…' (a lone surrogate)
  * ```
  */
 export function boundedKey(value: string): string {
@@ -54,41 +52,15 @@ export function boundedKey(value: string): string {
 
 /**
  * Whether a value is kept as it is. Only a value of a hashed value's length has its characters
- * read for the prefix; well-formedness is answered from a one-byte string's representation
- * without reading its text (`isWellFormed`), so the usual (ASCII) value is checked by its length
- * and representation alone.
+ * read: the usual check reads the length alone, so a decision never touches the text of a caller
+ * name (nor flattens a concatenated one) just to bound it.
  */
 function keptAsIs(value: string): boolean {
-  return fits(value) && isWellFormedKey(value);
-}
-
-/** {@link keptAsIs} for a caller, with the last well-formed caller remembered. */
-function callerKeptAsIs(caller: string): boolean {
-  return fits(caller) && (caller === lastCaller || wellFormedCaller(caller));
-}
-
-/** Whether a value is short enough and not shaped like a hashed value. */
-function fits(value: string): boolean {
   const length = value.length;
   return (
     length <= MAX_KEY_LENGTH &&
     (length !== HASHED_KEY_LENGTH || !value.startsWith(HASHED_KEY_PREFIX))
   );
-}
-
-/**
- * The last caller found well-formed: a caller's consecutive requests (a hot caller, a keep-alive
- * connection's address key) are answered by one comparison instead of a call into the engine
- * (`bench:decide`, hot key: the check costs 5–10 % without it). Equal strings are equally
- * well-formed, so a caller equal to it needs no check of its own.
- */
-let lastCaller = '';
-
-/** Whether a caller is well-formed, remembered in {@link lastCaller} when it is. */
-function wellFormedCaller(caller: string): boolean {
-  if (!isWellFormedKey(caller)) return false;
-  lastCaller = caller;
-  return true;
 }
 
 /** Inputs this module made: bounding them again gives them back (a store inside a store). */
@@ -106,7 +78,7 @@ const BOUNDED = new WeakSet<DecisionInput>();
  */
 export function boundedInput(input: DecisionInput): DecisionInput {
   const { tenant, skill, messageId } = input;
-  return callerKeptAsIs(input.caller) &&
+  return keptAsIs(input.caller) &&
     (tenant === undefined || keptAsIs(tenant)) &&
     (skill === undefined || keptAsIs(skill)) &&
     (messageId === undefined || keptAsIs(messageId))
