@@ -30,8 +30,9 @@ interface CompiledBase {
   /** The subject of a request under this policy (`caller:x`, `tenant:t`, `agent`), or undefined if it does not apply. */
   readonly subjectOf: (request: RequestIdentity) => string | undefined;
   /**
-   * The key of a request in this policy's own table: unique per subject, allocation-free for the
-   * single-dimension scopes (the caller name itself for `caller`). Undefined when `subjectOf` is.
+   * The key of a request in this policy's own table, the same in every store: distinct
+   * identities give distinct keys (`table-key.ts`), allocation-free for the single-dimension
+   * scopes (the caller name itself for `caller`). Undefined when `subjectOf` is.
    */
   readonly keyOf: (request: RequestIdentity) => string | undefined;
   readonly source: Policy;

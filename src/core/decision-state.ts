@@ -26,7 +26,7 @@ export interface Hold {
  * What a rate key keeps besides its timestamp, only while it has holds or no-shows.
  */
 export interface RateExtra {
-  /** Holds by `caller \0 messageId`. */
+  /** Holds by (caller, messageId) (`holdKeyOf`). */
   holds: Map<string, Hold>;
   /** Earliest `expiresUs` among holds (a lower bound), µs; expiry is only scanned past it. */
   nextExpiryUs: number;
@@ -63,7 +63,9 @@ export type LeasePolicy = CompiledConcurrencyPolicy | CompiledOverloadPolicy;
 /**
  * The key a store returns for a subject it can neither keep nor give a key of its own (the
  * in-process store at `maxKeys` when every key it could evict holds slots): a bucket shared by
- * such subjects, limited together, never holding slots. Evicted keys' states go to hashed
+ * such subjects, limited together, never holding slots. A reserved key (`reservedKey('overflow')`,
+ * written as a literal so that the engine interns it: the decision compares every key with it):
+ * no request's table key is ever this one. Evicted keys' states go to hashed
  * overflow buckets instead (see `MemoryStore`).
  *
  * @example
@@ -71,7 +73,7 @@ export type LeasePolicy = CompiledConcurrencyPolicy | CompiledOverloadPolicy;
  * state.rateKey(policy, 'caller:new', nowUs) === OVERFLOW_KEY; // table full
  * ```
  */
-export const OVERFLOW_KEY = '\u0000overflow';
+export const OVERFLOW_KEY = '#sha256:(overflow).................................';
 
 /**
  * The state a decision reads and writes. Stores implement it over their own tables; the decision

@@ -7,6 +7,7 @@
 
 import type { BuiltinScope, CustomScope, RequestIdentity } from './policy.js';
 import { describeValue, PolicyError } from './policy-error.js';
+import { NO_TENANT_KEY, pairKey, wellFormedKey } from './table-key.js';
 
 /**
  * Every built-in scope, in documentation order.
@@ -26,7 +27,7 @@ const BUILTIN_SCOPE_SET: ReadonlySet<string> = new Set<string>(BUILTIN_SCOPES);
 
 const CALLER_SCOPES: ReadonlySet<string> = new Set(['caller', 'caller+method', 'caller+skill']);
 
-/** Default tenant label when a tenant-scoped policy meets a request without a tenant. */
+/** The subject's tenant label of a request without a tenant (the key is {@link NO_TENANT_KEY}). */
 const NO_TENANT = '-';
 
 function builtinSubject(scope: BuiltinScope): (r: RequestIdentity) => string | undefined {
@@ -60,21 +61,47 @@ export interface Scoped {
 
 /** Table key of the `caller` scope. */
 const callerKey = (r: RequestIdentity): string | undefined => r.caller;
+
+/**
+ * The tenant part of a request's keys: its tenant, or {@link NO_TENANT_KEY} (apart from every
+ * tenant name, `-` and `''` included) when it has none.
+ *
+ * @example
+ * ```ts
+ * tenantPartOf({ caller: 'a', method: 'GetTask', tenant: '-' }); // '-'
+ * tenantPartOf({ caller: 'a', method: 'GetTask' });              // NO_TENANT_KEY
+ * ```
+ */
+export function tenantPartOf(r: RequestIdentity): string {
+  const tenant = r.tenant;
+  return tenant === undefined ? NO_TENANT_KEY : tenant;
+}
+
 /** Table key of the `tenant` scope. */
-const tenantKey = (r: RequestIdentity): string | undefined => r.tenant || NO_TENANT;
+const tenantKey = (r: RequestIdentity): string | undefined => tenantPartOf(r);
 /** Table key of the `skill` scope. */
 const skillKey = (r: RequestIdentity): string | undefined => r.skill || undefined;
 /** Table key of the `method` scope. */
 const methodKey = (r: RequestIdentity): string | undefined => r.method;
 /** Table key of the `agent` scope. */
 const agentKey = (): string | undefined => 'agent';
+/** Table key of the `caller+method` scope: the pair, injectively (`pairKey`). */
+const callerMethodKey = (r: RequestIdentity): string | undefined => pairKey(r.caller, r.method);
+/** Table key of the `caller+skill` scope (none without a skill). */
+const callerSkillKey = (r: RequestIdentity): string | undefined =>
+  r.skill ? pairKey(r.caller, r.skill) : undefined;
+/** Table key of the `tenant+method` scope. */
+const tenantMethodKey = (r: RequestIdentity): string | undefined =>
+  pairKey(tenantPartOf(r), r.method);
 
 /**
- * Table keys of the single-dimension scopes; the rest use their subject. One function per scope
- * for the whole process, not one closure per compiled policy: the decision's `keyOf` call stays
- * monomorphic across policy sets (stores, tiers, `updatePolicies`).
+ * Table keys of the built-in scopes: a part as it is, two parts by `pairKey` (never the subject,
+ * whose `caller:a/skill:b` form is ambiguous), a missing tenant as {@link NO_TENANT_KEY}. Every
+ * store uses these keys, so distinct identities have distinct keys in all of them. One function
+ * per scope for the whole process, not one closure per compiled policy: the decision's `keyOf`
+ * call stays monomorphic across policy sets (stores, tiers, `updatePolicies`).
  */
-function builtinKey(scope: BuiltinScope): ((r: RequestIdentity) => string | undefined) | undefined {
+function builtinKey(scope: BuiltinScope): (r: RequestIdentity) => string | undefined {
   switch (scope) {
     case 'caller':
       return callerKey;
@@ -86,8 +113,12 @@ function builtinKey(scope: BuiltinScope): ((r: RequestIdentity) => string | unde
       return methodKey;
     case 'agent':
       return agentKey;
-    default:
-      return undefined;
+    case 'caller+method':
+      return callerMethodKey;
+    case 'caller+skill':
+      return callerSkillKey;
+    case 'tenant+method':
+      return tenantMethodKey;
   }
 }
 
@@ -107,7 +138,7 @@ export function compileScope(label: string, scope: unknown, fallback: BuiltinSco
       scopeName: value,
       callerScoped: CALLER_SCOPES.has(value),
       subjectOf,
-      keyOf: builtinKey(value as BuiltinScope) ?? subjectOf,
+      keyOf: builtinKey(value as BuiltinScope),
     };
   }
   if (typeof value === 'object' && value !== null) {
@@ -133,7 +164,10 @@ export function compileScope(label: string, scope: unknown, fallback: BuiltinSco
         const k = key(r);
         return k === undefined ? undefined : `${name}:${k}`;
       },
-      keyOf: key,
+      keyOf: (r) => {
+        const k = key(r);
+        return k === undefined ? undefined : wellFormedKey(k);
+      },
     };
   }
   throw new PolicyError(

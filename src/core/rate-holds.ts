@@ -10,21 +10,22 @@ import type { CompiledHoldOptions, CompiledPolicy, CompiledRatePolicy } from './
 import type { Hold, RateExtra } from './decision-state.js';
 import { refundTatUs } from './gcra.js';
 import type { RequestIdentity } from './policy.js';
+import { pairKey } from './table-key.js';
 
 /**
  * The key under which a request may hold or claim a slot in a caller-scoped rate policy:
- * `caller \0 messageId`, or undefined when the request cannot hold (no messageId, or a method
- * that carries none).
+ * the pair (caller, messageId) by `pairKey` (injective), or undefined when the request cannot hold
+ * (no messageId, or a method that carries none).
  *
  * @example
  * ```ts
- * holdKeyOf({ caller: 'a', method: 'SendMessage', messageId: 'm1' }); // 'a\u0000m1'
+ * holdKeyOf({ caller: 'a', method: 'SendMessage', messageId: 'm1' }); // '1:a/m1'
  * holdKeyOf({ caller: 'a', method: 'GetTask' }); // undefined
  * ```
  */
 export function holdKeyOf(input: RequestIdentity): string | undefined {
   return input.messageId !== undefined && MESSAGE_METHODS.has(input.method)
-    ? `${input.caller}\u0000${input.messageId}`
+    ? pairKey(input.caller, input.messageId)
     : undefined;
 }
 

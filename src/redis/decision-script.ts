@@ -62,7 +62,7 @@ export const SCRIPT_MODES = {
  * The body of the script: constant, the same for every policy set. ARGV and KEYS per mode:
  *
  * - every mode: `ARGV[1]` mode, `ARGV[2]` now in ms (`''` = Redis `TIME`).
- * - `d`, `t`: `ARGV[3]` hold key (`caller \0 messageId`, `''` = none), `ARGV[4..]` policy
+ * - `d`, `t`: `ARGV[3]` hold key (`holdKeyOf`, `''` = none), `ARGV[4..]` policy
  *   index per step. `D`, `T` (long form): `ARGV[3]` hold key, `ARGV[4]` event-loop delay in ms
  *   (`''` = none), `ARGV[5]` lease id base, `ARGV[6..]` policy indices.
  *   `KEYS[i]` is step i's key (rate: the timestamp string; lease: the sorted set of leases by

@@ -78,7 +78,7 @@ local function ttlMs(horizonUs) return math.ceil(horizonUs / 1000) + PAD_MS end
 
 -- Rate key: K = "<tat>" or "<tat>e" (e: the holds hash exists), H = holds hash with
 -- n (no-shows), a (no-show decay time), x (earliest hold expiry, '' = none), y (latest hold
--- expiry), c (hold count) and one field ':<caller>\\0<messageId>' = '<slotUs>:<expiresUs>' per hold.
+-- expiry), c (hold count) and one field ':<holdKeyOf>' = '<slotUs>:<expiresUs>' per hold.
 local function loadRate(s, p, hk)
   local v = redis.call('GET', s.K)
   local tat, ex = nil, false

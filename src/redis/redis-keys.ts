@@ -3,12 +3,16 @@
  * The Redis key layout of `RedisStore`: one key per (policy name, table key), a Redis Cluster hash
  * tag per subject, deduplication records in the caller's slot, and the policy-set record. Keys
  * depend on the policy's *name*, never its position, so a reordered or changed policy set keeps
- * every key's state. The hash-tag escaping lives here and only here.
+ * every key's state. The hash-tag escaping, and the escaping that keeps lone surrogates apart in
+ * UTF-8 ({@link redisKeyPart}), live here and only here.
  */
 
 import type { DecisionInput } from '../core/decide.js';
 import type { CompiledPolicy } from '../core/policy.js';
+import { tenantPartOf } from '../core/policy-scope.js';
+import { escapeSurrogates, isWellFormedKey } from '../core/table-key.js';
 import { boundedKey } from '../store/bounded-key.js';
+import { messageRecordKey } from '../store/message-records.js';
 
 /**
  * One applicable policy of one request, with its key.
@@ -27,7 +31,34 @@ export interface RequestStep {
 
 /** A hash tag's content: `}` would end the tag early, so it is replaced (the tag only picks the slot). */
 function tagOf(raw: string): string {
-  return raw.includes('}') ? raw.replaceAll('}', ')') : raw;
+  const tag = redisKeyPart(raw);
+  return tag.includes('}') ? tag.replaceAll('}', ')') : tag;
+}
+
+/** The mark of an escaped key part: U+FFFF, a noncharacter no name begins with in practice. */
+const ESCAPED_MARK = '\uffff';
+
+/**
+ * A table key (or a record's, or a hold's) as Redis keeps it. Redis stores bytes and ioredis sends
+ * UTF-8, which turns every lone surrogate into U+FFFD (`x\ud800` and `x\udc00` would be one
+ * caller); so a part that is not well-formed — or begins with U+FFFF, the escape's own mark — is
+ * written U+FFFF + the part with `\` doubled and each lone surrogate as `\uXXXX`. Injective on
+ * UTF-16 strings, and its output is well-formed, so UTF-8 keeps apart in Redis exactly what a `Map`
+ * keeps apart in `MemoryStore`; every other part is sent as it is (one engine check, on the Redis
+ * path only: the in-memory decision never pays it).
+ *
+ * @example
+ * ```ts
+ * redisKeyPart('orchestrator-7'); // 'orchestrator-7'
+ * redisKeyPart('x\ud800');        // '\uffffx\\ud800'
+ * ```
+ *
+ * @internal
+ */
+export function redisKeyPart(part: string): string {
+  return isWellFormedKey(part) && part.charCodeAt(0) !== 0xffff
+    ? part
+    : escapeSurrogates(ESCAPED_MARK, part);
 }
 
 /** Whether an admission under `p` takes a lease. */
@@ -36,10 +67,12 @@ function takesLease(p: CompiledPolicy): boolean {
 }
 
 /**
- * A policy's key for a request: `prefix k {tag} name \0 tableKey`. The hash tag is a function of
- * the key alone, so one key always lives in one slot: caller-scoped keys share the caller's tag,
- * tenant keys the tenant's, the others their own. Policy names cannot contain `\0`, so a key
- * decodes uniquely (see {@link policyNameOfKey}).
+ * A policy's key for a request: `prefix k {tag} name \0 tableKey`, `tableKey` being the policy's
+ * `keyOf` — the very key `MemoryStore` uses — made UTF-8-safe ({@link redisKeyPart}), so both
+ * stores keep the same identities apart. The
+ * hash tag is a function of the key alone, so one key always lives in one slot: caller-scoped keys
+ * share the caller's tag, tenant keys the tenant's, the others their own. Policy names cannot
+ * contain `\0`, so a key decodes uniquely (see {@link policyNameOfKey}).
  *
  * @internal
  */
@@ -56,14 +89,14 @@ export function requestStep(
     const scope = 'scope' in p.source ? p.source.scope : undefined; // overload: agent-wide
     tag =
       scope === 'tenant' || scope === 'tenant+method'
-        ? `t:${input.tenant || '-'}`
+        ? `t:${tenantPartOf(input)}`
         : `s:${tableKey}`;
   }
   tag = tagOf(tag);
   return {
     policy: p,
     tag,
-    key: `${prefix}k{${tag}}${p.name}\u0000${tableKey}`,
+    key: `${prefix}k{${tag}}${p.name}\u0000${redisKeyPart(tableKey)}`,
     takesLease: takesLease(p),
   };
 }
@@ -82,14 +115,15 @@ export function policyNameOfKey(prefix: string, key: string): string | undefined
 }
 
 /**
- * The deduplication record of (caller, messageId): `prefix d {c:caller} caller \0 messageId`, in
- * the caller's slot.
+ * The deduplication record of (caller, messageId): `prefix d {c:caller}` and the key
+ * `MemoryStore` uses (`messageRecordKey`: both parts bounded, joined injectively) made
+ * UTF-8-safe ({@link redisKeyPart}), in the caller's slot.
  *
  * @internal
  */
 export function messageKey(prefix: string, caller: string, messageId: string): string {
-  const c = boundedKey(caller);
-  return `${prefix}d{c:${tagOf(c)}}${c}\u0000${boundedKey(messageId)}`;
+  const record = redisKeyPart(messageRecordKey(caller, messageId));
+  return `${prefix}d{${tagOf(`c:${boundedKey(caller)}`)}}${record}`;
 }
 
 /**

@@ -25,7 +25,7 @@ import { DeadlineTimer } from './deadline-timer.js';
 import { type DecisionScript, SCRIPT_MODES } from './decision-script.js';
 import { FailureMode } from './failure-mode.js';
 import { LivePolicySet } from './live-policy-set.js';
-import { probeKey, type RequestStep, requestStep } from './redis-keys.js';
+import { probeKey, type RequestStep, redisKeyPart, requestStep } from './redis-keys.js';
 import { type LeaseHost, releaseLeases, renewLeases } from './redis-leases.js';
 import type { RedisLike } from './redis-like.js';
 import {
@@ -254,7 +254,9 @@ export class RedisStore implements Store {
    * is unreachable the usage is charged to the insurance limiter, if any, else dropped (counted
    * as an error).
    */
-  async chargeUsage(request: DecisionInput, units: number): Promise<void> {
+  async chargeUsage(usage: DecisionInput, units: number): Promise<void> {
+    // Keyed as the decision was (bounded parts): a long caller's usage meets its own bucket.
+    const request = boundedInput(usage);
     const charges: Promise<unknown>[] = [];
     const onRedis = this.failure.mode === 'redis';
     for (const p of policiesOf(this.policies.set, request)) {
@@ -373,7 +375,8 @@ export class RedisStore implements Store {
         claimedHold: false,
       });
     }
-    const holdKey = holdKeyOf(input) ?? '';
+    const hold = holdKeyOf(input);
+    const holdKey = hold === undefined ? '' : redisKeyPart(hold);
     const lag = input.eventLoopDelayMs === undefined ? '' : String(input.eventLoopDelayMs);
     const leaseBase = leaseCount > 0 ? this.nextLeaseBase() : '';
     const now = this.now();

@@ -6,6 +6,7 @@
  */
 
 import type { Admission, Rejection } from '../core/rejection.js';
+import { messageRecordKey } from '../store/message-records.js';
 import type { AdmissionRequest, LimiterObserver } from './limiter-options.js';
 
 /**
@@ -13,7 +14,7 @@ import type { AdmissionRequest, LimiterObserver } from './limiter-options.js';
  * open; past that the oldest are counted expired).
  */
 export class HoldLedger {
-  /** Open holds by `caller \0 messageId` (a request holds in at most a few policies). */
+  /** Open holds by `messageRecordKey(caller, messageId)` (a request holds in at most a few policies). */
   private readonly open = new Map<string, { policy: string; expiresMs: number }[]>();
   private count = 0;
 
@@ -25,7 +26,7 @@ export class HoldLedger {
 
   rejected(request: AdmissionRequest, rejection: Rejection, nowMs: number): void {
     if (rejection.reserved !== true || request.messageId === undefined) return;
-    const key = `${request.caller}\u0000${request.messageId}`;
+    const key = messageRecordKey(request.caller, request.messageId);
     const list = this.open.get(key);
     if (list?.some((h) => h.policy === rejection.policy)) return;
     if (this.count >= 100_000) this.sweep(nowMs, true);
@@ -41,7 +42,7 @@ export class HoldLedger {
 
   admitted(request: AdmissionRequest, admission: Admission): void {
     if (admission.claimedHold && request.messageId !== undefined) {
-      const key = `${request.caller}\u0000${request.messageId}`;
+      const key = messageRecordKey(request.caller, request.messageId);
       const list = this.open.get(key);
       const hold = list?.shift();
       if (hold !== undefined) {

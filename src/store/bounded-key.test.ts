@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../testing/manual-clock.js';
 import { boundedInput, boundedKey, HASHED_KEY_PREFIX, MAX_KEY_LENGTH } from './bounded-key.js';
+import { MemoryStore } from './memory-store.js';
 
 /** Short and long strings, some leaning on the hash prefix, some with lone surrogates. */
 const value = fc.oneof(
@@ -72,5 +74,21 @@ describe('boundedInput', () => {
     expect(boundedInput(bounded)).toBe(bounded);
     // A fresh object with the same hashed values is a caller that looks hashed: hashed again.
     expect(boundedInput({ ...bounded }).caller).not.toBe(bounded.caller);
+  });
+});
+
+describe('usage charged on bounded keys', () => {
+  it('a long caller’s reported usage meets the bucket its decisions use', () => {
+    const clock = new ManualClock(1_760_000_000_000);
+    const store = new MemoryStore({
+      policies: [{ name: 'tokens', kind: 'rate', unit: 'tokens', limit: 100, windowSeconds: 3600 }],
+      clock,
+    });
+    for (const caller of ['short', 'z'.repeat(300), 'x\ud800']) {
+      const input = { caller, method: 'SendMessage' } as const;
+      expect(store.decideSync(input).admitted).toBe(true);
+      store.chargeUsageSync(input, 100);
+      expect(store.decideSync(input).admitted, caller).toBe(false);
+    }
   });
 });

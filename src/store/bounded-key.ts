@@ -4,11 +4,13 @@
  * {@link MAX_KEY_LENGTH} characters is replaced by its SHA-256 before any table sees it, so a 16 kB
  * caller name costs a store (memory or Redis) the same as a short one. Injective: hashed values
  * have a length and prefix that no value kept as it is has (a value of that shape is hashed too).
- * Both stores call this the same way, so they decide identically.
+ * Both stores call this the same way, so they decide identically. (Lone surrogates are kept: a
+ * `Map` keeps them apart, and `RedisStore` escapes them before UTF-8 could merge them.)
  */
 
 import { createHash } from 'node:crypto';
 import type { DecisionInput } from '../core/decide.js';
+import { HASHED_KEY_LENGTH, HASHED_KEY_PREFIX } from '../core/table-key.js';
 
 /**
  * Longest value kept as it is, UTF-16 code units.
@@ -21,17 +23,15 @@ import type { DecisionInput } from '../core/decide.js';
 export const MAX_KEY_LENGTH = 256;
 
 /**
- * Prefix of a hashed value (followed by 43 base64url characters).
+ * Prefix of a hashed value (followed by 43 base64url characters); defined with the table keys
+ * (`core/table-key.ts`), whose reserved keys share the shape.
  *
  * @example
  * ```ts
  * boundedKey('x'.repeat(300)).startsWith(HASHED_KEY_PREFIX); // true
  * ```
  */
-export const HASHED_KEY_PREFIX = '#sha256:';
-
-/** Length of every hashed value: the prefix and 43 base64url characters (256 bits). */
-const HASHED_KEY_LENGTH = HASHED_KEY_PREFIX.length + 43;
+export { HASHED_KEY_PREFIX };
 
 /**
  * A value as a store keeps it: itself when it has at most {@link MAX_KEY_LENGTH} code units and

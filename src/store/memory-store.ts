@@ -187,8 +187,10 @@ export class MemoryStore implements Store, SynchronousStore {
   }
 
   /** Charges reported usage, as {@link Store.chargeUsage}, synchronously. */
-  chargeUsageSync(request: DecisionInput, units: number): void {
+  chargeUsageSync(usage: DecisionInput, units: number): void {
     const nowMs = this.clock.nowMs();
+    // Keyed as the decision was (bounded parts): a long caller's usage meets its own bucket.
+    const request = boundedInput(usage);
     for (const p of policiesOf(this.policies, request)) {
       if (p.kind !== 'rate' || p.unit === undefined) continue;
       const key = p.keyOf(request);

@@ -6,6 +6,7 @@
  * small sweep on every write (no timer per key), and at the cap the oldest record goes first.
  */
 
+import { pairKey } from '../core/table-key.js';
 import { boundedKey } from './bounded-key.js';
 import { positiveOption } from './positive-option.js';
 
@@ -69,9 +70,11 @@ export function checkMessageTtlMs(ttlMs: number): void {
 }
 
 /**
- * The table key of a (caller, messageId): `caller \0 messageId`, each part bounded in length
- * (`boundedKey`: a part longer than 256 characters is its hash). Callers that touch the same
- * record several times per request compute it once and use the `…Key` methods.
+ * The table key of a (caller, messageId): the pair joined injectively (`pairKey`, length-prefixed),
+ * each part bounded and well-formed first (`boundedKey`: a part longer than 256 characters, or
+ * with a lone surrogate, is its hash). `RedisStore` keys its records by the same string, so a
+ * NUL, `/` or `:` in either part aliases no other pair in either store. Callers that touch the
+ * same record several times per request compute it once and use the `…Key` methods.
  *
  * @example
  * ```ts
@@ -79,11 +82,11 @@ export function checkMessageTtlMs(ttlMs: number): void {
  * ```
  */
 export function messageRecordKey(caller: string, messageId: string): string {
-  return `${boundedKey(caller)}\u0000${boundedKey(messageId)}`;
+  return pairKey(boundedKey(caller), boundedKey(messageId));
 }
 
 /**
- * A bounded map of message records, keyed by `caller \0 messageId`. Records sit in a ring in
+ * A bounded map of message records, keyed by {@link messageRecordKey}. Records sit in a ring in
  * insertion order (a `Map` from key to slot, the expiry in a `Float64Array`): no object per
  * record. Records of one limiter share a TTL, so the oldest are mostly the first to expire: the
  * per-call sweep only looks at the head of the ring, and a rebuild (amortised O(1)) drops the
