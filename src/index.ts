@@ -48,6 +48,7 @@ export {
   type Rejection,
   type RejectionKind,
   type RejectionReason,
+  type RejectionSignal,
   type RequestIdentity,
   rejectionReason,
   toA2AMethod,

@@ -68,7 +68,7 @@ function quotaViolation(rejection: Rejection, quota: QuotaState): QuotaViolation
 
 /**
  * The details list of a rejection, in wire order: `ErrorInfo{reason, domain, metadata{policy,
- * scope, method[, reserved][, tier]}}`, `RetryInfo{retryDelay = wireDelaySeconds}`, and for a quota
+ * scope, method[, reserved][, tier][, signal]}}`, `RetryInfo{retryDelay = wireDelaySeconds}`, and for a quota
  * rejection with `quota` set, `QuotaFailure` with one violation. Throws on an A2A domain.
  *
  * @example
@@ -86,6 +86,7 @@ export function rejectionDetails(rejection: Rejection, domain: string): Detail[]
   };
   if (rejection.reserved !== undefined) metadata.reserved = String(rejection.reserved);
   if (rejection.tier !== undefined) metadata.tier = rejection.tier;
+  if (rejection.signal !== undefined) metadata.signal = rejection.signal;
   const details: Detail[] = [
     { type: 'ErrorInfo', message: { reason: rejectionReason(rejection), domain, metadata } },
     {
