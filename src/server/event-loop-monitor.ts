@@ -1,12 +1,13 @@
 /**
  * @module event-loop-monitor
- * Event-loop delay for the overload guard: `perf_hooks.monitorEventLoopDelay` sampled on an
- * unref'd timer and smoothed (the median of a window of samples, nothing during a warm-up), so a
+ * Event-loop delay for the overload guard: a timer's lateness, sampled on unref'd timers and
+ * smoothed (the median of a window of samples, nothing during a warm-up), so a
  * single stall or a busy start-up does not refuse everyone; reading it on the hot path is a field
  * read.
  */
 
-import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
+import type { Clock } from '../core/clock.js';
+import { systemClock } from '../platform/system-clock.js';
 
 /**
  * A source of the current event-loop delay, ms.
@@ -22,9 +23,9 @@ export interface EventLoopDelaySource {
  * Options of {@link monitorEventLoop}.
  */
 export interface EventLoopMonitorOptions {
-  /** Histogram resolution, ms; default 10. */
+  /** How often the delay is measured (a timer's lateness), ms; default 10. */
   readonly resolutionMs?: number;
-  /** How often the p99 is read and the histogram reset (one sample), ms; default 500. */
+  /** How often the longest delay measured is taken as one sample, ms; default 500. */
   readonly sampleEveryMs?: number;
   /**
    * The reported delay is the median of the samples of the last `windowMs`; default 5,000 (ten
@@ -88,37 +89,50 @@ export class SmoothedDelay {
 }
 
 /**
- * Starts sampling the event-loop delay. Every `sampleEveryMs` the p99 delay of the period is one
- * sample; the reported value is the median of the samples of the last `windowMs`, and 0 during
- * the first `warmUpMs`. A single stall (even a long one) or a slow start-up is not overload; a
- * delay lasting more than half the window is.
+ * Starts sampling the event-loop delay. A timer every `resolutionMs` measures how late it fires;
+ * every `sampleEveryMs` the longest delay of the period is one sample; the reported value is the
+ * median of the samples of the last `windowMs`, and 0 during the first `warmUpMs`. A single stall
+ * (even a long one) or a slow start-up is not overload; a delay lasting more than half the window
+ * is. (`perf_hooks.monitorEventLoopDelay` is not used: resetting it per period drops the first
+ * delay after the reset, which under a loop blocked in long stretches is the only one, so the
+ * busiest loop read as idle.)
  *
  * @example
  * ```ts
  * const monitor = monitorEventLoop({ sampleEveryMs: 250 });
- * monitor.delayMs(); // e.g. 3.2
+ * monitor.delayMs(); // e.g. 3
  * monitor.close();
  * ```
  */
-export function monitorEventLoop(options: EventLoopMonitorOptions = {}): EventLoopDelaySource {
+export function monitorEventLoop(
+  options: EventLoopMonitorOptions = {},
+  clock: Clock = systemClock,
+): EventLoopDelaySource {
   const d = DEFAULT_EVENT_LOOP_MONITOR;
   const resolutionMs = Math.max(1, Math.round(options.resolutionMs ?? d.resolutionMs));
   const sampleEveryMs = Math.max(10, options.sampleEveryMs ?? d.sampleEveryMs);
   const windowSamples = Math.max(1, Math.round((options.windowMs ?? d.windowMs) / sampleEveryMs));
   const warmUpSamples = Math.max(0, Math.ceil((options.warmUpMs ?? d.warmUpMs) / sampleEveryMs));
   const smoothed = new SmoothedDelay(windowSamples, warmUpSamples);
-  const histogram: IntervalHistogram = monitorEventLoopDelay({ resolution: resolutionMs });
-  histogram.enable();
-  const timer = setInterval(() => {
-    smoothed.record(Math.max(0, histogram.percentile(99) / 1e6 - resolutionMs));
-    histogram.reset();
+  let expectedMs = clock.nowMs() + resolutionMs;
+  let periodMaxMs = 0;
+  const ticker = setInterval(() => {
+    const nowMs = clock.nowMs();
+    const lateMs = nowMs - expectedMs;
+    if (lateMs > periodMaxMs) periodMaxMs = lateMs;
+    expectedMs = nowMs + resolutionMs;
+  }, resolutionMs);
+  ticker.unref();
+  const sampler = setInterval(() => {
+    smoothed.record(periodMaxMs);
+    periodMaxMs = 0;
   }, sampleEveryMs);
-  timer.unref();
+  sampler.unref();
   return {
     delayMs: () => smoothed.delayMs(),
     close: () => {
-      clearInterval(timer);
-      histogram.disable();
+      clearInterval(ticker);
+      clearInterval(sampler);
     },
   };
 }
