@@ -45,6 +45,7 @@ export {
   type Rejection,
   type RejectionKind,
   type RejectionReason,
+  type RejectionSignal,
   type RequestIdentity,
   toA2AMethod,
 } from './core/index.js';

@@ -92,7 +92,14 @@ describe.skipIf(!binaries)('RedisStore on a 3-node Redis Cluster', () => {
         max: 2,
         leaseTtlSeconds: 20,
       },
-      { name: 'agent-overload', kind: 'overload', maxInFlight: 6, leaseTtlSeconds: 4 },
+      // With a caller's share: its lease key lives in the caller's slot, the agent's in its own.
+      {
+        name: 'agent-overload',
+        kind: 'overload',
+        maxInFlight: 6,
+        maxInFlightPerCaller: 2,
+        leaseTtlSeconds: 4,
+      },
     ];
     const stores: RedisStore[] = [];
     // Random sequences: more batches of 25 until claims and reservations were both exercised

@@ -217,7 +217,13 @@ describe.skipIf(!redisUp)('RedisStore against a real Redis', () => {
   });
 
   describe('differential: MemoryStore and RedisStore make identical decisions', () => {
-    const POLICY_SETS: { name: string; policies: Policy[]; holds?: HoldOptions }[] = [
+    const POLICY_SETS: {
+      name: string;
+      policies: Policy[];
+      holds?: HoldOptions;
+      /** The sequences must also exercise refusals by a caller's share. */
+      shares?: boolean;
+    }[] = [
       {
         name: 'one caller policy',
         policies: [{ name: 'per-caller', kind: 'rate', limit: 5, windowSeconds: 10, burst: 3 }],
@@ -291,6 +297,29 @@ describe.skipIf(!redisUp)('RedisStore against a real Redis', () => {
         holds: { maxNoShows: 1, maxHoldsPerKey: 2 },
       },
       {
+        // A caller's share of the in-flight cap: a second lease key in the caller's slot.
+        name: 'overload with a caller share + caller rate + streams',
+        policies: [
+          { name: 'per-caller', kind: 'rate', limit: 2, windowSeconds: 5, burst: 2 },
+          {
+            name: 'streams',
+            kind: 'concurrency',
+            methods: ['SendStreamingMessage'],
+            max: 2,
+            leaseTtlSeconds: 4,
+          },
+          {
+            name: 'agent-overload',
+            kind: 'overload',
+            maxInFlight: 7,
+            maxInFlightPerCaller: 2,
+            maxEventLoopDelayMs: 100,
+            leaseTtlSeconds: 3,
+          },
+        ],
+        shares: true,
+      },
+      {
         name: 'tiered caller policy + tiered tenant policy + concurrency',
         policies: [
           {
@@ -352,7 +381,7 @@ describe.skipIf(!redisUp)('RedisStore against a real Redis', () => {
       it(`${set.name}: random arrivals, retries, no-shows, time steps`, async () => {
         // Random sequences: more batches until they have exercised holds, claims and plain
         // rejections (every batch is checked decision by decision all the same).
-        const seen = { claimed: 0, reserved: 0, unreserved: 0 };
+        const seen = { claimed: 0, reserved: 0, unreserved: 0, shared: 0 };
         for (let batch = 0; batch < 8; batch++) {
           const more = await runDifferential(
             set.policies,
@@ -363,8 +392,17 @@ describe.skipIf(!redisUp)('RedisStore against a real Redis', () => {
           seen.claimed += more.claimed;
           seen.reserved += more.reserved;
           seen.unreserved += more.unreserved;
-          if (seen.claimed > 0 && seen.reserved > 0 && seen.unreserved > 0) break;
+          seen.shared += more.shared;
+          if (
+            seen.claimed > 0 &&
+            seen.reserved > 0 &&
+            seen.unreserved > 0 &&
+            (seen.shared > 0 || set.shares !== true)
+          ) {
+            break;
+          }
         }
+        if (set.shares === true) expect(seen.shared).toBeGreaterThan(0);
         expect(seen.claimed).toBeGreaterThan(0);
         expect(seen.reserved).toBeGreaterThan(0);
         expect(seen.unreserved).toBeGreaterThan(0);

@@ -100,6 +100,8 @@ export interface AgentOptions {
   readonly mount?: (typeof MOUNTS)[number];
   /** An executor of the test's own, instead of the one below (then `executions` stays empty). */
   readonly executor?: AgentExecutor;
+  /** The adapters' response write deadline, ms (`writeDeadlineMs`); default theirs. */
+  readonly writeDeadlineMs?: number;
 }
 
 export interface TestAgent {
@@ -289,9 +291,12 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
   );
   const sdkHandler = recordingHandler(requestHandler, handlerCalls);
   // The interceptor is installed through the server's options; rebuild with it.
+  const deadline =
+    options.writeDeadlineMs === undefined ? {} : { writeDeadlineMs: options.writeDeadlineMs };
   const interceptor = grpcAdmissionInterceptor(limiter, {
     userBuilder: grpcUsers as never,
     requestHandler,
+    ...deadline,
   });
   const g = new grpc.Server({ interceptors: [interceptor] });
   g.addService(
@@ -322,8 +327,12 @@ export async function startAgent(options: AgentOptions): Promise<TestAgent> {
   Object.assign(requestHandler as unknown as { agentCard: AgentCard }, { agentCard: publicCard() });
 
   const userBuilder = expressUsers as unknown as typeof ExpressUserBuilder.noAuthentication;
-  const mirror =
-    options.mirrorHttpStatus === undefined ? {} : { mirrorHttpStatus: options.mirrorHttpStatus };
+  const mirror = {
+    ...(options.mirrorHttpStatus === undefined
+      ? {}
+      : { mirrorHttpStatus: options.mirrorHttpStatus }),
+    ...deadline,
+  };
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
   if (options.mount === 'separate') {
     const expressOptions = { userBuilder, requestHandler: sdkHandler, ...mirror };

@@ -7,6 +7,7 @@
  */
 
 import { A2A_METHODS, type A2AMethod, ALL_A2A_METHODS, isA2AMethod } from './a2a-methods.js';
+import { callerShareOf, callerShareVariant, withCallerShares } from './caller-share.js';
 import {
   type CompiledHoldOptions,
   type CompiledPolicy,
@@ -205,6 +206,7 @@ function compileOne(
           1000,
         ),
         holdUntil: compileHoldUntil(name, p.holdUntil),
+        shareOfInFlight: undefined,
       };
     }
     case 'overload': {
@@ -225,17 +227,18 @@ function compileOne(
           `must be a positive integer, got ${describeValue(p.maxInFlight)}`,
         );
       }
-      return {
-        kind: 'overload',
+      const maxInFlight = (p.maxInFlight as number | undefined) ?? Number.POSITIVE_INFINITY;
+      const overload = {
+        kind: 'overload' as const,
         index,
         paramIndex: index,
         shadow,
         name,
         ...withExemptions(name, p.exempt, compileScope(name, 'agent', 'agent')),
-        rejectAs: 'overload',
+        rejectAs: 'overload' as const,
         methods,
         source,
-        maxInFlight: (p.maxInFlight as number | undefined) ?? Number.POSITIVE_INFINITY,
+        maxInFlight,
         maxEventLoopDelayMs: optionalPositive(
           name,
           'maxEventLoopDelayMs',
@@ -250,6 +253,11 @@ function compileOne(
           1000,
         ),
       };
+      const share = callerShareOf(name, maxInFlight, p.maxInFlightPerCaller);
+      const callerShare =
+        share === undefined ? undefined : callerShareVariant(overload, share, nextRow());
+      if (callerShare !== undefined) extraRows.push(callerShare);
+      return { ...overload, callerShare };
     }
     default:
       throw new PolicyError(
@@ -323,7 +331,7 @@ export function compilePolicies(
   for (const method of ALL_A2A_METHODS) {
     byMethod.set(
       method,
-      compiled.filter((p) => p.methods.has(method) && !p.shadow),
+      withCallerShares(compiled.filter((p) => p.methods.has(method) && !p.shadow)),
     );
     shadowByMethod.set(
       method,

@@ -89,6 +89,11 @@ export interface CompiledConcurrencyPolicy extends CompiledBase {
    * {@link ConcurrencyPolicy.holdUntil}); undefined: until the task ends.
    */
   readonly holdUntil: 'task' | 'response' | undefined;
+  /**
+   * Set on a caller's share of an overload policy (see {@link CompiledOverloadPolicy.callerShare}):
+   * that policy's `maxInFlight`. Undefined for concurrency policies as written.
+   */
+  readonly shareOfInFlight: number | undefined;
 }
 
 /**
@@ -102,6 +107,14 @@ export interface CompiledOverloadPolicy extends CompiledBase {
   readonly maxEventLoopDelayMs: number;
   readonly leaseTtlMs: number;
   readonly initialHoldEstimateMs: number;
+  /**
+   * A caller's share of `maxInFlight` (`maxInFlightPerCaller`), undefined when there is none: a
+   * concurrency variant with the policy's index and name, scope `caller` (table keys
+   * `caller:<caller>`, beside the key `agent` in the same table), its own `paramIndex` (script
+   * row), leases held until the response ends, rejections as quota. Selected right after the
+   * policy wherever the policy applies.
+   */
+  readonly callerShare: CompiledConcurrencyPolicy | undefined;
 }
 
 /**

@@ -33,7 +33,10 @@ function policiesAt(
   const out: CompiledPolicy[] = [];
   for (const i of indexes) {
     const p = policySet.atIndex(i, tier);
-    if (p !== undefined) out.push(p);
+    if (p === undefined) continue;
+    out.push(p);
+    // A caller's share of an overload policy applies wherever the policy does.
+    if (p.kind === 'overload' && p.callerShare !== undefined) out.push(p.callerShare);
   }
   return out;
 }

@@ -191,7 +191,19 @@ export interface OverloadPolicy extends PolicyBase {
   readonly kind: 'overload';
   /** Requests in flight across the whole agent (per store) before rejecting. */
   readonly maxInFlight?: number;
-  /** Event-loop delay (ms, reported by the server layer) above which requests are rejected. */
+  /**
+   * Requests in flight one caller may hold of `maxInFlight` (its fair share), a positive integer,
+   * or `false` for no share. Default: 10 % of `maxInFlight`, at least 10 (none when that is not
+   * below `maxInFlight`). A caller over its share is refused alone, as quota (429 /
+   * RESOURCE_EXHAUSTED, scope `caller`, ErrorInfo `signal` `callerShare`), while the agent keeps
+   * serving everyone else: one caller's stuck responses cannot fill the agent-wide cap.
+   */
+  readonly maxInFlightPerCaller?: number | false;
+  /**
+   * Event-loop delay (ms, reported by the server layer) above which requests are rejected. The
+   * default monitor smooths it (the median of the last 5 s of samples, nothing during the first
+   * 10 s): a single stall, or a busy start-up, does not trip it (see `EventLoopMonitorOptions`).
+   */
   readonly maxEventLoopDelayMs?: number;
   /** A lease not renewed for this long is freed; default 600 s. */
   readonly leaseTtlSeconds?: number;

@@ -5,14 +5,14 @@
  * tier. Every store builds its rejections here.
  */
 
-import type { CompiledPolicy } from './compiled-policy.js';
+import type { CompiledOverloadPolicy, CompiledPolicy } from './compiled-policy.js';
 import type { DecisionInput } from './decision-state.js';
-import type { RequestIdentity } from './policy.js';
 import {
   describeQuota,
   type LimitState,
   type RejectedDecision,
   type Rejection,
+  type RejectionSignal,
   retryAfterMsOf,
   wireDelaySeconds,
 } from './rejection.js';
@@ -37,12 +37,36 @@ function quotaText(p: CompiledPolicy): string {
       return p.tier === undefined ? text : `tier ${p.tier}: ${text}`;
     }
     case 'concurrency':
-      return describeQuota({ limit: p.max, remaining: 0 });
+      return p.shareOfInFlight === undefined
+        ? describeQuota({ limit: p.max, remaining: 0 })
+        : `caller share: ${p.max} of ${p.shareOfInFlight} requests in flight`;
     case 'overload':
-      return Number.isFinite(p.maxInFlight)
-        ? `${p.maxInFlight} requests in flight`
-        : `event-loop delay ${p.maxEventLoopDelayMs} ms`;
+      return `${p.maxInFlight} requests in flight`;
   }
+}
+
+/**
+ * The signal of overload policy `p` that refused `input`: the event-loop delay when it is above
+ * the policy's threshold (it refuses whatever the count), else the requests in flight. A function
+ * of the policy and the input alone, so every store names the same signal.
+ */
+function overloadSignalOf(p: CompiledOverloadPolicy, input: DecisionInput): RejectionSignal {
+  const lag = input.eventLoopDelayMs;
+  return lag !== undefined && lag > p.maxEventLoopDelayMs ? 'eventLoopDelay' : 'inFlight';
+}
+
+/** The message of an overload refusal, naming the signal that fired and its threshold. */
+function overloadMessage(
+  p: CompiledOverloadPolicy,
+  signal: RejectionSignal,
+  input: DecisionInput,
+  seconds: number,
+): string {
+  const what =
+    signal === 'eventLoopDelay'
+      ? `event-loop delay ${Math.round(input.eventLoopDelayMs ?? 0)} ms over ${p.maxEventLoopDelayMs} ms`
+      : policyQuotaText(p);
+  return `Agent overloaded (${p.name}: ${what}); retry in ${seconds} s`;
 }
 
 /**
@@ -64,10 +88,18 @@ export function rejectionOf(
 ): Rejection {
   const seconds = wireDelaySeconds(retryAfterMs);
   const kind = p.rejectAs;
+  const signal: RejectionSignal | undefined =
+    p.kind === 'overload'
+      ? overloadSignalOf(p, input)
+      : p.kind === 'concurrency' && p.shareOfInFlight !== undefined
+        ? 'callerShare'
+        : undefined;
   const message =
-    kind === 'overload'
-      ? `Agent overloaded (${p.name}: ${policyQuotaText(p)}); retry in ${seconds} s`
-      : `${subject} exceeded ${p.name} (${policyQuotaText(p)}) for ${input.method}; retry in ${seconds} s`;
+    p.kind === 'overload' && signal !== undefined
+      ? overloadMessage(p, signal, input, seconds)
+      : kind === 'overload'
+        ? `Agent overloaded (${p.name}: ${policyQuotaText(p)}); retry in ${seconds} s`
+        : `${subject} exceeded ${p.name} (${policyQuotaText(p)}) for ${input.method}; retry in ${seconds} s`;
   const rejection: { -readonly [K in keyof Rejection]: Rejection[K] } = {
     kind,
     retryAfterMs,
@@ -90,6 +122,7 @@ export function rejectionOf(
     }
   }
   if (reserved !== undefined) rejection.reserved = reserved;
+  if (signal !== undefined) rejection.signal = signal;
   if (p.kind === 'rate' && p.tier !== undefined) rejection.tier = p.tier;
   return rejection;
 }
@@ -106,7 +139,7 @@ export function rejectionOf(
  */
 export function rejectedDecision(
   setter: { readonly policy: CompiledPolicy; readonly key: string },
-  input: RequestIdentity,
+  input: DecisionInput,
   delayUs: number,
   reserved: boolean | undefined,
   limits: readonly LimitState[],

@@ -28,6 +28,14 @@ export const REASONS = {
 export type RejectionReason = (typeof REASONS)[keyof typeof REASONS];
 
 /**
+ * Which signal of an overload policy refused a request: the agent's requests in flight
+ * (`inFlight`, `maxInFlight`), its event-loop delay (`eventLoopDelay`, `maxEventLoopDelayMs`), or
+ * the caller's own share of the requests in flight (`callerShare`, `maxInFlightPerCaller`: a quota
+ * refusal of that caller). ErrorInfo metadata `signal`.
+ */
+export type RejectionSignal = 'inFlight' | 'eventLoopDelay' | 'callerShare';
+
+/**
  * The quota that was exceeded: a rate (`windowSeconds` set) or a concurrency cap (no window).
  */
 export interface QuotaState {
@@ -77,6 +85,8 @@ export interface Rejection {
   readonly message: string;
   /** ErrorInfo reason when it is not the kind's own (e.g. `MESSAGE_IN_PROGRESS`, kind overload). */
   readonly reason?: RejectionReason;
+  /** Overload policies only: the signal that refused the request (ErrorInfo metadata `signal`). */
+  readonly signal?: RejectionSignal;
 }
 
 /**

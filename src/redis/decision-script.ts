@@ -97,9 +97,9 @@ function luaPolicyRow(p: CompiledPolicy): string {
     case 'rate':
       return `[${p.paramIndex}] = { k = 1, e = ${luaNumber(p.emissionUs)}, tol = ${luaNumber(p.toleranceUs)}, w = ${luaNumber(p.windowUs)}, cs = ${p.callerScoped}, u = ${luaNumber(p.unitUs)} }`;
     case 'concurrency':
-      return `[${p.index}] = { k = 2, lim = ${luaNumber(p.max)}, ttl = ${luaNumber(p.leaseTtlMs)}, init = ${luaNumber(p.initialHoldEstimateMs)}, lag = -1 }`;
+      return `[${p.paramIndex}] = { k = 2, lim = ${luaNumber(p.max)}, ttl = ${luaNumber(p.leaseTtlMs)}, init = ${luaNumber(p.initialHoldEstimateMs)}, lag = -1 }`;
     case 'overload':
-      return `[${p.index}] = { k = 3, lim = ${Number.isFinite(p.maxInFlight) ? luaNumber(p.maxInFlight) : '-1'}, ttl = ${luaNumber(p.leaseTtlMs)}, init = ${luaNumber(p.initialHoldEstimateMs)}, lag = ${Number.isFinite(p.maxEventLoopDelayMs) ? luaNumber(p.maxEventLoopDelayMs) : '-1'} }`;
+      return `[${p.paramIndex}] = { k = 3, lim = ${Number.isFinite(p.maxInFlight) ? luaNumber(p.maxInFlight) : '-1'}, ttl = ${luaNumber(p.leaseTtlMs)}, init = ${luaNumber(p.initialHoldEstimateMs)}, lag = ${Number.isFinite(p.maxEventLoopDelayMs) ? luaNumber(p.maxEventLoopDelayMs) : '-1'} }`;
   }
 }
 

@@ -33,6 +33,21 @@ describe('insurancePolicies', () => {
     expect(store.decideSync({ caller: 'a', method: 'GetTask' }).admitted).toBe(true);
   });
 
+  it("divides a caller's share given as a number; a default share follows maxInFlight", () => {
+    const shared = compilePolicies([
+      { name: 'given', kind: 'overload', maxInFlight: 400, maxInFlightPerCaller: 60 },
+      { name: 'default', kind: 'overload', maxInFlight: 400 },
+    ]);
+    const { policies } = insurancePolicies(shared, 4);
+    expect(policies).toMatchObject([
+      { name: 'given', maxInFlight: 100, maxInFlightPerCaller: 15 },
+      { name: 'default', maxInFlight: 100 },
+    ]);
+    const compiled = compilePolicies(policies);
+    const shares = compiled.policies.map((p) => (p.kind === 'overload' ? p.callerShare?.max : 0));
+    expect(shares).toEqual([15, 10]);
+  });
+
   it('rejects a replica count that is not a positive integer', () => {
     expect(() => insurancePolicies(set, 0)).toThrow(RangeError);
     expect(() => insurancePolicies(set, 1.5)).toThrow(RangeError);

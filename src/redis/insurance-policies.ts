@@ -14,7 +14,7 @@ function share(total: number, replicas: number): number {
 
 /**
  * Per-replica copies of `policySet`: rate `limit` and `burst`, concurrency `max` and overload
- * `maxInFlight` divided by `replicas`, rounded down, at least 1. Windows, scopes, methods, names
+ * `maxInFlight` (and a `maxInFlightPerCaller` given as a number) divided by `replicas`, rounded down, at least 1. Windows, scopes, methods, names
  * and the event-loop threshold are unchanged.
  *
  * @example
@@ -57,9 +57,15 @@ export function insurancePolicies(
         return { ...source, max: share(p.max, replicas) };
       case 'overload':
         if (source.kind !== 'overload') break;
-        return Number.isFinite(p.maxInFlight)
-          ? { ...source, maxInFlight: share(p.maxInFlight, replicas) }
-          : source;
+        if (!Number.isFinite(p.maxInFlight)) return source;
+        // A caller's share given as a number is divided too; the default follows maxInFlight.
+        return typeof source.maxInFlightPerCaller === 'number'
+          ? {
+              ...source,
+              maxInFlight: share(p.maxInFlight, replicas),
+              maxInFlightPerCaller: share(source.maxInFlightPerCaller, replicas),
+            }
+          : { ...source, maxInFlight: share(p.maxInFlight, replicas) };
     }
     throw new TypeError(
       `insurancePolicies: policy ${(p as CompiledPolicy).name} does not match its declaration`,

@@ -41,6 +41,8 @@ export interface PublishedPolicy {
   readonly max?: number;
   /** Overload: agent-wide in-flight cap. */
   readonly maxInFlight?: number;
+  /** Overload: requests in flight one caller may hold (its share; over it, that caller gets 429). */
+  readonly maxInFlightPerCaller?: number;
   /** Overload: event-loop delay cap, ms. */
   readonly maxEventLoopDelayMs?: number;
   /** Tiered rate policy: every tier's limits, in declared order. */
@@ -170,6 +172,7 @@ export function rateLimitExtension(
         return {
           ...published,
           ...(Number.isFinite(p.maxInFlight) ? { maxInFlight: p.maxInFlight } : {}),
+          ...(p.callerShare === undefined ? {} : { maxInFlightPerCaller: p.callerShare.max }),
           ...(Number.isFinite(p.maxEventLoopDelayMs)
             ? { maxEventLoopDelayMs: p.maxEventLoopDelayMs }
             : {}),

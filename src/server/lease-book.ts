@@ -105,10 +105,20 @@ export class LeaseBook {
     this.observer?.leasesHeld?.(this.held);
   }
 
+  /**
+   * Requests in flight the leases of one request stand for: one per overload policy (a caller's
+   * share takes a second lease under the same policy index, not a second request).
+   */
   private overloadLeases(leases: readonly LeaseRef[]): number {
     const policies = this.policies().policies;
     let n = 0;
-    for (const l of leases) if (policies[l.policyIndex]?.kind === 'overload') n++;
+    for (let i = 0; i < leases.length; i++) {
+      const index = (leases[i] as LeaseRef).policyIndex;
+      if (policies[index]?.kind !== 'overload') continue;
+      let first = true;
+      for (let j = 0; j < i; j++) if ((leases[j] as LeaseRef).policyIndex === index) first = false;
+      if (first) n++;
+    }
     return n;
   }
 }

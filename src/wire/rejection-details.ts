@@ -83,7 +83,7 @@ export const REJECTION_METADATA_KEYS = { retryDelay: 'retryDelay', kind: 'kind' 
 
 /**
  * The details list of a rejection, in wire order: `ErrorInfo{reason, domain, metadata{policy,
- * scope, method[, reserved][, tier], retryDelay, kind}}`, `RetryInfo{retryDelay =
+ * scope, method[, reserved][, tier][, signal], retryDelay, kind}}`, `RetryInfo{retryDelay =
  * wireDelaySeconds}`, and for a quota rejection with `quota` set, `QuotaFailure` with one
  * violation. Throws on an A2A domain.
  *
@@ -102,6 +102,7 @@ export function rejectionDetails(rejection: Rejection, domain: string): Detail[]
   };
   if (rejection.reserved !== undefined) metadata.reserved = String(rejection.reserved);
   if (rejection.tier !== undefined) metadata.tier = rejection.tier;
+  if (rejection.signal !== undefined) metadata.signal = rejection.signal;
   const retryDelay = durationFromSeconds(wireDelaySeconds(rejection.retryAfterMs));
   metadata[REJECTION_METADATA_KEYS.retryDelay] = formatJsonDuration(retryDelay);
   metadata[REJECTION_METADATA_KEYS.kind] = rejection.kind;

@@ -116,6 +116,7 @@ const overloadPolicy = z.strictObject({
   methods: methods.optional(),
   description,
   maxInFlight: positiveInteger.optional(),
+  maxInFlightPerCaller: z.union([positiveInteger, z.literal(false)]).optional(),
   maxEventLoopDelayMs: positiveNumber.optional(),
   leaseTtlSeconds: positiveNumber.optional(),
   initialHoldEstimateMs: positiveNumber.optional(),

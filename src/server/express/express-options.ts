@@ -80,6 +80,13 @@ export interface ExpressAdmissionOptions {
    * fetched with the same call context the SDK would build.
    */
   readonly contextBuilder?: ServerCallContextBuilder;
+  /**
+   * Response write deadline, ms: an admitted request holding leases whose response has bytes
+   * waiting that are not written within it (a caller that stops reading a stream or a large
+   * answer) has its socket destroyed, and its leases are released. Default 30,000; `Infinity`
+   * turns it off. Checked every quarter of the deadline.
+   */
+  readonly writeDeadlineMs?: number;
 }
 
 /** The SDK's body limit (`express.json()`'s default). */

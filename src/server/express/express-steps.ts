@@ -19,6 +19,7 @@ import { type BindingSteps, resolveDuplicate } from '../admission-pipeline.js';
 import { type AdmissionTicket, type Limiter, TICKET_HEADER } from '../limiter.js';
 import type { Binding } from '../limiter-options.js';
 import { markAdmitted } from '../mediation.js';
+import { WriteWatch, writeDeadlineOf } from '../write-watch.js';
 import { duplicateContext, writeDuplicate } from './duplicate-answers.js';
 import type { ExpressCall } from './express-call.js';
 import { expressCallerKey } from './express-identity.js';
@@ -125,6 +126,7 @@ export function createExpressSteps(
   const skill = options.skill;
   const pass = options.sdkHandler ?? callNext;
   const mirrorHttpStatus = options.mirrorHttpStatus === true;
+  const writes = new WriteWatch(writeDeadlineOf(options.writeDeadlineMs));
   const steps: ExpressSteps = {
     limiter,
     options,
@@ -139,8 +141,18 @@ export function createExpressSteps(
       for (const name in headers) res.setHeader(name, headers[name] as string);
       if (ticket.needsEnd) {
         req.headers[TICKET_HEADER] = ticket.id;
+        // A response the caller never reads must not hold its leases: past the write deadline
+        // the socket is destroyed, which closes the response and ends the ticket.
+        const unwatch = writes.add({
+          pending: () => res.writableLength > 0,
+          progress: () => res.socket?.bytesWritten ?? 0,
+          expire: () => res.destroy(),
+        });
         // A closure, not a property on `res`: adding one to Express's response objects costs µs.
-        res.on('close', () => ticket.end());
+        res.on('close', () => {
+          unwatch();
+          ticket.end();
+        });
       }
       markAdmitted(req.headers, method);
       pass(req, res, call.next);

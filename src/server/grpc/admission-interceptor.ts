@@ -108,6 +108,10 @@ export function grpcAdmissionInterceptor(
         }
         next(md);
       },
+      sendMessage(message, next) {
+        state.writes += 1;
+        next(message);
+      },
       sendStatus(status, next) {
         state.finish();
         next(status);

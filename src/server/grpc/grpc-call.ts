@@ -5,12 +5,32 @@
  * when it ends — with the ways it ends (a status of ours, OK after a duplicate's answer).
  */
 
+import * as http2 from 'node:http2';
 import type { ServerCallContext } from '@a2a-js/sdk/server';
 import * as grpc from '@grpc/grpc-js';
 import type { A2AMethod } from '../../core/a2a-methods.js';
 import type { PipelineCall } from '../admission-pipeline.js';
 import type { AdmissionTicket } from '../limiter.js';
+import type { WriteWatch } from '../write-watch.js';
 import type { EncodedRequest, ScannedFields } from './encoded-request.js';
+
+/**
+ * The HTTP/2 stream under a server call: grpc-js keeps it on its base call (`stream`), under any
+ * interceptors that come before ours (`nextCall`). Undefined when this grpc-js keeps it elsewhere.
+ */
+function http2StreamOf(
+  call: grpc.ServerInterceptingCallInterface,
+): http2.ServerHttp2Stream | undefined {
+  let c: unknown = call;
+  for (let depth = 0; depth < 16 && typeof c === 'object' && c !== null; depth++) {
+    const stream = (c as { stream?: Partial<http2.ServerHttp2Stream> }).stream;
+    if (typeof stream?.close === 'function' && typeof stream.writableLength === 'number') {
+      return stream as http2.ServerHttp2Stream;
+    }
+    c = (c as { nextCall?: unknown }).nextCall;
+  }
+  return undefined;
+}
 
 function text(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
@@ -49,6 +69,10 @@ export class GrpcCall implements PipelineCall {
     undefined;
   /** Stops a resubscription stream we run ourselves. */
   abort: (() => void) | undefined = undefined;
+  /** Response messages handed on to be written (progress of the write deadline). */
+  writes = 0;
+  /** Stops watching the call's writes (see `WriteWatch`). */
+  unwatch: (() => void) | undefined = undefined;
 
   constructor(
     readonly call: grpc.ServerInterceptingCallInterface,
@@ -112,6 +136,25 @@ export class GrpcCall implements PipelineCall {
     this.done = true;
     this.ticket?.end();
     this.abort?.();
+    this.unwatch?.();
+  }
+
+  /**
+   * Watches the call's response writes: one that does not complete within the watch's deadline
+   * ends the call (its ticket, so its leases) and resets its HTTP/2 stream.
+   */
+  watchWrites(watch: WriteWatch): void {
+    const stream = http2StreamOf(this.call);
+    if (stream === undefined || this.unwatch !== undefined) return;
+    this.unwatch = watch.add({
+      pending: () => stream.writableLength > 0,
+      progress: () => this.writes,
+      expire: () => {
+        this.unwatch = undefined;
+        this.finish();
+        if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+      },
+    });
   }
 
   /** Ends the call with an error status of ours (once). */

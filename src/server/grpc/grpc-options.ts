@@ -41,4 +41,11 @@ export interface GrpcAdmissionOptions {
   readonly skill?: (request: unknown, metadata: grpc.Metadata) => string | undefined;
   /** The SDK request handler, to answer a duplicate message with its task (required while dedup is on). */
   readonly requestHandler?: A2ARequestHandler;
+  /**
+   * Response write deadline, ms: an admitted call whose response message is not written within it
+   * (a caller that stops reading, e.g. an HTTP/2 flow-control window of 0) is cancelled — its
+   * HTTP/2 stream reset with CANCEL — and its leases released. Default 30,000; `Infinity` turns
+   * it off. Checked every quarter of the deadline.
+   */
+  readonly writeDeadlineMs?: number;
 }

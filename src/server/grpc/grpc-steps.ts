@@ -31,6 +31,7 @@ import {
 } from '../caller-key.js';
 import { type AdmissionTicket, type Limiter, TICKET_HEADER } from '../limiter.js';
 import { ADMISSION_HEADER, admissionMark } from '../mediation.js';
+import { WriteWatch, writeDeadlineOf } from '../write-watch.js';
 import type { GrpcCall } from './grpc-call.js';
 import type { GrpcAdmissionOptions, GrpcIdentify } from './grpc-options.js';
 
@@ -94,6 +95,7 @@ export function createGrpcSteps(
             : fallback(call);
         });
   const skill = options.skill;
+  const writes = new WriteWatch(writeDeadlineOf(options.writeDeadlineMs));
 
   /** The SDK call context of a duplicate's lookup, from the call's metadata. */
   const contextOf = async (call: GrpcCall): Promise<ServerCallContext> => {
@@ -135,6 +137,8 @@ export function createGrpcSteps(
     isGone: (call) => call.done,
     run(call, ticket: AdmissionTicket, method) {
       call.ticket = ticket;
+      // A call holding leases must not keep them past a response the caller never reads.
+      if (ticket.needsEnd) call.watchWrites(writes);
       const resubscription = call.resubscription;
       if (resubscription !== undefined) {
         streamTask(call, resubscription.taskId, resubscription.context).catch((error: unknown) =>
