@@ -114,7 +114,9 @@ describe.each(BINDINGS)('the SDK client on %s', (binding) => {
   });
 
   it.runIf(run)('answers SendMessage with a completed task reporting its usage', async () => {
-    const task = (await client.sendMessage({ message: message(`${binding}-done`, 0) } as never)) as Task;
+    const task = (await client.sendMessage({
+      message: message(`${binding}-done`, 0),
+    } as never)) as Task;
     expect(task.id).not.toBe('');
     expect(task.status?.state).toBe(COMPLETED);
     expect(task.metadata).toEqual({ usage: { totalTokens: 4000 } });
@@ -156,7 +158,9 @@ describe.each(BINDINGS)('the SDK client on %s', (binding) => {
   });
 
   it.runIf(run)('keeps a task WORKING, cancels it, and refuses a second cancel', async () => {
-    const task = (await client.sendMessage({ message: message(`${binding}-long`) } as never)) as Task;
+    const task = (await client.sendMessage({
+      message: message(`${binding}-long`),
+    } as never)) as Task;
     expect(task.status?.state).toBe(WORKING);
     expect((await client.getTask({ id: task.id } as never)).status?.state).toBe(WORKING);
     const canceled = await client.cancelTask({ id: task.id } as never);
@@ -172,7 +176,9 @@ describe.each(BINDINGS)('the SDK client on %s', (binding) => {
   });
 
   it.runIf(run)('follows a WORKING task with SubscribeToTask until it is cancelled', async () => {
-    const task = (await client.sendMessage({ message: message(`${binding}-sub`) } as never)) as Task;
+    const task = (await client.sendMessage({
+      message: message(`${binding}-sub`),
+    } as never)) as Task;
     const events: StreamResponse[] = [];
     const following = (async () => {
       for await (const event of client.resubscribeTask({ id: task.id } as never)) {
