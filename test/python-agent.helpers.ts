@@ -26,6 +26,8 @@ export interface PythonAgentOptions {
   readonly updateSeconds?: number;
   /** SendMessage waits for the terminal state unless `returnImmediately` (`--blocking`). */
   readonly blocking?: boolean;
+  /** Wait this long before answering each A2A call, a slow upstream (`--delay-seconds`). */
+  readonly delaySeconds?: number;
 }
 
 /** What the agent received since it started or was last reset (`GET /_test/counts`). */
@@ -50,6 +52,14 @@ export interface PythonAgentCounts {
   readonly streamsOpened: number;
   readonly streamsClosedByClient: number;
   readonly openStreams: number;
+  /** Push deliveries answered 2xx, failed ones, and deliveries by webhook URL. */
+  readonly pushesSent: number;
+  readonly pushFailures: number;
+  readonly pushUrls: Record<string, number>;
+  /** gRPC calls that arrived with a deadline (`grpc-timeout`). */
+  readonly grpcCallsWithDeadline: number;
+  /** Blocking SendMessage calls whose caller left before the task ended (cancel, deadline). */
+  readonly callsClosedByClient: number;
 }
 
 /** A change of behaviour at run time (`POST /_test/mode`). */
@@ -60,6 +70,7 @@ export interface PythonAgentMode {
   readonly taskSeconds?: number;
   readonly answer?: 'task' | 'message';
   readonly usageTokens?: number | null;
+  readonly delaySeconds?: number;
 }
 
 /** A running Python agent. */
@@ -129,6 +140,9 @@ function flags(options: PythonAgentOptions): string[] {
     args.push('--update-seconds', String(options.updateSeconds));
   }
   if (options.blocking === true) args.push('--blocking');
+  if (options.delaySeconds !== undefined) {
+    args.push('--delay-seconds', String(options.delaySeconds));
+  }
   if (options.grpc === true) args.push('--grpc');
   return args;
 }
