@@ -190,6 +190,32 @@ describe.runIf(runPlain)('the Python agent over HTTP', () => {
     expect(counts.runsByMessageId).toEqual({ 't-1': 1 });
   });
 
+  it('counts JSON-RPC batches, v0.3 names and non-string methods and runs none of them', async () => {
+    const agent = await agentWith({ taskSeconds: 0 });
+    const send = { message: { messageId: 'never', parts: [{ text: 'x' }] } };
+    const bodies = [
+      JSON.stringify([JSON.parse(rpc('SendMessage', send))]),
+      rpc('message/send', send),
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: ['SendMessage'], params: send }),
+      '{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": ',
+    ];
+    const codes: number[] = [];
+    for (const body of bodies) {
+      const res = await fetch(agent.jsonRpcUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      codes.push(((await res.json()) as { error: { code: number } }).error.code);
+    }
+    expect(codes).toEqual([-32600, -32601, -32600, -32700]);
+    const head = await fetch(`${agent.restUrl}/tasks/x:subscribe`, { method: 'HEAD' });
+    expect(head.status).toBe(404);
+    const counts = await agent.counts();
+    expect(counts.byMethod).toEqual({ '(invalid)': 3, 'message/send': 1, '(unknown)': 1 });
+    expect(counts.runs).toBe(0);
+  });
+
   it('switches to rejecting at run time and back', async () => {
     const agent = await agentWith({ taskSeconds: 0 });
     await agent.setMode({ reject: 503, retryAfter: 5 });

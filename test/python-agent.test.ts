@@ -214,15 +214,16 @@ describe.each(BINDINGS)('the SDK client on %s', (binding) => {
 });
 
 describe.each([429, 503] as const)('the agent rejecting every call with %i', (status) => {
-  const run = withGrpc.available || pythonAgentRequired;
+  const run = plain.available || pythonAgentRequired;
+  const grpc = withGrpc.available || pythonAgentRequired;
   let agent: PythonAgent;
 
   beforeAll(async () => {
     if (!run) return;
     agent = await startPythonAgent(
       status === 429
-        ? { reject429RetryAfterSeconds: 3, grpc: true }
-        : { reject503RetryAfterSeconds: 7, grpc: true },
+        ? { reject429RetryAfterSeconds: 3, grpc }
+        : { reject503RetryAfterSeconds: 7, grpc },
     );
   });
   afterAll(async () => {
@@ -246,7 +247,7 @@ describe.each([429, 503] as const)('the agent rejecting every call with %i', (st
     await rest.body?.cancel();
   });
 
-  it.runIf(run)('is read by the SDK client on each binding as that status', async () => {
+  it.runIf(run && grpc)('is read by the SDK client on each binding as that status', async () => {
     await agent.reset();
     const rpc = await clientFor(agent, 'JSONRPC');
     await expect(rpc.sendMessage({ message: message('r-1') } as never)).rejects.toThrow(
