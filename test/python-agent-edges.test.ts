@@ -75,6 +75,24 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return body;
 }
 
+/** A webhook receiver on loopback, keeping what it is sent. */
+async function webhook(): Promise<{
+  url: string;
+  received: { auth: string | undefined; body: Record<string, unknown> }[];
+}> {
+  const received: { auth: string | undefined; body: Record<string, unknown> }[] = [];
+  const receiver: Server = createServer(async (req, res) => {
+    received.push({
+      auth: req.headers.authorization,
+      body: JSON.parse(await readBody(req)) as Record<string, unknown>,
+    });
+    res.writeHead(200).end();
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  cleanups.push(() => new Promise((r) => receiver.close(() => r())));
+  return { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, received };
+}
+
 describe.runIf(runPlain)('the Python agent over HTTP', () => {
   it('counts a burst of 30 SendMessage on each HTTP binding, each run once', async () => {
     const agent = await agentWith({ taskSeconds: 60 });
@@ -111,17 +129,7 @@ describe.runIf(runPlain)('the Python agent over HTTP', () => {
   });
 
   it('delivers push events with the usage report, and serves push configs', async () => {
-    const received: { auth: string | undefined; body: Record<string, unknown> }[] = [];
-    const receiver: Server = createServer(async (req, res) => {
-      received.push({
-        auth: req.headers.authorization,
-        body: JSON.parse(await readBody(req)) as Record<string, unknown>,
-      });
-      res.writeHead(200).end();
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    cleanups.push(() => new Promise((r) => receiver.close(() => r())));
-    const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const { url: hook, received } = await webhook();
     const agent = await agentWith({ taskSeconds: 0, usageTokens: 4000 });
     const sent = await fetch(agent.jsonRpcUrl, {
       method: 'POST',
@@ -272,6 +280,60 @@ describe.runIf(runGrpc)('the Python agent over gRPC', () => {
     const counts = await countsWhen(agent, (c) => c.openStreams === 0);
     expect(counts.streamsOpened).toBe(1);
     expect(counts.streamsClosedByClient).toBe(1);
+  });
+
+  it('takes push configs on gRPC, from SendMessage and on their own, and delivers', async () => {
+    const { url: hook, received } = await webhook();
+    const agent = await agentWith({ taskSeconds: 0, usageTokens: 4000, grpc: true });
+    const client = await clientFor(agent, 'GRPC');
+    const task = (await client.sendMessage({
+      tenant: '',
+      message: message('gp-1'),
+      configuration: {
+        acceptedOutputModes: [],
+        taskPushNotificationConfig: {
+          tenant: '',
+          id: '',
+          taskId: '',
+          url: hook,
+          token: 'tok',
+          authentication: { scheme: 'Bearer', credentials: 'hook-secret' },
+        },
+        historyLength: undefined,
+        returnImmediately: false,
+      },
+      metadata: undefined,
+    } as never)) as Task;
+    const counts = await countsWhen(agent, (c) => c.pushesSent + c.pushFailures >= 2);
+    expect(counts.pushesSent).toBe(2);
+    expect(received.map((r) => r.auth)).toEqual(['Bearer hook-secret', 'Bearer hook-secret']);
+    const created = await client.createTaskPushNotificationConfig({
+      tenant: '',
+      id: 'second',
+      taskId: task.id,
+      url: `${hook}/2`,
+      token: '',
+      authentication: undefined,
+    } as never);
+    expect([created.id, created.taskId, created.url]).toEqual(['second', task.id, `${hook}/2`]);
+    const got = await client.getTaskPushNotificationConfig({
+      tenant: '',
+      taskId: task.id,
+      id: 'second',
+    } as never);
+    expect(got.url).toBe(`${hook}/2`);
+    await client.deleteTaskPushNotificationConfig({
+      tenant: '',
+      taskId: task.id,
+      id: 'second',
+    } as never);
+    const listed = await client.listTaskPushNotificationConfig({
+      tenant: '',
+      taskId: task.id,
+      pageSize: 0,
+      pageToken: '',
+    } as never);
+    expect(listed.configs.map((c) => [c.url, c.token])).toEqual([[hook, 'tok']]);
   });
 
   it('answers the gRPC tenant and an unknown task in the SDK shapes', async () => {
