@@ -40,6 +40,8 @@ export interface PythonAgentCounts {
   readonly byBinding: Record<string, number>;
   /** Calls by the Authorization (or X-API-Key) value they carried; `(none)` without one. */
   readonly byAuthorization: Record<string, number>;
+  /** Calls by the path they arrived on (HTTP request target with its query; gRPC method path). */
+  readonly byPath: Record<string, number>;
   /** Messages the agent acted on (SendMessage or SendStreamingMessage), by messageId. */
   readonly runsByMessageId: Record<string, number>;
   /** The sum of `runsByMessageId`. */
@@ -60,6 +62,23 @@ export interface PythonAgentCounts {
   readonly grpcCallsWithDeadline: number;
   /** Blocking SendMessage calls whose caller left before the task ended (cancel, deadline). */
   readonly callsClosedByClient: number;
+}
+
+/** One call as the agent received it (`GET /_test/requests`, the last 500). */
+export interface PythonAgentRequest {
+  readonly binding: 'JSONRPC' | 'HTTP+JSON' | 'GRPC' | 'NONE';
+  /** The A2A method, or `(unknown)` / `(invalid)`. */
+  readonly method: string;
+  /** HTTP method (absent on gRPC). */
+  readonly httpMethod?: string;
+  /** The request target as sent, or the gRPC method path. */
+  readonly path: string;
+  /** Header names in lower case (gRPC: the text metadata). */
+  readonly headers: Record<string, string>;
+  /** The HTTP body as text. */
+  readonly body?: string;
+  /** The gRPC request message, base64. */
+  readonly bodyBase64?: string;
 }
 
 /** A change of behaviour at run time (`POST /_test/mode`). */
@@ -84,6 +103,8 @@ export interface PythonAgent {
   /** `127.0.0.1:port` of its gRPC service, when started with `grpc: true`. */
   readonly grpcTarget?: string;
   counts(): Promise<PythonAgentCounts>;
+  /** The last 500 calls, oldest first. */
+  requests(): Promise<PythonAgentRequest[]>;
   reset(): Promise<void>;
   setMode(mode: PythonAgentMode): Promise<void>;
   stop(): Promise<void>;
@@ -196,6 +217,10 @@ export async function startPythonAgent(options: PythonAgentOptions = {}): Promis
     async counts() {
       const res = await fetch(`${url}/_test/counts`);
       return (await res.json()) as PythonAgentCounts;
+    },
+    async requests() {
+      const res = await fetch(`${url}/_test/requests`);
+      return ((await res.json()) as { requests: PythonAgentRequest[] }).requests;
     },
     reset: () => post('/_test/reset', {}),
     setMode: (mode) => post('/_test/mode', mode),

@@ -200,11 +200,28 @@ describe.each(BINDINGS)('the SDK client on %s', (binding) => {
     const task = (await client.sendMessage({
       message: message(`${binding}-count-b`, 0),
     } as never)) as Task;
-    await client.getTask({ id: task.id } as never);
+    await client.getTask({ id: task.id } as never, {
+      serviceParameters: { authorization: 'Bearer key-1' },
+    });
     const counts = await agent.counts();
     expect(counts.requests).toBe(4);
     expect(counts.byMethod).toEqual({ SendMessage: 3, GetTask: 1 });
     expect(counts.byBinding).toEqual({ [binding]: 4 });
+    expect(counts.byAuthorization).toEqual({ '(none)': 3, 'Bearer key-1': 1 });
+    const log = await agent.requests();
+    expect(log.map((r) => r.method)).toEqual([
+      'SendMessage',
+      'SendMessage',
+      'SendMessage',
+      'GetTask',
+    ]);
+    expect(log.at(-1)?.headers.authorization).toBe('Bearer key-1');
+    const getTaskPath = {
+      JSONRPC: '/a2a/jsonrpc',
+      'HTTP+JSON': `/a2a/rest/tasks/${task.id}`,
+      GRPC: '/lf.a2a.v1.A2AService/GetTask',
+    }[binding];
+    expect(log.at(-1)?.path).toBe(getTaskPath);
     expect(counts.runsByMessageId).toEqual({
       [`${binding}-count-a`]: 2,
       [`${binding}-count-b`]: 1,
