@@ -224,6 +224,21 @@ describe.runIf(runPlain)('the Python agent over HTTP', () => {
     expect(counts.runs).toBe(0);
   });
 
+  it('cuts an open stream when killed, and is gone afterwards', async () => {
+    const agent = await agentWith({ taskSeconds: 60, updateSeconds: 0.1 });
+    const client = await clientFor(agent, 'HTTP+JSON');
+    let events = 0;
+    const outcome = (async () => {
+      for await (const _ of client.sendMessageStream({ message: message('k-1') } as never)) {
+        events += 1;
+        if (events === 2) await agent.kill();
+      }
+      return 'ended';
+    })().catch(() => 'cut');
+    expect(await outcome).toBe('cut');
+    await expect(fetch(`${agent.url}/_test/counts`)).rejects.toThrow();
+  });
+
   it('switches to rejecting at run time and back', async () => {
     const agent = await agentWith({ taskSeconds: 0 });
     await agent.setMode({ reject: 503, retryAfter: 5 });

@@ -107,7 +107,10 @@ export interface PythonAgent {
   requests(): Promise<PythonAgentRequest[]>;
   reset(): Promise<void>;
   setMode(mode: PythonAgentMode): Promise<void>;
+  /** SIGTERM, then SIGKILL if it has not exited within 3 s. */
   stop(): Promise<void>;
+  /** SIGKILL at once: the upstream dies mid-task, its connections cut. */
+  kill(): Promise<void>;
 }
 
 /** Whether a python3 able to run the agent is here (and which one), or why not. */
@@ -230,6 +233,11 @@ export async function startPythonAgent(options: PythonAgentOptions = {}): Promis
       const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
       await exited;
       clearTimeout(timer);
+    },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGKILL');
+      await exited;
     },
   };
 }
