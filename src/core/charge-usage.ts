@@ -6,6 +6,7 @@
 
 import type { CompiledRatePolicy } from './compiled-policy.js';
 import type { DecisionState } from './decision-state.js';
+import { isSteppedBack } from './gcra.js';
 
 /**
  * The deepest a usage budget goes into debt: ten years of its window's worth, µs past now. A
@@ -30,7 +31,9 @@ export function chargeUsage(
 ): void {
   const nowUs = Math.floor(nowMs * 1000);
   const k = state.rateKey(policy, key, nowUs);
-  const tatUs = state.getTat(policy, k);
+  const stored = state.getTat(policy, k);
+  // Past the deepest debt: written before the clock stepped back (`isSteppedBack`).
+  const tatUs = isSteppedBack(stored, nowUs, policy) ? nowUs + policy.steppedBackAheadUs : stored;
   const from = tatUs === undefined || tatUs < nowUs ? nowUs : tatUs;
   const tat = Math.min(from + units * policy.unitUs, nowUs + MAX_USAGE_DEBT_US);
   state.putRate(policy, k, tat, state.getExtra(policy, k), nowUs);

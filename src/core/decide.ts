@@ -19,7 +19,7 @@ import {
   OVERFLOW_KEY,
   type RateExtra,
 } from './decision-state.js';
-import { chargeTatUs, conformDelayUs } from './gcra.js';
+import { chargeTatUs, conformDelayUs, isSteppedBack } from './gcra.js';
 import { leaseStepDelayMs, pruneLeases } from './lease-step.js';
 import { limitStateOf, rejectingLimitState } from './limit-state.js';
 import { policiesOf } from './policies-of.js';
@@ -139,6 +139,14 @@ function fillRateStep(
   extra: RateExtra | undefined,
   nowUs: number,
 ): void {
+  // A timestamp further ahead than this policy ever writes one: the clock stepped back since.
+  // The key is read as a bucket spent now, its holds and no-shows (just as far off) dropped.
+  let steppedBack = false;
+  if (isSteppedBack(storedTatUs, nowUs, p)) {
+    storedTatUs = nowUs + p.steppedBackAheadUs;
+    extra = undefined;
+    steppedBack = true;
+  }
   // Settling holds may refund or empty the extra state: such a key is written back either way.
   const tatUs = extra === undefined ? storedTatUs : settleExtra(extra, storedTatUs, nowUs, p);
   // The hold key is built only where a hold can exist (the key has holds) or be made (below).
@@ -155,7 +163,7 @@ function fillRateStep(
   step.leases = undefined;
   step.delayUs =
     hold === undefined ? conformDelayUs(tatUs, nowUs, p) : Math.max(0, hold.slotUs - nowUs);
-  step.dirty = extra !== undefined;
+  step.dirty = extra !== undefined || steppedBack;
 }
 
 /**

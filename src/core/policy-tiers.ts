@@ -198,7 +198,10 @@ export function variantFor(p: CompiledPolicy, tier: string | undefined): Compile
  * ```
  */
 export function compileTierVariants(
-  base: Omit<CompiledRatePolicy, keyof RateParams | 'tier' | 'tierVariants' | 'unit' | 'unitUs'>,
+  base: Omit<
+    CompiledRatePolicy,
+    keyof RateParams | 'tier' | 'tierVariants' | 'unit' | 'unitUs' | 'maxAheadUs' | 'steppedBackAheadUs'
+  >,
   tiers: unknown,
   defaultTier: unknown,
   nextRow: () => number,
