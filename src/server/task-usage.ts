@@ -122,8 +122,20 @@ export interface TaskUsageBookOptions {
   readonly nowMs: () => number;
 }
 
-interface KeptIdentity {
+/**
+ * One identity shared by every kept task admitted with it: a task keeps a reference, never its
+ * own copy, so a caller's name (however long) is kept once per identity, not once per task.
+ */
+interface SharedIdentity {
   readonly request: RequestIdentity;
+  /** Its key in the book's table of shared identities. */
+  readonly key: string;
+  /** Kept tasks referring to it; dropped from the table at 0. */
+  refs: number;
+}
+
+interface KeptIdentity {
+  readonly identity: SharedIdentity;
   /** Infinity while the task's bus is live (the SDK has not cleaned it up): never forgotten then. */
   expiresAtMs: number;
 }
@@ -142,12 +154,19 @@ interface KeptIdentity {
  */
 export class TaskUsageBook {
   private readonly tasks = new Map<string, KeptIdentity>();
+  /** The identities kept tasks refer to, by their fields: one copy per identity. */
+  private readonly identities = new Map<string, SharedIdentity>();
 
   constructor(private readonly options: TaskUsageBookOptions) {}
 
   /** Tasks whose identity is kept. */
   size(): number {
     return this.tasks.size;
+  }
+
+  /** Distinct identities the kept tasks share. */
+  identityCount(): number {
+    return this.identities.size;
   }
 
   /**
@@ -185,23 +204,46 @@ export class TaskUsageBook {
    */
   remember(taskId: string, request: RequestIdentity, live = true): void {
     const nowMs = this.options.nowMs();
-    this.tasks.delete(taskId);
+    // Shared first, so a task admitted again with the identity it has keeps that one copy.
+    const identity = this.share(request);
+    this.forget(taskId);
     for (const [id, kept] of this.tasks) {
       if (kept.expiresAtMs > nowMs) break;
-      this.tasks.delete(id);
+      this.forget(id);
     }
     if (this.tasks.size >= MAX_TASKS) this.evictOne();
     this.tasks.set(taskId, {
-      request: identityOf(request),
+      identity,
       expiresAtMs: live ? Number.POSITIVE_INFINITY : nowMs + TASK_USAGE_TTL_MS,
     });
+  }
+
+  /** The shared copy of `request`'s identity, one more task referring to it. */
+  private share(request: RequestIdentity): SharedIdentity {
+    const key = identityKeyOf(request);
+    let shared = this.identities.get(key);
+    if (shared === undefined) {
+      shared = { request: identityOf(request), key, refs: 0 };
+      this.identities.set(key, shared);
+    }
+    shared.refs++;
+    return shared;
+  }
+
+  /** Drops a task's kept identity; its shared copy goes with the last task referring to it. */
+  private forget(taskId: string): void {
+    const kept = this.tasks.get(taskId);
+    if (kept === undefined) return;
+    this.tasks.delete(taskId);
+    const shared = kept.identity;
+    if (--shared.refs === 0) this.identities.delete(shared.key);
   }
 
   /** Drops the oldest finished task's identity, if there is one. */
   private evictOne(): void {
     for (const [id, kept] of this.tasks) {
       if (kept.expiresAtMs !== Number.POSITIVE_INFINITY) {
-        this.tasks.delete(id);
+        this.forget(id);
         return;
       }
     }
@@ -226,7 +268,9 @@ export class TaskUsageBook {
     if (request === undefined) {
       const kept = this.tasks.get(taskId);
       request =
-        kept !== undefined && kept.expiresAtMs > this.options.nowMs() ? kept.request : undefined;
+        kept !== undefined && kept.expiresAtMs > this.options.nowMs()
+          ? kept.identity.request
+          : undefined;
     } else if (this.tasks.get(taskId) === undefined) {
       this.remember(taskId, request, false);
     }
@@ -240,6 +284,14 @@ export class TaskUsageBook {
           : charge(request, units),
     };
   }
+}
+
+/**
+ * The key of an identity's shared copy: its fields, JSON-quoted so no caller, tenant or skill
+ * name can run into the next field.
+ */
+function identityKeyOf(r: RequestIdentity): string {
+  return JSON.stringify([r.caller, r.method, r.tenant ?? null, r.skill ?? null, r.tier ?? null]);
 }
 
 /** The identity fields a usage charge needs (not the binding or the message id). */
