@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import type { Clock } from '../core/clock.js';
 import { type DecisionInput, holdKeyOf, policiesOf } from '../core/decide.js';
 import { type CompiledPolicySet, compilePolicies, type Policy } from '../core/policy.js';
+import { reservedUnitsOf } from '../core/policy-tiers.js';
 import type { Decision, LeaseRef, LimitState } from '../core/rejection.js';
 import { boundedInput } from '../store/bounded-key.js';
 import type { MessageRecord, PendingMessageOptions } from '../store/message-records.js';
@@ -254,7 +255,7 @@ export class RedisStore implements Store {
    * is unreachable the usage is charged to the insurance limiter, if any, else dropped (counted
    * as an error).
    */
-  async chargeUsage(request: DecisionInput, units: number): Promise<void> {
+  async chargeUsage(request: DecisionInput, units: number, settle?: boolean): Promise<void> {
     const charges: Promise<unknown>[] = [];
     const onRedis = this.failure.mode === 'redis';
     for (const p of policiesOf(this.policies.set, request)) {
@@ -265,11 +266,16 @@ export class RedisStore implements Store {
       charges.push(
         this.timed(
           [step.key],
-          [SCRIPT_MODES.usage, this.now(), String(p.paramIndex), String(units)],
+          [
+            SCRIPT_MODES.usage,
+            this.now(),
+            String(p.paramIndex),
+            String(settle === true ? units - reservedUnitsOf(p) : units),
+          ],
         ),
       );
     }
-    if (!onRedis) this.failure.insurance?.chargeUsageSync(request, units);
+    if (!onRedis) this.failure.insurance?.chargeUsageSync(request, units, settle);
     try {
       await Promise.all(charges);
     } catch (error) {

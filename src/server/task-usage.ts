@@ -116,8 +116,11 @@ export interface TaskUsageBookOptions {
   readonly ticketHeader: string;
   /** The identity of the open admission with this ticket id. */
   readonly admittedBy: (ticketId: string) => RequestIdentity | undefined;
-  /** Charges usage to a request's usage policies (`limiter.reportUsage`). */
-  readonly charge: (request: RequestIdentity, units: number) => Promise<void>;
+  /**
+   * Charges usage to a request's usage policies (`limiter.reportUsage`); with `settle`, the
+   * report settles the reservation of the admission that ran the task.
+   */
+  readonly charge: (request: RequestIdentity, units: number, settle: boolean) => Promise<void>;
   /** Current time, ms. */
   readonly nowMs: () => number;
 }
@@ -136,6 +139,8 @@ interface SharedIdentity {
 
 interface KeptIdentity {
   readonly identity: SharedIdentity;
+  /** The reservation of the admission that last ran the task is not settled by a report yet. */
+  unsettled: boolean;
   /** Infinity while the task's bus is live (the SDK has not cleaned it up): never forgotten then. */
   expiresAtMs: number;
 }
@@ -214,6 +219,7 @@ export class TaskUsageBook {
     if (this.tasks.size >= MAX_TASKS) this.evictOne();
     this.tasks.set(taskId, {
       identity,
+      unsettled: true,
       expiresAtMs: live ? Number.POSITIVE_INFINITY : nowMs + TASK_USAGE_TTL_MS,
     });
   }
@@ -278,10 +284,20 @@ export class TaskUsageBook {
     return {
       taskId,
       request,
-      report: (units) =>
-        request === undefined
-          ? Promise.reject(new UnknownTaskUsageError(taskId))
-          : charge(request, units),
+      report: (units) => {
+        if (request === undefined) return Promise.reject(new UnknownTaskUsageError(taskId));
+        // The first report after an admission into the task settles that admission's
+        // reservation (its estimate, or the whole budget); later reports charge in full.
+        const kept = this.tasks.get(taskId);
+        const settle =
+          kept !== undefined &&
+          kept.unsettled &&
+          Number.isSafeInteger(units) &&
+          units >= 0 &&
+          kept.identity.key === identityKeyOf(request);
+        if (settle) kept.unsettled = false;
+        return charge(request, units, settle);
+      },
     };
   }
 }

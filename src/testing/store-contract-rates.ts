@@ -279,7 +279,7 @@ export const RATE_CONTRACT: readonly StoreContractCase[] = [
     },
   },
   {
-    name: 'a clock stepped back an hour after a spent 60/min burst: the delay is the policy\'s (1 s), never the step; the caller stays spent',
+    name: "a clock stepped back an hour after a spent 60/min burst: the delay is the policy's (1 s), never the step; the caller stays spent",
     async run(factory) {
       const perMinute: Policy = { name: 'per-minute', kind: 'rate', limit: 60, windowSeconds: 60 };
       const { clock, store } = await setup(factory, [perMinute]);
