@@ -139,14 +139,27 @@ function fillRateStep(
   extra: RateExtra | undefined,
   nowUs: number,
 ): void {
-  // A timestamp further ahead than this policy ever writes one: the clock stepped back since.
-  // The key is read as a bucket spent now, its holds and no-shows (just as far off) dropped.
-  let steppedBack = false;
   if (isSteppedBack(storedTatUs, nowUs, p)) {
-    storedTatUs = nowUs + p.steppedBackAheadUs;
-    extra = undefined;
-    steppedBack = true;
+    // A timestamp further ahead than this policy ever writes one: the clock stepped back since.
+    // The key is read as a bucket spent now, its holds and no-shows (just as far off) dropped,
+    // and written back so.
+    fillRateStepOf(step, p, input, key, nowUs + p.steppedBackAheadUs, undefined, nowUs);
+    step.dirty = true;
+    return;
   }
+  fillRateStepOf(step, p, input, key, storedTatUs, extra, nowUs);
+}
+
+/** {@link fillRateStep} of a state the policy itself wrote. */
+function fillRateStepOf(
+  step: Step,
+  p: CompiledRatePolicy,
+  input: DecisionInput,
+  key: string,
+  storedTatUs: number | undefined,
+  extra: RateExtra | undefined,
+  nowUs: number,
+): void {
   // Settling holds may refund or empty the extra state: such a key is written back either way.
   const tatUs = extra === undefined ? storedTatUs : settleExtra(extra, storedTatUs, nowUs, p);
   // The hold key is built only where a hold can exist (the key has holds) or be made (below).
@@ -163,7 +176,7 @@ function fillRateStep(
   step.leases = undefined;
   step.delayUs =
     hold === undefined ? conformDelayUs(tatUs, nowUs, p) : Math.max(0, hold.slotUs - nowUs);
-  step.dirty = extra !== undefined || steppedBack;
+  step.dirty = extra !== undefined;
 }
 
 /**

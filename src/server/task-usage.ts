@@ -289,13 +289,16 @@ export class TaskUsageBook {
         // The first report after an admission into the task settles that admission's
         // reservation (its estimate, or the whole budget); later reports charge in full.
         const kept = this.tasks.get(taskId);
-        const settle =
-          kept !== undefined &&
-          kept.unsettled &&
+        let settle = false;
+        if (
+          kept?.unsettled === true &&
           Number.isSafeInteger(units) &&
           units >= 0 &&
-          kept.identity.key === identityKeyOf(request);
-        if (settle) kept.unsettled = false;
+          kept.identity.key === identityKeyOf(request)
+        ) {
+          kept.unsettled = false;
+          settle = true;
+        }
         return charge(request, units, settle);
       },
     };
