@@ -2,12 +2,17 @@ import { describe, expect, it } from 'vitest';
 import type { RequestIdentity } from '../core/policy.js';
 import { TASK_USAGE_TTL_MS, TaskUsageBook } from './task-usage.js';
 
-function book(clock: { now: number }, charged: [RequestIdentity, number][] = []) {
+function book(
+  clock: { now: number },
+  charged: [RequestIdentity, number][] = [],
+  settled: [string, number, boolean][] = [],
+) {
   return new TaskUsageBook({
     ticketHeader: 'x-ticket',
     admittedBy: () => undefined,
-    charge: async (request, units) => {
+    charge: async (request, units, settle) => {
       charged.push([request, units]);
+      settled.push([request.caller, units, settle]);
     },
     nowMs: () => clock.now,
   });
@@ -51,5 +56,34 @@ describe('TaskUsageBook: kept identities are shared, not copied per task', () =>
     b.remember('t', { caller: 'b', method: 'SendMessage' });
     expect(b.identityCount()).toBe(1);
     expect(b.reporterOf('t').request?.caller).toBe('b');
+  });
+});
+
+describe("TaskUsageBook: a report settles its own admission's reservation once", () => {
+  it('first report of each admission settles; later ones, and other callers, charge in full', async () => {
+    const settled: [string, number, boolean][] = [];
+    const b = book({ now: 0 }, [], settled);
+    const alice = { caller: 'alice', method: 'SendMessage' } as const;
+    const mallory = { caller: 'mallory', method: 'SendMessage' } as const;
+    b.remember('t', alice, true, 'ticket-a');
+    b.remember('t', alice, true, 'ticket-a'); // the SDK asking twice under one admission
+    b.remember('t', mallory, true, 'ticket-m'); // a follow-up by someone else
+    await b.reporterOf('t').report(5); // the kept identity is mallory's now
+    await b.reporterOf('t').report(6);
+    b.remember('other', alice, true, 'ticket-x');
+    b.remember('t', alice, true, 'ticket-b');
+    expect(settled).toEqual([
+      ['mallory', 5, true],
+      ['mallory', 6, false],
+    ]);
+    settled.length = 0;
+    await b.reporterOf('t').report(7); // alice: ticket-a's reservation
+    await b.reporterOf('t').report(8); // alice: ticket-b's
+    await b.reporterOf('t').report(9); // nothing left to settle
+    expect(settled).toEqual([
+      ['alice', 7, true],
+      ['alice', 8, true],
+      ['alice', 9, false],
+    ]);
   });
 });

@@ -23,6 +23,9 @@ export const TASK_USAGE_TTL_MS = 3_600_000;
 /** Tasks whose identity is kept at most; the oldest go first. */
 const MAX_TASKS = 100_000;
 
+/** Unsettled admissions kept per task; past it the oldest keeps its reservation for good. */
+const MAX_UNSETTLED = 8;
+
 /**
  * A task as an executor knows it: its id, and the SDK's `RequestContext` fields the limiter can
  * read the admission from (`context`, the `ServerCallContext`). The SDK's `RequestContext` fits.
@@ -137,10 +140,20 @@ interface SharedIdentity {
   refs: number;
 }
 
+/** An admission into a task whose reservation no report has settled yet. */
+interface Unsettled {
+  readonly identity: SharedIdentity;
+  /** Its ticket id, when known: the SDK asking twice under one admission adds it once. */
+  readonly ticketId: string | undefined;
+}
+
 interface KeptIdentity {
   readonly identity: SharedIdentity;
-  /** The reservation of the admission that last ran the task is not settled by a report yet. */
-  unsettled: boolean;
+  /**
+   * The admissions that ran the task and whose reservations no report has settled yet, oldest
+   * first (usually one; at most {@link MAX_UNSETTLED}: older ones keep their reservations).
+   */
+  readonly unsettled: Unsettled[];
   /** Infinity while the task's bus is live (the SDK has not cleaned it up): never forgotten then. */
   expiresAtMs: number;
 }
@@ -184,7 +197,7 @@ export class TaskUsageBook {
         const ticketId = ticketIdOf(context, this.options.ticketHeader);
         const request = ticketId === undefined ? undefined : this.options.admittedBy(ticketId);
         const bus = inner.createOrGetByTaskId(taskId, context);
-        if (request !== undefined) this.remember(taskId, request);
+        if (request !== undefined) this.remember(taskId, request, true, ticketId);
         return bus;
       },
       getByTaskId: (taskId, context) => inner.getByTaskId(taskId, context),
@@ -207,10 +220,16 @@ export class TaskUsageBook {
    * and {@link TASK_USAGE_TTL_MS} after. Past 100,000 tasks the oldest finished one goes; a live
    * task's identity is never dropped (it costs less than the bus the SDK itself keeps for it).
    */
-  remember(taskId: string, request: RequestIdentity, live = true): void {
+  remember(taskId: string, request: RequestIdentity, live = true, ticketId?: string): void {
     const nowMs = this.options.nowMs();
     // Shared first, so a task admitted again with the identity it has keeps that one copy.
     const identity = this.share(request);
+    // Admissions into the task whose runs have not reported yet stay settleable.
+    const unsettled = this.tasks.get(taskId)?.unsettled ?? [];
+    if (ticketId === undefined || !unsettled.some((u) => u.ticketId === ticketId)) {
+      unsettled.push({ identity, ticketId });
+      if (unsettled.length > MAX_UNSETTLED) unsettled.shift();
+    }
     this.forget(taskId);
     for (const [id, kept] of this.tasks) {
       if (kept.expiresAtMs > nowMs) break;
@@ -219,7 +238,7 @@ export class TaskUsageBook {
     if (this.tasks.size >= MAX_TASKS) this.evictOne();
     this.tasks.set(taskId, {
       identity,
-      unsettled: true,
+      unsettled,
       expiresAtMs: live ? Number.POSITIVE_INFINITY : nowMs + TASK_USAGE_TTL_MS,
     });
   }
@@ -286,18 +305,17 @@ export class TaskUsageBook {
       request,
       report: (units) => {
         if (request === undefined) return Promise.reject(new UnknownTaskUsageError(taskId));
-        // The first report after an admission into the task settles that admission's
-        // reservation (its estimate, or the whole budget); later reports charge in full.
         const kept = this.tasks.get(taskId);
+        // The first report of an admission's run settles its reservation (its estimate, or
+        // the whole budget); later reports charge in full.
         let settle = false;
-        if (
-          kept?.unsettled === true &&
-          Number.isSafeInteger(units) &&
-          units >= 0 &&
-          kept.identity.key === identityKeyOf(request)
-        ) {
-          kept.unsettled = false;
-          settle = true;
+        if (kept !== undefined && Number.isSafeInteger(units) && units >= 0) {
+          const key = identityKeyOf(request);
+          const at = kept.unsettled.findIndex((u) => u.identity.key === key);
+          if (at >= 0) {
+            kept.unsettled.splice(at, 1);
+            settle = true;
+          }
         }
         return charge(request, units, settle);
       },
