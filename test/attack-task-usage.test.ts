@@ -72,6 +72,8 @@ describe('attack: usageOf charges the last caller to touch a task id', () => {
       messageId: 'm1',
     });
     manager.createOrGetByTaskId('task-1', contextOf(other));
+    // mallory's run used nothing: its report gives back the budget its admission reserved.
+    await limiter.usageOf({ taskId: 'task-1', context: contextOf(other) }).report(0);
     if (other.status === 'admitted') other.ticket.end();
 
     // alice's executor reports what alice's run used, with alice's RequestContext.
@@ -79,7 +81,8 @@ describe('attack: usageOf charges the last caller to touch a task id', () => {
     expect(reporter.request?.caller).toBe('alice');
     await reporter.report(10_000);
     if (alice.status === 'admitted') alice.ticket.end();
-    // alice is spent; mallory's budget is untouched.
+    // alice is spent (her report settled her own reservation, not mallory's); mallory's budget
+    // is whole again.
     const next = await limiter.admit({
       caller: 'mallory',
       method: 'SendMessage',
@@ -95,7 +98,8 @@ describe('attack: usage that is never charged (the identity is gone when the tas
   function setup() {
     const clock = new ManualClock(1_000_000);
     const limiter = createLimiter({
-      policies: [TOKENS],
+      // Each sybil starts 100 tasks before any reports: a small estimate lets them all run.
+      policies: [{ ...TOKENS, estimate: 1 } as Policy],
       clock,
       domain: 'agents.example.com',
       eventLoopDelay: false,

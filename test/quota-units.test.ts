@@ -189,7 +189,8 @@ describe('the gate and a token budget', () => {
     // admitted (one token is left) and answered "tokens";r=1. Read as requests (1 left, one more
     // every 6 s) the gate would hold the calls back for minutes.
     const vt = createVirtualTime();
-    const policies: Policy[] = [{ ...TOKENS, limit: 10, windowSeconds: 60 }];
+    // `estimate: 0` opts out of the default reservation of the whole budget.
+    const policies: Policy[] = [{ ...TOKENS, limit: 10, windowSeconds: 60, estimate: 0 }];
     const store = new MemoryStore({ policies, clock: vt });
     await store.chargeUsage({ caller: 'a', method: 'SendMessage' }, 9);
     const agent = new SimulatedAgent({ store, clock: vt });

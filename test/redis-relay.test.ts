@@ -88,6 +88,52 @@ function executor(name: string, runs: string[], holdMs: number): AgentExecutor {
   };
 }
 
+/**
+ * Asks for input on its first run and returns (the SDK keeps the bus alive); completes on the
+ * follow-up message; a cancel while it waits publishes CANCELED on the kept bus.
+ */
+function askingExecutor(name: string, runs: string[]): AgentExecutor {
+  const status = (taskId: string, contextId: string, state: string) =>
+    AgentEvent.statusUpdate(
+      TaskStatusUpdateEvent.fromJSON({
+        taskId,
+        contextId,
+        status: {
+          state,
+          message: {
+            messageId: `${state}-${taskId}`,
+            role: 'ROLE_AGENT',
+            parts: [{ text: `${state} by ${name}` }],
+          },
+        },
+      }),
+    );
+  const contexts = new Map<string, string>();
+  return {
+    async execute(ctx, bus) {
+      runs.push(`${name}:${ctx.taskId}`);
+      if (ctx.task === undefined) {
+        contexts.set(ctx.taskId, ctx.contextId);
+        bus.publish(
+          AgentEvent.task(
+            Task.fromJSON({
+              id: ctx.taskId,
+              contextId: ctx.contextId,
+              status: { state: 'TASK_STATE_WORKING' },
+            }),
+          ),
+        );
+        bus.publish(status(ctx.taskId, ctx.contextId, 'TASK_STATE_INPUT_REQUIRED'));
+        return;
+      }
+      bus.publish(status(ctx.taskId, ctx.contextId, 'TASK_STATE_COMPLETED'));
+    },
+    async cancelTask(taskId, bus) {
+      bus.publish(status(taskId, contexts.get(taskId) ?? '', 'TASK_STATE_CANCELED'));
+    },
+  };
+}
+
 describe.runIf(redisUp)('task-event relay (two replicas, one Redis)', () => {
   let client: Redis;
   const prefix = runPrefix('relay');
@@ -95,7 +141,7 @@ describe.runIf(redisUp)('task-event relay (two replicas, one Redis)', () => {
   const taskStore = new InMemoryTaskStore();
   const runs: string[] = [];
 
-  function replica(name: string, holdMs: number) {
+  function replica(name: string, holdMs: number, agent = executor(name, runs, holdMs)) {
     const relay = createTaskEventRelay({
       client,
       keyPrefix: prefix,
@@ -105,9 +151,24 @@ describe.runIf(redisUp)('task-event relay (two replicas, one Redis)', () => {
     relays.push(relay);
     const manager = relay.eventBusManager(new DefaultExecutionEventBusManager());
     const handler = relay.requestHandler(
-      new DefaultRequestHandler(card, taskStore, executor(name, runs, holdMs), manager),
+      new DefaultRequestHandler(card, taskStore, agent, manager),
     );
     return { relay, handler };
+  }
+
+  /** Sends one message on `handler` and waits for its answer (the task). */
+  async function send(handler: DefaultRequestHandler, taskId?: string) {
+    return (await handler.sendMessage(
+      {
+        message: {
+          messageId: `m-${Math.random()}`,
+          role: 1,
+          ...(taskId === undefined ? {} : { taskId }),
+          parts: [{ content: { $case: 'text', value: 'go' } }],
+        },
+      } as never,
+      context(),
+    )) as { id: string; status?: { state?: number } };
   }
 
   /** Starts a message on `handler` without waiting for its end; resolves to its task id. */
@@ -184,5 +245,46 @@ describe.runIf(redisUp)('task-event relay (two replicas, one Redis)', () => {
       context(),
     );
     expect(canceled.status?.state).toBe(5); // marked canceled by the SDK itself (no owner)
+  });
+
+  it('a task left input-required after its executor returned is owned but not renewed; cancel and follow-ups still work', async () => {
+    const a = replica('a4', 0, askingExecutor('a4', runs));
+    const b = replica('b4', 0, askingExecutor('b4', runs));
+    // Two tasks wait for input on replica a, their executors returned.
+    const first = await send(a.handler);
+    const second = await send(a.handler);
+    expect(first.status?.state).toBe(6); // INPUT_REQUIRED
+    await sleep(50);
+    expect(a.relay.ownedTasks()).toBe(2);
+    expect(a.relay.runningTasks()).toBe(0);
+    // Their owner keys were written once, for as long as their events stay readable (1 h), and
+    // two renewal periods later (every 200 ms) no renewal has set them back to 600 ms.
+    await sleep(500);
+    for (const id of [first.id, second.id]) {
+      expect(await client.get(`${prefix}ro{${id}}`)).toBe(a.relay.replicaId);
+      expect(await client.pttl(`${prefix}ro{${id}}`)).toBeGreaterThan(60_000);
+    }
+    // A cancel on replica b reaches the owner's kept bus.
+    const canceled = await b.handler.cancelTask(
+      { id: first.id, tenant: '', metadata: {} },
+      context(),
+    );
+    expect(canceled.status?.state).toBe(5);
+    expect(JSON.stringify(canceled.status?.message ?? {})).toContain('by a4');
+    // A follow-up on the owner runs the task again (renewed while it runs) and completes it;
+    // a resubscriber on replica b sees the end.
+    const watched = (async () => {
+      const states: number[] = [];
+      for await (const event of b.handler.resubscribe({ id: second.id, tenant: '' }, context())) {
+        const payload = (event as { payload?: { value: { status?: { state?: number } } } }).payload;
+        states.push(payload?.value.status?.state ?? -1);
+      }
+      return states;
+    })();
+    await sleep(100);
+    const done = await send(a.handler, second.id);
+    expect(done.status?.state).toBe(3); // COMPLETED
+    expect((await watched).at(-1)).toBe(3);
+    expect(a.relay.runningTasks()).toBe(0);
   });
 });

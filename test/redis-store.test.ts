@@ -378,10 +378,10 @@ describe.skipIf(!redisUp)('RedisStore against a real Redis', () => {
     ];
 
     for (const set of POLICY_SETS) {
-      it(`${set.name}: random arrivals, retries, no-shows, time steps`, async () => {
+      it(`${set.name}: random arrivals, retries, no-shows, time steps (back too)`, async () => {
         // Random sequences: more batches until they have exercised holds, claims and plain
         // rejections (every batch is checked decision by decision all the same).
-        const seen = { claimed: 0, reserved: 0, unreserved: 0, shared: 0 };
+        const seen = { claimed: 0, reserved: 0, unreserved: 0, shared: 0, steppedBack: 0 };
         for (let batch = 0; batch < 8; batch++) {
           const more = await runDifferential(
             set.policies,
@@ -393,6 +393,7 @@ describe.skipIf(!redisUp)('RedisStore against a real Redis', () => {
           seen.reserved += more.reserved;
           seen.unreserved += more.unreserved;
           seen.shared += more.shared;
+          seen.steppedBack += more.steppedBack;
           if (
             seen.claimed > 0 &&
             seen.reserved > 0 &&
@@ -406,6 +407,7 @@ describe.skipIf(!redisUp)('RedisStore against a real Redis', () => {
         expect(seen.claimed).toBeGreaterThan(0);
         expect(seen.reserved).toBeGreaterThan(0);
         expect(seen.unreserved).toBeGreaterThan(0);
+        expect(seen.steppedBack).toBeGreaterThan(0);
       });
     }
   });

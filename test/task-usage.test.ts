@@ -28,6 +28,8 @@ const TOKENS: Policy = {
   methods: ['SendMessage'],
   limit: 10_000,
   windowSeconds: 60,
+  // Three tasks run before any reports: each reserves one token, and its report settles it.
+  estimate: 1,
 };
 
 /** The SDK's bus manager, as far as the limiter calls it. */

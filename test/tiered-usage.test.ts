@@ -101,7 +101,7 @@ describe.each(STORES)('a tiered token budget on %s', (name, makeStore) => {
       }
       // 12,000 tokens each: the free caller is 2,000 in debt, the pro caller has 88,000 left.
       await limiter.reportUsage(free, 12_000);
-      await limiter.reportUsage(pro, 12_000);
+      await limiter.reportUsage(pro, 12_000, { settle: true }); // its admission reserved 100,000
       const freeRefused = await admit(free);
       expect(freeRefused.status).toBe('rejected');
       if (freeRefused.status === 'rejected') {
@@ -116,11 +116,12 @@ describe.each(STORES)('a tiered token budget on %s', (name, makeStore) => {
       const proAdmitted = await admit(pro);
       expect(proAdmitted.status).toBe('admitted');
       if (proAdmitted.status === 'admitted') {
-        expect(proAdmitted.ticket.headers.ratelimit).toBe('"tokens";r=88000;t=1');
+        // 88,000 left, all of the pro tier's budget reserved by this admission: none left now.
+        expect(proAdmitted.ticket.headers.ratelimit).toBe('"tokens";r=0;t=8');
         proAdmitted.ticket.end();
       }
       // 100,000 more: the pro caller is 12,000 in debt: 12,001 tokens at 0.6 ms = 7,200.6 ms.
-      await limiter.reportUsage(pro, 100_000);
+      await limiter.reportUsage(pro, 100_000, { settle: true });
       const proRefused = await admit(pro);
       expect(proRefused.status).toBe('rejected');
       if (proRefused.status === 'rejected') {

@@ -91,14 +91,12 @@ describe.each(STORES)('usage budgets on %s', (name, makeStore) => {
           remaining.push(o.ticket.headers.ratelimit ?? '');
           o.ticket.end();
         }
-        await limiter.reportUsage(alice, 4_000); // the task's real use, after it ran
+        // The task's real use, after it ran: settles the whole budget its admission reserved.
+        await limiter.reportUsage(alice, 4_000, { settle: true });
       }
-      // r in tokens: full, then 10,000 − 4,000, then 2,000 (no time passed).
-      expect(remaining).toEqual([
-        '"tokens";r=10000;t=0',
-        '"tokens";r=6000;t=1',
-        '"tokens";r=2000;t=1',
-      ]);
+      // r in tokens after each admission's reservation of the whole budget: none left; t until
+      // the next token: 6 ms, then (6,000 left before the reservation) 24.006 s, then 48.006 s.
+      expect(remaining).toEqual(['"tokens";r=0;t=1', '"tokens";r=0;t=25', '"tokens";r=0;t=49']);
       // 12,000 used of 10,000: 2,000 tokens in debt plus one to spend = 2,001 · 6 ms.
       const fourth = await send(4);
       expect(fourth.status).toBe('rejected');

@@ -10,7 +10,7 @@
 import type { AgentCard } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   DEMO_TOKENS_PER_MESSAGE,
   type ResearchAgent,
@@ -105,11 +105,7 @@ describe('a token budget over the SDK server, reported by the demo agent', () =>
       }
       if (binding !== 'GRPC') {
         // r in tokens, each answer taken before its own task reported.
-        expect(remaining).toEqual([
-          '"tokens";r=10000;t=0',
-          '"tokens";r=6000;t=1',
-          '"tokens";r=2000;t=1',
-        ]);
+        expect(remaining).toEqual(['"tokens";r=0;t=1', '"tokens";r=0;t=25', '"tokens";r=0;t=49']);
         expect(seen.at(-1)?.headers.get('ratelimit-policy')).toBe(
           '"tokens";q=10000;qu="tokens";w=60',
         );
@@ -143,4 +139,57 @@ describe('a token budget over the SDK server, reported by the demo agent', () =>
       expect(fifth.status?.state).toBe(TASK_COMPLETED);
     },
   );
+});
+
+describe('the README budget against 30 tasks sent at once (JSON-RPC, the real SDK server)', () => {
+  it('admits no more tokens of work than the budget plus one task', async () => {
+    const clock = new ManualClock(1_000_000);
+    // Every task works until all 30 answers are in: they are all in flight at once.
+    let finish: () => void = () => {};
+    const working = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    agent = await startResearchAgent({
+      policies: [TOKENS],
+      clock,
+      port: 0,
+      grpcPort: 0,
+      task: { durationMs: 1, sleep: () => working },
+    });
+    const url = agent.jsonRpcUrl;
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        fetch(url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'a2a-version': '1.0',
+            authorization: 'Bearer alice-burst',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: i,
+            method: 'SendMessage',
+            params: {
+              message: { messageId: `burst-${i}`, role: 'ROLE_USER', parts: [{ text: 'x' }] },
+              configuration: { returnImmediately: true },
+            },
+          }),
+        }).then(async (res) => (await res.json()) as { result?: unknown; error?: unknown }),
+      ),
+    );
+    expect(agent.tasks.running).toBe(agent.tasks.peak); // none finished yet
+    const admitted = answers.filter((a) => a.result !== undefined).length;
+    expect(agent.tasks.peak).toBe(admitted);
+    finish();
+    await vi.waitFor(() => expect(agent?.tasks.running).toBe(0));
+    const refused = answers.filter((a) => a.error !== undefined).length;
+    expect(admitted + refused).toBe(30);
+    expect(admitted).toBeGreaterThan(0);
+    // Every admitted task reported DEMO_TOKENS_PER_MESSAGE: the work admitted stays within the
+    // budget (10,000) plus one task (4,000) — without a reservation all 30 ran (120,000).
+    expect(admitted * DEMO_TOKENS_PER_MESSAGE).toBeLessThanOrEqual(
+      10_000 + DEMO_TOKENS_PER_MESSAGE,
+    );
+  });
 });

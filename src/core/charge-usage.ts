@@ -6,6 +6,7 @@
 
 import type { CompiledRatePolicy } from './compiled-policy.js';
 import type { DecisionState } from './decision-state.js';
+import { isSteppedBack } from './gcra.js';
 
 /**
  * The deepest a usage budget goes into debt: ten years of its window's worth, µs past now. A
@@ -16,7 +17,8 @@ export const MAX_USAGE_DEBT_US = 315_360_000_000_000;
 
 /**
  * Charges `units` of reported usage to a usage policy's key (`policy.keyOf` of the request that
- * used them): the budget's timestamp moves `units · unitUs` later from `max(tat, now)`, with no
+ * used them; negative to give back what a reservation held beyond the use, never past a full
+ * budget): the budget's timestamp moves `units · unitUs` later from `max(tat, now)`, with no
  * conformance check — usage already happened, so the budget may go into debt, and the next
  * admission waits exactly until it holds a unit again (at most {@link MAX_USAGE_DEBT_US} ahead).
  * Every store charges with this rule.
@@ -30,8 +32,11 @@ export function chargeUsage(
 ): void {
   const nowUs = Math.floor(nowMs * 1000);
   const k = state.rateKey(policy, key, nowUs);
-  const tatUs = state.getTat(policy, k);
+  const stored = state.getTat(policy, k);
+  // Past the deepest debt: written before the clock stepped back (`isSteppedBack`).
+  const tatUs = isSteppedBack(stored, nowUs, policy) ? nowUs + policy.steppedBackAheadUs : stored;
   const from = tatUs === undefined || tatUs < nowUs ? nowUs : tatUs;
-  const tat = Math.min(from + units * policy.unitUs, nowUs + MAX_USAGE_DEBT_US);
+  // Negative units (a reservation settled for less than it held) refund down to a full bucket.
+  const tat = Math.max(Math.min(from + units * policy.unitUs, nowUs + MAX_USAGE_DEBT_US), nowUs);
   state.putRate(policy, k, tat, state.getExtra(policy, k), nowUs);
 }

@@ -17,7 +17,13 @@ import {
 import type { HoldOptions, Policy, RejectionKind } from './policy.js';
 import { describeValue, PolicyError } from './policy-error.js';
 import { compileScope, withExemptions } from './policy-scope.js';
-import { compileTierVariants, rateParams, tierSelections, variantFor } from './policy-tiers.js';
+import {
+  compileTierVariants,
+  rateParams,
+  tierSelections,
+  usageGcra,
+  variantFor,
+} from './policy-tiers.js';
 
 const NAME_PATTERN = /^[\x21-\x7e](?:[\x20-\x7e]{0,62}[\x21-\x7e])?$/;
 
@@ -154,15 +160,17 @@ function compileOne(
           `must match [a-z][a-z0-9_-]{0,31}, got ${describeValue(p.unit)}`,
         );
       }
-      const estimate = (p.estimate ?? 0) as number;
-      if (!Number.isSafeInteger(estimate) || estimate < 0 || estimate > params.burst) {
+      const estimate = p.estimate as number | undefined;
+      if (
+        estimate !== undefined &&
+        (!Number.isSafeInteger(estimate) || estimate < 0 || estimate > params.burst)
+      ) {
         throw new PolicyError(
           name,
           'estimate',
           `must be an integer from 0 to burst (${params.burst}), got ${describeValue(p.estimate)}`,
         );
       }
-      const unitUs = params.emissionUs;
       return compiledRatePolicy({
         ...common,
         // A budget is not a queue of slots: usage policies never hold.
@@ -171,12 +179,10 @@ function compileOne(
         methods,
         source,
         ...params,
-        emissionUs: estimate * unitUs,
-        toleranceUs: params.toleranceUs - Math.max(0, estimate - 1) * unitUs,
+        ...usageGcra(params, estimate),
         tier: undefined,
         tierVariants: [],
         unit: p.unit,
-        unitUs,
       });
     }
     case 'concurrency': {

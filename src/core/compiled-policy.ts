@@ -7,6 +7,7 @@
  */
 
 import type { A2AMethod } from './a2a-methods.js';
+import { MAX_USAGE_DEBT_US } from './charge-usage.js';
 import type { Policy, RejectionKind, RequestIdentity } from './policy.js';
 
 /** Fields every compiled policy shares. */
@@ -72,6 +73,19 @@ export interface CompiledRatePolicy extends CompiledBase {
   readonly unit: string | undefined;
   /** µs of budget per unit, `ceil(windowSeconds · 10⁶ / limit)`; = `emissionUs` for request rates. */
   readonly unitUs: number;
+  /**
+   * The furthest ahead of now, µs, this policy itself ever puts a key's timestamp: a spent bucket
+   * plus a window of held slots (`τ + T + window`); for a usage budget, its deepest debt plus one
+   * admission's charge. A timestamp further ahead was written before the clock stepped back
+   * (`clampSteppedBack`).
+   */
+  readonly maxAheadUs: number;
+  /**
+   * Where a timestamp past {@link maxAheadUs} is put back, µs ahead of now: a bucket spent at
+   * this instant (`τ + T`, the next request in one emission interval); for a usage budget its
+   * deepest debt.
+   */
+  readonly steppedBackAheadUs: number;
 }
 
 /**
@@ -162,7 +176,10 @@ export interface CompiledPolicySet {
  * policies are all built here, so they share one hidden class and the decision's property reads
  * on them stay monomorphic (a set that mixed shapes made every decision of the process slower).
  */
-export function compiledRatePolicy(r: CompiledRatePolicy): CompiledRatePolicy {
+export function compiledRatePolicy(
+  r: Omit<CompiledRatePolicy, 'maxAheadUs' | 'steppedBackAheadUs'>,
+): CompiledRatePolicy {
+  const usage = r.unit !== undefined;
   return {
     kind: 'rate',
     index: r.index,
@@ -186,5 +203,9 @@ export function compiledRatePolicy(r: CompiledRatePolicy): CompiledRatePolicy {
     tierVariants: r.tierVariants,
     unit: r.unit,
     unitUs: r.unitUs,
+    maxAheadUs: usage
+      ? MAX_USAGE_DEBT_US + r.toleranceUs + r.emissionUs + r.windowUs
+      : r.toleranceUs + r.emissionUs + r.windowUs,
+    steppedBackAheadUs: usage ? MAX_USAGE_DEBT_US : r.toleranceUs + r.emissionUs,
   };
 }

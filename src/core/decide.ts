@@ -19,7 +19,7 @@ import {
   OVERFLOW_KEY,
   type RateExtra,
 } from './decision-state.js';
-import { chargeTatUs, conformDelayUs } from './gcra.js';
+import { chargeTatUs, conformDelayUs, isSteppedBack } from './gcra.js';
 import { leaseStepDelayMs, pruneLeases } from './lease-step.js';
 import { limitStateOf, rejectingLimitState } from './limit-state.js';
 import { policiesOf } from './policies-of.js';
@@ -131,6 +131,27 @@ function evaluate(
 
 /** Fills `step` for rate policy `p` from its key's state as read from the store. */
 function fillRateStep(
+  step: Step,
+  p: CompiledRatePolicy,
+  input: DecisionInput,
+  key: string,
+  storedTatUs: number | undefined,
+  extra: RateExtra | undefined,
+  nowUs: number,
+): void {
+  if (isSteppedBack(storedTatUs, nowUs, p)) {
+    // A timestamp further ahead than this policy ever writes one: the clock stepped back since.
+    // The key is read as a bucket spent now, its holds and no-shows (just as far off) dropped,
+    // and written back so.
+    fillRateStepOf(step, p, input, key, nowUs + p.steppedBackAheadUs, undefined, nowUs);
+    step.dirty = true;
+    return;
+  }
+  fillRateStepOf(step, p, input, key, storedTatUs, extra, nowUs);
+}
+
+/** {@link fillRateStep} of a state the policy itself wrote. */
+function fillRateStepOf(
   step: Step,
   p: CompiledRatePolicy,
   input: DecisionInput,

@@ -127,3 +127,31 @@ export function availableNow(
     nextUs: nextGrowthUs(tatUs, nowUs, emissionUs, toleranceUs, burst, remaining),
   };
 }
+
+/**
+ * How far ahead of now a policy ever puts a key's timestamp, and where one found further ahead
+ * is put back (both µs; `CompiledRatePolicy` fits).
+ */
+export interface StepBackBounds {
+  readonly maxAheadUs: number;
+  readonly steppedBackAheadUs: number;
+}
+
+/**
+ * Whether `tatUs` lies further ahead of `nowUs` than the policy itself ever puts it: the state
+ * was written before the clock stepped back (or another host's clock was ahead). Such a key is
+ * read as {@link StepBackBounds.steppedBackAheadUs} ahead of now, so no delay is longer than the
+ * policy can ask, whatever the clock did; every store applies this same rule.
+ *
+ * @example
+ * ```ts
+ * isSteppedBack(now + 3_660_000_000, now, { maxAheadUs: 120_000_000, steppedBackAheadUs: 60_000_000 }); // true
+ * ```
+ */
+export function isSteppedBack(
+  tatUs: number | undefined,
+  nowUs: number,
+  b: StepBackBounds,
+): tatUs is number {
+  return tatUs !== undefined && tatUs - nowUs > b.maxAheadUs;
+}

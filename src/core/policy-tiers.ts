@@ -64,14 +64,37 @@ export const UNIT_NAME_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
  */
 export function usageGcra(
   params: RateParams,
-  estimate: number,
+  estimate: number | undefined,
 ): { readonly emissionUs: number; readonly toleranceUs: number; readonly unitUs: number } {
   const unitUs = params.emissionUs;
+  if (estimate === undefined) {
+    // No estimate: a task may use the whole budget, so admission reserves all of it (into debt
+    // when the budget is partly spent) and admits while one unit is left; the task's report
+    // settles the reservation. Tasks started together cannot overrun the budget by more than
+    // one reservation.
+    return { emissionUs: params.burst * unitUs, toleranceUs: params.toleranceUs, unitUs };
+  }
   return {
     emissionUs: estimate * unitUs,
     toleranceUs: params.toleranceUs - Math.max(0, estimate - 1) * unitUs,
     unitUs,
   };
+}
+
+/**
+ * The units a usage policy reserves at each admission (its `estimate`, or its whole burst when it
+ * gives none); settled by the task's report.
+ *
+ * @example
+ * ```ts
+ * reservedUnitsOf(tokens); // 10_000 for { limit: 10_000, windowSeconds: 60 } with no estimate
+ * ```
+ */
+export function reservedUnitsOf(p: {
+  readonly emissionUs: number;
+  readonly unitUs: number;
+}): number {
+  return Math.round(p.emissionUs / p.unitUs);
 }
 
 /** A wrong field of a set of rate limits: the field and what is wrong with it. */
@@ -198,7 +221,16 @@ export function variantFor(p: CompiledPolicy, tier: string | undefined): Compile
  * ```
  */
 export function compileTierVariants(
-  base: Omit<CompiledRatePolicy, keyof RateParams | 'tier' | 'tierVariants' | 'unit' | 'unitUs'>,
+  base: Omit<
+    CompiledRatePolicy,
+    | keyof RateParams
+    | 'tier'
+    | 'tierVariants'
+    | 'unit'
+    | 'unitUs'
+    | 'maxAheadUs'
+    | 'steppedBackAheadUs'
+  >,
   tiers: unknown,
   defaultTier: unknown,
   nextRow: () => number,
@@ -207,7 +239,7 @@ export function compileTierVariants(
   | { readonly policy: CompiledRatePolicy; readonly extraRows: CompiledRatePolicy[] }
   | RateParamsProblem {
   let unit: string | undefined;
-  let estimate = 0;
+  let estimate: number | undefined;
   if (usage !== undefined) {
     if (usage.unit === undefined) {
       return { field: 'estimate', problem: 'is for usage policies (give `unit`)' };
@@ -219,11 +251,11 @@ export function compileTierVariants(
       };
     }
     unit = usage.unit;
-    const e = usage.estimate ?? 0;
-    if (typeof e !== 'number' || !Number.isSafeInteger(e) || e < 0) {
+    const e = usage.estimate;
+    if (e !== undefined && (typeof e !== 'number' || !Number.isSafeInteger(e) || e < 0)) {
       return { field: 'estimate', problem: `must be an integer ≥ 0, got ${show(usage.estimate)}` };
     }
-    estimate = e;
+    estimate = e as number | undefined;
   }
   if (typeof tiers !== 'object' || tiers === null || Array.isArray(tiers)) {
     return {
@@ -251,7 +283,7 @@ export function compileTierVariants(
     }
     const params = rateParams(limits as Record<string, unknown>, `tiers.${tier}.`);
     if ('problem' in params) return params;
-    if (estimate > params.burst) {
+    if (estimate !== undefined && estimate > params.burst) {
       return {
         field: 'estimate',
         problem: `must be at most every tier's burst (tiers.${tier}: ${params.burst}), got ${estimate}`,

@@ -18,7 +18,7 @@ describe('decision script', () => {
   it('bakes the compiled parameters into its header, exactly', () => {
     const header = decisionScriptHeader(set, 1000, 'a2arl:');
     expect(header).toContain(
-      '[0] = { k = 1, e = 5000, tol = 245000, w = 1000000, cs = true, u = 5000 }',
+      '[0] = { k = 1, e = 5000, tol = 245000, w = 1000000, cs = true, u = 5000, mx = 1250000, sb = 250000 }',
     );
     expect(header).toContain('[1] = { k = 2, lim = 5, ttl = 600000, init = 1000, lag = -1 }');
     expect(header).toContain('[2] = { k = 3, lim = 9, ttl = 600000, init = 1000, lag = 150 }');

@@ -95,7 +95,7 @@ function luaNumber(value: number): string {
 function luaPolicyRow(p: CompiledPolicy): string {
   switch (p.kind) {
     case 'rate':
-      return `[${p.paramIndex}] = { k = 1, e = ${luaNumber(p.emissionUs)}, tol = ${luaNumber(p.toleranceUs)}, w = ${luaNumber(p.windowUs)}, cs = ${p.callerScoped}, u = ${luaNumber(p.unitUs)} }`;
+      return `[${p.paramIndex}] = { k = 1, e = ${luaNumber(p.emissionUs)}, tol = ${luaNumber(p.toleranceUs)}, w = ${luaNumber(p.windowUs)}, cs = ${p.callerScoped}, u = ${luaNumber(p.unitUs)}, mx = ${luaNumber(p.maxAheadUs)}, sb = ${luaNumber(p.steppedBackAheadUs)} }`;
     case 'concurrency':
       return `[${p.paramIndex}] = { k = 2, lim = ${luaNumber(p.max)}, ttl = ${luaNumber(p.leaseTtlMs)}, init = ${luaNumber(p.initialHoldEstimateMs)}, lag = -1 }`;
     case 'overload':

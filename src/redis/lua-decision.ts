@@ -52,7 +52,11 @@ local function fastAdmit(k0, a0, n, out, o)
   out[o + 1] = 1; out[o + 2] = nowUs; out[o + 3] = 0
   for i = 1, n do
     local tat = tats[i]
-    redis.call('SET', KEYS[k0 + i], tat, 'PX', math.ceil((tat - nowUs) / 1000) + PAD_MS)
+    if tat > nowUs then
+      redis.call('SET', KEYS[k0 + i], tat, 'PX', math.ceil((tat - nowUs) / 1000) + PAD_MS)
+    else                                                  -- charged nothing (estimate 0): full
+      redis.call('DEL', KEYS[k0 + i])
+    end
     out[o + 3 + i] = tat
   end
   return 3 + n
@@ -86,6 +90,15 @@ local function loadRate(s, p, hk)
     local i = string.find(v, 'e', 1, true)
     if i then ex = true; tat = tonumber(string.sub(v, 1, i - 1)) else tat = tonumber(v) end
   end
+  -- gcra.ts isSteppedBack: further ahead than the policy ever writes (the clock stepped back
+  -- since): a bucket spent now, its holds and no-shows dropped.
+  local stepped = false
+  if tat ~= nil and tat - nowUs > p.mx then
+    tat = nowUs + p.sb
+    if ex then redis.call('DEL', s.H) end
+    ex = false
+    stepped = true
+  end
   if ex then
     local m = redis.call('HMGET', s.H, 'n', 'a', 'x', 'y', 'c')
     if m[5] then
@@ -96,7 +109,7 @@ local function loadRate(s, p, hk)
     end
   end
   s.ex = ex
-  s.dirty = ex
+  s.dirty = ex or stepped
   if ex then
     -- Refund holds that expired unclaimed, count them as no-shows (decide.ts settleExtra).
     if nowUs > s.x then

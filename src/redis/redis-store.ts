@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import type { Clock } from '../core/clock.js';
 import { type DecisionInput, holdKeyOf, policiesOf } from '../core/decide.js';
 import { type CompiledPolicySet, compilePolicies, type Policy } from '../core/policy.js';
+import { reservedUnitsOf } from '../core/policy-tiers.js';
 import type { Decision, LeaseRef, LimitState } from '../core/rejection.js';
 import { boundedInput } from '../store/bounded-key.js';
 import type { MessageRecord, PendingMessageOptions } from '../store/message-records.js';
@@ -254,7 +255,7 @@ export class RedisStore implements Store {
    * is unreachable the usage is charged to the insurance limiter, if any, else dropped (counted
    * as an error).
    */
-  async chargeUsage(usage: DecisionInput, units: number): Promise<void> {
+  async chargeUsage(usage: DecisionInput, units: number, settle?: boolean): Promise<void> {
     // Keyed as the decision was (bounded parts): a long caller's usage meets its own bucket.
     const request = boundedInput(usage);
     const charges: Promise<unknown>[] = [];
@@ -267,11 +268,16 @@ export class RedisStore implements Store {
       charges.push(
         this.timed(
           [step.key],
-          [SCRIPT_MODES.usage, this.now(), String(p.paramIndex), String(units)],
+          [
+            SCRIPT_MODES.usage,
+            this.now(),
+            String(p.paramIndex),
+            String(settle === true ? units - reservedUnitsOf(p) : units),
+          ],
         ),
       );
     }
-    if (!onRedis) this.failure.insurance?.chargeUsageSync(request, units);
+    if (!onRedis) this.failure.insurance?.chargeUsageSync(request, units, settle);
     try {
       await Promise.all(charges);
     } catch (error) {

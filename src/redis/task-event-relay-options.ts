@@ -15,7 +15,11 @@ export interface TaskEventRelayOptions {
   readonly client: Redis;
   /** Prefix of the relay's keys; default `a2arl:`. */
   readonly keyPrefix?: string;
-  /** How long a replica's claim on a live task lasts unless renewed, ms; default 10,000. */
+  /**
+   * How long a replica's claim on a task whose executor runs here lasts unless renewed, ms;
+   * default 10,000. A task left interrupted after its executor returned is claimed once for
+   * `eventTtlMs` instead.
+   */
   readonly ownerTtlMs?: number;
   /** How long a task's events stay readable after the last one, ms; default 3,600,000. */
   readonly eventTtlMs?: number;
@@ -60,8 +64,14 @@ export interface TaskEventRelay {
   eventBusManager<M extends EventBusManagerLike>(inner: M): M;
   /** Serving side: resubscribe and cancel of tasks owned by another replica. */
   requestHandler<H extends RelayedRequestHandler>(inner: H): H;
-  /** Tasks this replica owns now. */
+  /** Tasks this replica owns now (running, or left interrupted with their bus kept here). */
   ownedTasks(): number;
+  /**
+   * Owned tasks whose executor runs now: the only owner keys renewed (every third of
+   * `ownerTtlMs`). A task whose executor returned with its bus kept alive (input-required,
+   * auth-required) is owned but not renewed: its key was written once for `eventTtlMs`.
+   */
+  runningTasks(): number;
   /** Stops reading and renewing; drops this replica's owner keys. */
   close(): Promise<void>;
 }

@@ -8,7 +8,9 @@
  *
  * - **owner side** (`eventBusManager(inner)`): every event published on a task's bus is also
  *   appended to the task's stream (`XADD`, capped, with a TTL) and the end of the flow is marked;
- *   the replica holds a short owner key per live task (renewed) and reads cancel requests from its
+ *   the replica holds a short owner key per task whose executor runs here (renewed; a task left
+ *   input-required or auth-required after its executor returned keeps one long key, written
+ *   once, see `docs/redis.md`) and reads cancel requests from its
  *   own inbox stream, which it runs with the SDK's own `cancelTask` (stopping its executor, so the
  *   limiter's leases are released by the task's terminal state);
  * - **serving side** (`requestHandler(inner)`): `resubscribe` of a task owned elsewhere yields the
@@ -51,6 +53,13 @@ interface Watcher {
 interface OwnedTask {
   readonly bus: RelayBus;
   readonly context: unknown;
+  /**
+   * Its executor returned and the SDK kept its bus alive (input-required, auth-required): its
+   * owner key is written once for `eventTtlMs` (and again when it publishes), never renewed.
+   */
+  idle: boolean;
+  /** Runs of its executor started here (a settle only idles the run it was offered for). */
+  runs: number;
 }
 
 /**
@@ -104,13 +113,28 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
   const claim = (taskId: string): void => {
     client.set(ownerKey(taskId), replicaId, 'PX', ownerTtlMs).catch(ignore);
   };
+  // Tasks whose executor runs here: their owner keys are renewed every third of their TTL.
+  const running = new Set<string>();
   const renewTimer = setInterval(() => {
-    if (owned.size === 0) return;
+    if (running.size === 0) return;
     const batch = client.multi();
-    for (const taskId of owned.keys()) batch.set(ownerKey(taskId), replicaId, 'PX', ownerTtlMs);
+    for (const taskId of running) batch.set(ownerKey(taskId), replicaId, 'PX', ownerTtlMs);
     batch.exec().catch(ignore);
   }, ownerTtlMs / 3);
   renewTimer.unref();
+  /**
+   * The executor of an owned task returned and its bus lives on (the SDK keeps it for a follow-up
+   * message): nothing runs to renew for, so the owner key is written once, as long as the task's
+   * events stay readable, and the task leaves the renewed set. Cancel requests still reach this
+   * replica's inbox through that key; a follow-up message here makes the task run again.
+   */
+  const settleIdle = (taskId: string, run: number): void => {
+    const task = owned.get(taskId);
+    if (task === undefined || task.idle || task.runs !== run) return;
+    task.idle = true;
+    running.delete(taskId);
+    client.set(ownerKey(taskId), replicaId, 'PX', eventTtlMs).catch(ignore);
+  };
 
   const onCancelRequest = (taskId: string): void => {
     const task = owned.get(taskId);
@@ -380,9 +404,26 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
         createOrGetByTaskId: (taskId, context) => {
           const bus = inner.createOrGetByTaskId(taskId, context);
           const known = owned.get(taskId);
-          if (known !== undefined && known.bus.inner === bus) return known.bus;
-          const relayed = new RelayBus(bus, (fields) => append(taskId, fields));
-          owned.set(taskId, { bus: relayed, context });
+          if (known !== undefined && known.bus.inner === bus) {
+            known.runs++;
+            if (known.idle) {
+              // A follow-up message runs the task here again: renewed while it runs.
+              known.idle = false;
+              running.add(taskId);
+              claim(taskId);
+            }
+            return known.bus;
+          }
+          const relayed = new RelayBus(bus, (fields) => {
+            append(taskId, fields);
+            // Events after the executor returned (auth-required resumed out of band): the owner
+            // key lives on as long as they do.
+            if (owned.get(taskId)?.idle === true) {
+              client.set(ownerKey(taskId), replicaId, 'PX', eventTtlMs).catch(ignore);
+            }
+          });
+          owned.set(taskId, { bus: relayed, context, idle: false, runs: 0 });
+          running.add(taskId);
           claim(taskId);
           return relayed;
         },
@@ -393,13 +434,25 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
         },
         cleanupByTaskId: (taskId, context) => {
           inner.cleanupByTaskId(taskId, context);
+          running.delete(taskId);
           if (owned.delete(taskId)) client.del(ownerKey(taskId)).catch(ignore);
         },
       };
       const settle = (inner as { settleByTaskId?: (...args: unknown[]) => boolean }).settleByTaskId;
-      if (typeof settle === 'function') {
-        wrapper.settleByTaskId = (...args: unknown[]) => settle.apply(inner, args);
-      }
+      // The SDK offers every bus to `settleByTaskId` when the task's executor returns, then
+      // cleans it up at once unless the task's state keeps it alive. Always defined (declining,
+      // as a manager without one does, unless the inner manager takes the bus), so the relay
+      // learns that the executor returned: a bus still owned a moment later is idle.
+      wrapper.settleByTaskId = (...args: unknown[]) => {
+        const took = typeof settle === 'function' ? settle.apply(inner, args) : false;
+        const taskId = args[0];
+        const task = typeof taskId === 'string' ? owned.get(taskId) : undefined;
+        if (task !== undefined) {
+          const run = task.runs;
+          queueMicrotask(() => settleIdle(taskId as string, run));
+        }
+        return took;
+      };
       return wrapper as unknown as M;
     },
     requestHandler<H extends RelayedRequestHandler>(inner: H): H {
@@ -424,10 +477,12 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
       });
     },
     ownedTasks: () => owned.size,
+    runningTasks: () => running.size,
     async close() {
       if (closed) return;
       closed = true;
       clearInterval(renewTimer);
+      running.clear();
       reader.disconnect();
       await loop.catch(ignore);
       if (owned.size > 0) {

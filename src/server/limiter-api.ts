@@ -145,8 +145,17 @@ export interface Limiter {
    * go into debt; the caller's next admission then waits exactly until it is positive again.
    * Usage is charged to the store, so it counts after the task ended and whether or not the
    * caller is still connected.
+   *
+   * Each admission under a usage policy reserved units (its `estimate`, or its whole burst when
+   * it gives none). `{ settle: true }` makes this report settle one admission's reservation:
+   * each budget is charged `units` minus what was reserved (given back when the task used
+   * less). Settle once per admission; `usageOf(task).report` does it for you.
    */
-  reportUsage(request: RequestIdentity, units: number): Promise<void>;
+  reportUsage(
+    request: RequestIdentity,
+    units: number,
+    options?: { readonly settle?: boolean },
+  ): Promise<void>;
   /** A task's usage reporter (task id or `RequestContext`), charging whoever started it: `server/task-usage.ts`. */
   usageOf(task: string | TaskRef): TaskUsageReporter;
   /**

@@ -150,7 +150,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const usage = new TaskUsageBook({
     ticketHeader: TICKET_HEADER,
     admittedBy: (id) => tickets.get(id)?.request,
-    charge: (request, units) => limiter.reportUsage(request, units),
+    charge: (request, units, settle) => limiter.reportUsage(request, units, { settle }),
     nowMs: () => clock.nowMs(),
   });
 
@@ -333,15 +333,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return () => policyListeners.delete(listener);
     },
     tierOf: (request) => request.tier ?? tierOf?.(request),
-    reportUsage(request, units) {
+    reportUsage(request, units, options) {
       if (!Number.isSafeInteger(units) || units < 0) {
         return Promise.reject(
           new RangeError(`reportUsage: units must be a whole number ≥ 0, got ${units}`),
         );
       }
-      if (units === 0 || store.chargeUsage === undefined) return Promise.resolve();
+      const settle = options?.settle === true;
+      if ((units === 0 && !settle) || store.chargeUsage === undefined) return Promise.resolve();
       const tier = request.tier ?? tierOf?.(request);
-      return store.chargeUsage(tier === undefined ? request : { ...request, tier }, units);
+      const charged = tier === undefined ? request : { ...request, tier };
+      return settle ? store.chargeUsage(charged, units, true) : store.chargeUsage(charged, units);
     },
     admit(raw) {
       const request = withTier(raw);

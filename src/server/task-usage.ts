@@ -23,6 +23,9 @@ export const TASK_USAGE_TTL_MS = 3_600_000;
 /** Tasks whose identity is kept at most; the oldest go first. */
 const MAX_TASKS = 100_000;
 
+/** Unsettled admissions kept per task; past it the oldest keeps its reservation for good. */
+const MAX_UNSETTLED = 8;
+
 /**
  * A task as an executor knows it: its id, and the SDK's `RequestContext` fields the limiter can
  * read the admission from (`context`, the `ServerCallContext`). The SDK's `RequestContext` fits.
@@ -116,14 +119,41 @@ export interface TaskUsageBookOptions {
   readonly ticketHeader: string;
   /** The identity of the open admission with this ticket id. */
   readonly admittedBy: (ticketId: string) => RequestIdentity | undefined;
-  /** Charges usage to a request's usage policies (`limiter.reportUsage`). */
-  readonly charge: (request: RequestIdentity, units: number) => Promise<void>;
+  /**
+   * Charges usage to a request's usage policies (`limiter.reportUsage`); with `settle`, the
+   * report settles the reservation of the admission that ran the task.
+   */
+  readonly charge: (request: RequestIdentity, units: number, settle: boolean) => Promise<void>;
   /** Current time, ms. */
   readonly nowMs: () => number;
 }
 
-interface KeptIdentity {
+/**
+ * One identity shared by every kept task admitted with it: a task keeps a reference, never its
+ * own copy, so a caller's name (however long) is kept once per identity, not once per task.
+ */
+interface SharedIdentity {
   readonly request: RequestIdentity;
+  /** Its key in the book's table of shared identities. */
+  readonly key: string;
+  /** Kept tasks referring to it; dropped from the table at 0. */
+  refs: number;
+}
+
+/** An admission into a task whose reservation no report has settled yet. */
+interface Unsettled {
+  readonly identity: SharedIdentity;
+  /** Its ticket id, when known: the SDK asking twice under one admission adds it once. */
+  readonly ticketId: string | undefined;
+}
+
+interface KeptIdentity {
+  readonly identity: SharedIdentity;
+  /**
+   * The admissions that ran the task and whose reservations no report has settled yet, oldest
+   * first (usually one; at most {@link MAX_UNSETTLED}: older ones keep their reservations).
+   */
+  readonly unsettled: Unsettled[];
   /** Infinity while the task's bus is live (the SDK has not cleaned it up): never forgotten then. */
   expiresAtMs: number;
 }
@@ -142,12 +172,19 @@ interface KeptIdentity {
  */
 export class TaskUsageBook {
   private readonly tasks = new Map<string, KeptIdentity>();
+  /** The identities kept tasks refer to, by their fields: one copy per identity. */
+  private readonly identities = new Map<string, SharedIdentity>();
 
   constructor(private readonly options: TaskUsageBookOptions) {}
 
   /** Tasks whose identity is kept. */
   size(): number {
     return this.tasks.size;
+  }
+
+  /** Distinct identities the kept tasks share. */
+  identityCount(): number {
+    return this.identities.size;
   }
 
   /**
@@ -160,7 +197,7 @@ export class TaskUsageBook {
         const ticketId = ticketIdOf(context, this.options.ticketHeader);
         const request = ticketId === undefined ? undefined : this.options.admittedBy(ticketId);
         const bus = inner.createOrGetByTaskId(taskId, context);
-        if (request !== undefined) this.remember(taskId, request);
+        if (request !== undefined) this.remember(taskId, request, true, ticketId);
         return bus;
       },
       getByTaskId: (taskId, context) => inner.getByTaskId(taskId, context),
@@ -183,25 +220,55 @@ export class TaskUsageBook {
    * and `TASK_USAGE_TTL_MS` after. Past 100,000 tasks the oldest finished one goes; a live
    * task's identity is never dropped (it costs less than the bus the SDK itself keeps for it).
    */
-  remember(taskId: string, request: RequestIdentity, live = true): void {
+  remember(taskId: string, request: RequestIdentity, live = true, ticketId?: string): void {
     const nowMs = this.options.nowMs();
-    this.tasks.delete(taskId);
+    // Shared first, so a task admitted again with the identity it has keeps that one copy.
+    const identity = this.share(request);
+    // Admissions into the task whose runs have not reported yet stay settleable.
+    const unsettled = this.tasks.get(taskId)?.unsettled ?? [];
+    if (ticketId === undefined || !unsettled.some((u) => u.ticketId === ticketId)) {
+      unsettled.push({ identity, ticketId });
+      if (unsettled.length > MAX_UNSETTLED) unsettled.shift();
+    }
+    this.forget(taskId);
     for (const [id, kept] of this.tasks) {
       if (kept.expiresAtMs > nowMs) break;
-      this.tasks.delete(id);
+      this.forget(id);
     }
     if (this.tasks.size >= MAX_TASKS) this.evictOne();
     this.tasks.set(taskId, {
-      request: identityOf(request),
+      identity,
+      unsettled,
       expiresAtMs: live ? Number.POSITIVE_INFINITY : nowMs + TASK_USAGE_TTL_MS,
     });
+  }
+
+  /** The shared copy of `request`'s identity, one more task referring to it. */
+  private share(request: RequestIdentity): SharedIdentity {
+    const key = identityKeyOf(request);
+    let shared = this.identities.get(key);
+    if (shared === undefined) {
+      shared = { request: identityOf(request), key, refs: 0 };
+      this.identities.set(key, shared);
+    }
+    shared.refs++;
+    return shared;
+  }
+
+  /** Drops a task's kept identity; its shared copy goes with the last task referring to it. */
+  private forget(taskId: string): void {
+    const kept = this.tasks.get(taskId);
+    if (kept === undefined) return;
+    this.tasks.delete(taskId);
+    const shared = kept.identity;
+    if (--shared.refs === 0) this.identities.delete(shared.key);
   }
 
   /** Drops the oldest finished task's identity, if there is one. */
   private evictOne(): void {
     for (const [id, kept] of this.tasks) {
       if (kept.expiresAtMs !== Number.POSITIVE_INFINITY) {
-        this.tasks.delete(id);
+        this.forget(id);
         return;
       }
     }
@@ -226,7 +293,9 @@ export class TaskUsageBook {
     if (request === undefined) {
       const kept = this.tasks.get(taskId);
       request =
-        kept !== undefined && kept.expiresAtMs > this.options.nowMs() ? kept.request : undefined;
+        kept !== undefined && kept.expiresAtMs > this.options.nowMs()
+          ? kept.identity.request
+          : undefined;
     } else if (this.tasks.get(taskId) === undefined) {
       this.remember(taskId, request, false);
     }
@@ -234,12 +303,32 @@ export class TaskUsageBook {
     return {
       taskId,
       request,
-      report: (units) =>
-        request === undefined
-          ? Promise.reject(new UnknownTaskUsageError(taskId))
-          : charge(request, units),
+      report: (units) => {
+        if (request === undefined) return Promise.reject(new UnknownTaskUsageError(taskId));
+        const kept = this.tasks.get(taskId);
+        // The first report of an admission's run settles its reservation (its estimate, or
+        // the whole budget); later reports charge in full.
+        let settle = false;
+        if (kept !== undefined && Number.isSafeInteger(units) && units >= 0) {
+          const key = identityKeyOf(request);
+          const at = kept.unsettled.findIndex((u) => u.identity.key === key);
+          if (at >= 0) {
+            kept.unsettled.splice(at, 1);
+            settle = true;
+          }
+        }
+        return charge(request, units, settle);
+      },
     };
   }
+}
+
+/**
+ * The key of an identity's shared copy: its fields, JSON-quoted so no caller, tenant or skill
+ * name can run into the next field.
+ */
+function identityKeyOf(r: RequestIdentity): string {
+  return JSON.stringify([r.caller, r.method, r.tenant ?? null, r.skill ?? null, r.tier ?? null]);
 }
 
 /** The identity fields a usage charge needs (not the binding or the message id). */

@@ -32,6 +32,7 @@ import {
   type HoldOptions,
   type Policy,
 } from '../core/policy.js';
+import { reservedUnitsOf } from '../core/policy-tiers.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
 import { systemClock } from '../platform/system-clock.js';
 import { boundedInput } from './bounded-key.js';
@@ -187,20 +188,21 @@ export class MemoryStore implements Store, SynchronousStore {
   }
 
   /** Charges reported usage, as {@link Store.chargeUsage}, synchronously. */
-  chargeUsageSync(usage: DecisionInput, units: number): void {
+  chargeUsageSync(usage: DecisionInput, units: number, settle = false): void {
     const nowMs = this.clock.nowMs();
     // Keyed as the decision was (bounded parts): a long caller's usage meets its own bucket.
     const request = boundedInput(usage);
     for (const p of policiesOf(this.policies, request)) {
       if (p.kind !== 'rate' || p.unit === undefined) continue;
       const key = p.keyOf(request);
-      if (key !== undefined) chargeUsage(p, key, units, nowMs, this);
+      const charged = settle ? units - reservedUnitsOf(p) : units;
+      if (key !== undefined) chargeUsage(p, key, charged, nowMs, this);
     }
   }
 
   /** As `Store.chargeUsage`. */
-  chargeUsage(request: DecisionInput, units: number): Promise<void> {
-    this.chargeUsageSync(request, units);
+  chargeUsage(request: DecisionInput, units: number, settle?: boolean): Promise<void> {
+    this.chargeUsageSync(request, units, settle);
     return Promise.resolve();
   }
 

@@ -55,4 +55,18 @@ export class ManualClock implements Clock {
     }
     this.currentMs = ms;
   }
+
+  /**
+   * Steps the time back by `ms` (≥ 0), as a wall clock does when NTP or an operator corrects it:
+   * for tests of what a store does with state written before the step.
+   *
+   * @example
+   * ```ts
+   * clock.stepBack(3_600_000); // one hour
+   * ```
+   */
+  stepBack(ms: number): void {
+    if (!(ms >= 0)) throw new RangeError(`ManualClock.stepBack: ms must be ≥ 0, got ${ms}`);
+    this.currentMs -= ms;
+  }
 }

@@ -278,4 +278,32 @@ export const RATE_CONTRACT: readonly StoreContractCase[] = [
       await store.close();
     },
   },
+  {
+    name: "a clock stepped back an hour after a spent 60/min burst: the delay is the policy's (1 s), never the step; the caller stays spent",
+    async run(factory) {
+      const perMinute: Policy = { name: 'per-minute', kind: 'rate', limit: 60, windowSeconds: 60 };
+      const { clock, store } = await setup(factory, [perMinute]);
+      for (let i = 0; i < 60; i++) {
+        assert.equal((await store.decide(send('c', `m${i}`))).admitted, true, `burst ${i}`);
+      }
+      // Three retries hold slots 1, 2 and 3 s ahead, written on the clock before the step.
+      for (let i = 0; i < 3; i++) {
+        const r = rejected(await store.decide(send('c', `held${i}`)), `held ${i}`);
+        assert.equal(r.retryAfterMs, (i + 1) * 1000);
+        assert.equal(r.reserved, true);
+      }
+      clock.stepBack(3_600_000);
+      // A timestamp an hour (and more) ahead is one the policy never writes: a bucket spent now.
+      const first = rejected(await store.decide(send('c', 'after-step')), 'after the step');
+      assert.equal(first.retryAfterMs, 1000, 'one emission interval, not an hour');
+      // The holds were an hour ahead too: dropped, so a held request is a new one in line.
+      const held = rejected(await store.decide(send('c', 'held0')), 'held retry');
+      assert.ok(held.retryAfterMs <= 60_000, `held retry told ${held.retryAfterMs} ms`);
+      clock.advance(1000);
+      assert.equal((await store.decide(send('c', 'after-step'))).admitted, true, 'its own slot');
+      // Still spent: one request per emission interval, no fresh burst.
+      const next = rejected(await store.decide(send('c', 'fresh')), 'next');
+      assert.ok(next.retryAfterMs <= 60_000 && next.retryAfterMs > 0);
+    },
+  },
 ];
