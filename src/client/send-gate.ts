@@ -1,36 +1,30 @@
 /**
  * @module send-gate
- * The gate (docs/architecture.md, "The client"): one per (agent, caller identity, method group), where the group is the
- * policy a rejection named, else the method. When one call learns "not before t", calls not yet
- * sent in that group wait here and are then released at the policy's pace (`q`/`w` from
- * `RateLimit-Policy`; without it, one at a time as responses come back) instead of each finding
- * out separately. `RateLimit` (r, t) on successful responses keeps a steady client under the quota.
- * Retries never pass through a gate (each goes at its own hinted time), but they count: a rejected
- * call will use the slot it was told, so the next free slot is one interval after it.
- * `SendGateTable` owns the gates and bounds their number (idle gates are dropped, least recently
- * used first). This file owns only bookkeeping and waiting; the rules of a retry are plan-retry.ts.
- * A call may bring a {@link CallPlan} (the agent's published policies): it then also waits until
- * every planned policy says it conforms, and is counted in them when it goes. Planned calls go at
- * their instant, with jitter only when a plan is contended (other senders want the same slots).
+ * A lane of a pacer (pacer.ts; docs/architecture.md, "The client"): one per (agent, caller,
+ * method group), where the group is the policy a refusal named, else the method. It holds what
+ * answers taught: when one call learns "not before t", calls not yet sent in that group wait here
+ * and are then released at the policy's pace (`q`/`w` from `RateLimit-Policy`; without it, one at
+ * a time as responses come back) instead of each finding out separately; `RateLimit` (r, t) on
+ * successful responses keeps a steady client under the quota. Retries never queue here (each goes
+ * at its own hinted time), but they count: a rejected call will use the slot it was told, so the
+ * next free slot is one interval after it. A call may bring a {@link CallPlan} (the card's
+ * buckets): it then also waits until every bucket says it conforms, and is counted in them when it
+ * goes; planned calls go at their instant, with jitter only when a bucket is contended (other
+ * senders want the same slots). This file owns bookkeeping and waiting; the rules of a retry are
+ * plan-retry.ts.
  */
 
 import type { Clock } from '../core/clock.js';
 import type { AnnouncedPolicy, AnnouncedState, RetryHint } from '../wire/retry-hint.js';
 import type { CallPlan } from './policy-plan.js';
 import { type BudgetOption, RetryBudgetExceededError } from './retry-errors.js';
+import type { RateLimitInfo } from './retry-scheduler.js';
 import type { Sleep } from './sleep.js';
 
 /**
- * What a response announced about the limits (`RateLimit-Policy` and `RateLimit`).
- */
-export interface RateLimitInfo {
-  readonly policies: readonly AnnouncedPolicy[];
-  readonly states: readonly AnnouncedState[];
-}
-
-/**
- * How long a call may wait in a gate.
+ * How long a call may wait in a lane.
  *
+ * @internal
  * @example
  * ```ts
  * await gate.acquire({ deadlineMs: clock.nowMs() + 30_000, maxWaitMs: 60_000 });
@@ -55,7 +49,9 @@ interface Waiter {
 }
 
 /**
- * What a gate needs: time, and for jitter on contended plans a random source and a cap.
+ * What a lane needs: time, and for jitter on contended plans a random source and a cap.
+ *
+ * @internal
  */
 export interface SendGateDeps {
   readonly clock: Clock;
@@ -67,7 +63,7 @@ export interface SendGateDeps {
 }
 
 /**
- * One gate. Calls `acquire()` before their first send and `endSend()` when its response arrived;
+ * One lane. Calls `acquire()` before their first send and `endSend()` when its response arrived;
  * retries call `retryScheduled()` then `beginRetrySend()`. Responses feed `onRejected` /
  * `onSucceeded`.
  *
@@ -77,6 +73,8 @@ export interface SendGateDeps {
  * await gate.acquire({ deadlineMs: Number.POSITIVE_INFINITY, maxWaitMs: 60_000 });
  * try { await send(); } finally { gate.endSend(); }
  * ```
+ *
+ * @internal
  */
 export class SendGate {
   /** The group: a policy name, or a method name until a policy is known. */

@@ -263,7 +263,7 @@ export async function runFanOut(options: FanOutOptions): Promise<FanOutResult> {
       options.kind,
       time,
     );
-    heldByClient = () => scheduler.gates.waiting;
+    heldByClient = () => scheduler.waiting;
     const auth = { serviceParameters: { authorization: `Bearer ${ORCHESTRATOR_CALLER}` } };
     // "30 calls at once": the clock stands still until the agent has seen every call's first send
     // or the client holds it back (a planned client's queue), so a busy machine cannot spread the
