@@ -12,8 +12,8 @@
 
 import type { CardPolicy, CardRateLimits } from '../wire/rate-limit-card.js';
 import { type PacedCall, Pacer, type PacerHost } from './pacer.js';
+import type { LaneWaitLimits, PacerLaneDeps } from './pacer-lane.js';
 import type { CallPlan } from './policy-plan.js';
-import type { GateWaitLimits, SendGateDeps } from './send-gate.js';
 import { type Sleep, systemSleep } from './sleep.js';
 
 /**
@@ -25,7 +25,7 @@ import { type Sleep, systemSleep } from './sleep.js';
  * const table = new PacerTable({ clock: systemClock, maxEntries: 500 });
  * ```
  */
-export interface PacerTableOptions extends Omit<SendGateDeps, 'sleep'> {
+export interface PacerTableOptions extends Omit<PacerLaneDeps, 'sleep'> {
   /** Waits in the lanes. @defaultValue systemSleep */
   readonly sleep?: Sleep;
   /** Entries (lanes and buckets), and cards, kept at most while idle ones can go. @defaultValue 1_000 */
@@ -109,7 +109,7 @@ export class PacerTable {
   }
 
   /** Waits until a call may be sent under its (agent, caller) pacer; see {@link Pacer.start}. */
-  start(agent: string, caller: string, method: string, limits: GateWaitLimits): Promise<PacedCall> {
+  start(agent: string, caller: string, method: string, limits: LaneWaitLimits): Promise<PacedCall> {
     return this.pacerFor(agent, caller).start(method, this.policiesOf(agent, caller), limits);
   }
 

@@ -4,7 +4,7 @@
  * "The client"). It owns the card's buckets (the caller-scoped policies the agent's card
  * publishes, mirrored as the agent counts them: policy-plan.ts) and the holds learned from
  * answers (a lane per method group: a refusal's "not before t", then the pace `RateLimit` /
- * `RateLimit-Policy` announce, with the calls queued there: send-gate.ts). Each policy is paced by
+ * `RateLimit-Policy` announce, with the calls queued there: pacer-lane.ts). Each policy is paced by
  * one of them only: by its bucket when the card publishes it for the call, else by its lane's
  * hold. A call goes through a {@link PacedCall}, which routes what came back. At most
  * {@link MAX_POLICIES_PER_PACER} lanes (further policies named by refusals share one overflow
@@ -13,9 +13,9 @@
 
 import type { CardPolicy } from '../wire/rate-limit-card.js';
 import type { RetryHint } from '../wire/retry-hint.js';
+import { type LaneWaitLimits, PacerLane, type PacerLaneDeps } from './pacer-lane.js';
 import { CallPlan, ConcurrencyPlan, RatePlan } from './policy-plan.js';
 import type { RateLimitInfo } from './retry-scheduler.js';
-import { type GateWaitLimits, SendGate, type SendGateDeps } from './send-gate.js';
 
 /**
  * Lanes (method groups) per pacer, policies planned per call, and learned method → policy
@@ -41,7 +41,7 @@ const PLANNED_SCOPES: ReadonlySet<string> = new Set(['caller', 'caller+method'])
  * @internal
  */
 export interface PacerHost {
-  readonly deps: SendGateDeps;
+  readonly deps: PacerLaneDeps;
   /** An entry (lane or bucket) is about to be added: the table may drop idle ones of other pacers. */
   makeRoom(except: Pacer): void;
   /** Entries were added (positive) or dropped (negative). */
@@ -61,7 +61,7 @@ export class Pacer {
   /** The agent this pacer sends to. */
   readonly agent: string;
   private readonly host: PacerHost;
-  private readonly lanes = new Map<string, SendGate>();
+  private readonly lanes = new Map<string, PacerLane>();
   private readonly buckets = new Map<string, RatePlan | ConcurrencyPlan>();
   /** The policy last seen limiting a method: its calls queue in that policy's lane. */
   private readonly policyByMethod = new Map<string, string>();
@@ -133,7 +133,7 @@ export class Pacer {
   async start(
     method: string,
     policies: readonly CardPolicy[] | undefined,
-    limits: GateWaitLimits,
+    limits: LaneWaitLimits,
   ): Promise<PacedCall> {
     const plan = this.planFor(method, policies);
     const lane = this.laneFor(this.policyByMethod.get(method) ?? method);
@@ -147,7 +147,7 @@ export class Pacer {
   }
 
   /** `policy` limits `method`: its calls queue in that policy's lane from now on, returned. */
-  learnPolicy(method: string, policy: string): SendGate {
+  learnPolicy(method: string, policy: string): PacerLane {
     this.policyByMethod.delete(method);
     this.policyByMethod.set(method, policy);
     for (const [m, p] of this.policyByMethod) {
@@ -162,7 +162,7 @@ export class Pacer {
    * {@link MAX_POLICIES_PER_PACER} lanes that are not idle, or while its overflow lane holds a
    * wait, gets the overflow lane.
    */
-  private laneFor(group: string): SendGate {
+  private laneFor(group: string): PacerLane {
     const own = this.lanes.get(group);
     if (own !== undefined) return own;
     if (this.lanes.size >= MAX_POLICIES_PER_PACER) this.prune();
@@ -171,7 +171,7 @@ export class Pacer {
     if (overflow !== undefined && (full || !overflow.isIdle())) return overflow;
     const name = full ? OVERFLOW_GROUP : group;
     this.host.makeRoom(this);
-    const lane = new SendGate(name, this.host.deps);
+    const lane = new PacerLane(name, this.host.deps);
     this.lanes.set(name, lane);
     this.host.counted(1);
     return lane;
@@ -215,10 +215,10 @@ export class PacedCall {
   private readonly pacer: Pacer;
   private readonly method: string;
   private readonly plan: CallPlan | undefined;
-  private lane: SendGate;
+  private lane: PacerLane;
   private sentAtMs: number;
 
-  constructor(pacer: Pacer, method: string, lane: SendGate, plan: CallPlan | undefined) {
+  constructor(pacer: Pacer, method: string, lane: PacerLane, plan: CallPlan | undefined) {
     this.pacer = pacer;
     this.method = method;
     this.lane = lane;

@@ -1,5 +1,5 @@
 /**
- * @module send-gate
+ * @module pacer-lane
  * A lane of a pacer (pacer.ts; docs/architecture.md, "The client"): one per (agent, caller,
  * method group), where the group is the policy a refusal named, else the method. It holds what
  * answers taught: when one call learns "not before t", calls not yet sent in that group wait here
@@ -27,11 +27,11 @@ import type { Sleep } from './sleep.js';
  * @internal
  * @example
  * ```ts
- * await gate.acquire({ deadlineMs: clock.nowMs() + 30_000, maxWaitMs: 60_000 });
+ * await lane.acquire({ deadlineMs: clock.nowMs() + 30_000, maxWaitMs: 60_000 });
  * ```
  */
-export interface GateWaitLimits {
-  /** Absolute deadline, ms on the gate's clock (`Infinity` for none). */
+export interface LaneWaitLimits {
+  /** Absolute deadline, ms on the lane's clock (`Infinity` for none). */
   readonly deadlineMs: number;
   /** Longest single wait, ms. */
   readonly maxWaitMs: number;
@@ -53,7 +53,7 @@ interface Waiter {
  *
  * @internal
  */
-export interface SendGateDeps {
+export interface PacerLaneDeps {
   readonly clock: Clock;
   readonly sleep: Sleep;
   /** Uniform in [0, 1). @defaultValue Math.random */
@@ -69,14 +69,14 @@ export interface SendGateDeps {
  *
  * @example
  * ```ts
- * const gate = new SendGate('per-caller', { clock: systemClock, sleep: systemSleep });
- * await gate.acquire({ deadlineMs: Number.POSITIVE_INFINITY, maxWaitMs: 60_000 });
- * try { await send(); } finally { gate.endSend(); }
+ * const lane = new PacerLane('per-caller', { clock: systemClock, sleep: systemSleep });
+ * await lane.acquire({ deadlineMs: Number.POSITIVE_INFINITY, maxWaitMs: 60_000 });
+ * try { await send(); } finally { lane.endSend(); }
  * ```
  *
  * @internal
  */
-export class SendGate {
+export class PacerLane {
   /** The group: a policy name, or a method name until a policy is known. */
   readonly group: string;
   private readonly clock: Clock;
@@ -102,7 +102,7 @@ export class SendGate {
   private readonly waiters: Waiter[] = [];
   private wake: { atMs: number; controller: AbortController } | undefined;
 
-  constructor(group: string, deps: SendGateDeps) {
+  constructor(group: string, deps: PacerLaneDeps) {
     this.group = group;
     this.clock = deps.clock;
     this.sleep = deps.sleep;
@@ -116,8 +116,8 @@ export class SendGate {
   }
 
   /**
-   * Nothing queued, in flight or about to retry, and no wait in force: the gate is the same as no
-   * gate and may be dropped.
+   * Nothing queued, in flight or about to retry, and no wait in force: the lane is the same as no
+   * lane and may be dropped.
    */
   isIdle(): boolean {
     const nowMs = this.clock.nowMs();
@@ -136,7 +136,7 @@ export class SendGate {
    * wait does not fit in `limits`; a wait that is not predictable (pace unknown, a concurrency
    * plan full) fails when the deadline or `maxWaitMs` is reached.
    */
-  acquire(limits: GateWaitLimits, plan?: CallPlan): Promise<void> {
+  acquire(limits: LaneWaitLimits, plan?: CallPlan): Promise<void> {
     if (limits.signal?.aborted) return Promise.reject(limits.signal.reason);
     const nowMs = this.clock.nowMs();
     if (this.waiters.length === 0 && this.headReleaseAtMs(nowMs, plan) === nowMs) {
@@ -183,7 +183,7 @@ export class SendGate {
     });
   }
 
-  /** A re-send is scheduled (it will not wait in the gate, but it will use a slot). */
+  /** A re-send is scheduled (it will not wait in the lane, but it will use a slot). */
   retryScheduled(): void {
     this.pendingRetries++;
   }
@@ -201,7 +201,7 @@ export class SendGate {
     this.consumeIfKnown(this.clock.nowMs());
   }
 
-  /** Counts a call already sent (through another group's gate) as in flight here. */
+  /** Counts a call already sent (through another group's lane) as in flight here. */
   adoptInFlight(): void {
     this.inFlight++;
   }
@@ -215,7 +215,7 @@ export class SendGate {
   /**
    * A quota or overload rejection: no first send before now + `hint.delayMs`, and the rejected
    * call's own retry will use that slot. `planned`: the policy it names is planned by the calls'
-   * plans, which pace from it; the gate then only keeps the wall.
+   * plans, which pace from it; the lane then only keeps the wall.
    */
   onRejected(hint: RetryHint, planned = false): void {
     this.lastHint = hint;
@@ -305,19 +305,19 @@ export class SendGate {
     plan: CallPlan | undefined,
     waiter?: Waiter,
   ): number | undefined {
-    const gateAtMs = this.releaseAtMs(nowMs);
-    if (gateAtMs === undefined || plan === undefined) return gateAtMs;
+    const laneAtMs = this.releaseAtMs(nowMs);
+    if (laneAtMs === undefined || plan === undefined) return laneAtMs;
     const planAtMs = plan.releaseAtMs(nowMs);
     if (planAtMs === undefined) {
       plan.onRoom(this.pumpOnRoom);
       return undefined;
     }
-    if (planAtMs <= nowMs || waiter === undefined) return Math.max(gateAtMs, planAtMs);
+    if (planAtMs <= nowMs || waiter === undefined) return Math.max(laneAtMs, planAtMs);
     const contended = plan.contended(nowMs);
     if (waiter.jitterMs === undefined && contended !== undefined) {
       waiter.jitterMs = this.random() * Math.min(contended.intervalMs, this.jitterCapMs);
     }
-    return Math.max(gateAtMs, planAtMs + (waiter.jitterMs ?? 0));
+    return Math.max(laneAtMs, planAtMs + (waiter.jitterMs ?? 0));
   }
 
   /** Predictable release time of the waiter at `position` (0 = head), ms. */
