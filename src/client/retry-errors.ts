@@ -225,7 +225,7 @@ const BRANDS = ['isRateLimitedError', 'isAgentOverloadedError', 'isRetryBudgetEx
  * Finds the client's typed error in `error` or behind it: the error itself, its `cause` chain
  * (the SDK's `A2AError` keeps what it wrapped as `cause`), or the {@link RETRY_ERROR_PROPERTY} of
  * any error on that chain (grpc-js `ServiceError`). Failing those, an error the SDK threw on its
- * own for a limiter's refusal (see {@link refusalOf}) gives a `RateLimitedError` or
+ * own for a limiter's refusal (see `refusalOf` below) gives a `RateLimitedError` or
  * `AgentOverloadedError` made from it (`attempts` 1: the one answer it reports). Undefined when
  * the call did not stop on a limit.
  *

@@ -31,11 +31,6 @@ import { type Sleep, systemClock, systemSleep } from './sleep.js';
 
 /**
  * What a response announced about the limits (`RateLimit-Policy` and `RateLimit`).
- *
- * @example
- * ```ts
- * const rateLimit: RateLimitInfo = readRateLimitHeaders(response.headers, scheduler.nowMs());
- * ```
  */
 export interface RateLimitInfo {
   readonly policies: readonly AnnouncedPolicy[];
