@@ -97,6 +97,33 @@ describe('PacerTable against hostile agents', () => {
     expect(await next).toBe('ok');
     expect(sentAtMs).toBe(30_000);
   });
+
+  it('one bound over every pacer: idle lanes of busy pacers go too, their live holds stay', async () => {
+    const { vt, scheduler, call } = setup(6);
+    const ok = async (): Promise<AttemptOutcome<string>> => ({ ok: true, value: 'ok' });
+    const callAs = (
+      agent: string,
+      method: string,
+      attempt: () => Promise<AttemptOutcome<string>>,
+    ) => scheduler.run({ agent, caller: 'me', method }, attempt).catch(() => 'failed');
+    // A busy pacer: a 30 s wait, and four idle lanes (SendMessage's, and three methods').
+    await call('a', refused('p', 30_000));
+    for (const method of ['GetTask', 'ListTasks', 'CancelTask']) await callAs('a', method, ok);
+    expect(scheduler.pacers.size).toBe(5);
+    // Another busy pacer needs two entries: no pacer is idle, so a's idle lanes make room.
+    await call('b', refused('q', 30_000));
+    expect(scheduler.pacers.size).toBeLessThanOrEqual(6);
+    const sentAtMs: Record<string, number> = {};
+    const next = ['a', 'b'].map((agent) =>
+      scheduler.run({ agent, caller: 'me', method: 'SendMessage' }, async () => {
+        sentAtMs[agent] = vt.nowMs();
+        return { ok: true, value: 'ok' };
+      }),
+    );
+    await vt.advance(30_000);
+    expect(await Promise.all(next)).toEqual(['ok', 'ok']);
+    expect(sentAtMs).toEqual({ a: 30_000, b: 30_000 });
+  });
 });
 
 const clock = { nowMs: () => 0 };
