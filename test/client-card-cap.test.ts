@@ -126,7 +126,7 @@ describe('card reader against a hostile agent', () => {
     expect(agent.served.finished).toBe(false);
     // Socket buffers aside, the server was stopped far before the end of its card.
     expect(agent.served.produced).toBeLessThan(CARD_BYTES / 2);
-    expect(client.scheduler.plans.knows(agent.baseUrl)).toBe(false);
+    expect(client.scheduler.pacers.knows(agent.baseUrl)).toBe(false);
   });
 
   it('a gzip card whose Content-Length (50 KiB, compressed) lies about its 50 MiB: stopped at the cap', async () => {
@@ -158,6 +158,6 @@ describe('card reader against a hostile agent', () => {
     ).rejects.toThrow(/agent card is larger than 1048576 bytes/);
     expect(client.pulled.bytes).toBeGreaterThan(MAX_CARD_BYTES);
     expect(client.pulled.bytes).toBeLessThanOrEqual(READ_BOUND_BYTES);
-    expect(client.scheduler.plans.knows(agent.baseUrl)).toBe(false);
+    expect(client.scheduler.pacers.knows(agent.baseUrl)).toBe(false);
   });
 });

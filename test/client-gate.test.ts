@@ -171,6 +171,6 @@ describe('gate', () => {
         value: i,
       }));
     }
-    expect(scheduler.gates.size).toBeLessThanOrEqual(10);
+    expect(scheduler.pacers.size).toBeLessThanOrEqual(10);
   });
 });

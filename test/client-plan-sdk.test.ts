@@ -164,7 +164,7 @@ async function fanOutAtOnce(s: Setup, caller: string, calls: number): Promise<nu
   await new Promise<void>((resolve) => {
     const watch = setInterval(() => {
       atOnce = mine().length - before;
-      if (atOnce + s.scheduler.gates.waiting < calls) return;
+      if (atOnce + s.scheduler.waiting < calls) return;
       clearInterval(watch);
       resolve();
     }, 1);

@@ -7,8 +7,8 @@
 import { parseList } from 'structured-headers';
 import { describe, expect, it } from 'vitest';
 import { SimulatedAgent } from '../packages/cli/src/simulated-agent.js';
+import { PacerTable } from '../src/client/pacer-table.js';
 import { RetryScheduler } from '../src/client/retry-scheduler.js';
-import { SendPlanTable } from '../src/client/send-plan-table.js';
 import type { Policy } from '../src/core/policy.js';
 import type { LimitState } from '../src/core/rejection.js';
 import { rateLimitExtension } from '../src/server/card-extension.js';
@@ -151,7 +151,7 @@ describe('the unit on the card', () => {
   });
 
   it('a card plan paces requests by the request policy only, never by the token budget', () => {
-    const table = new SendPlanTable({ clock: { nowMs: () => 0 } });
+    const table = new PacerTable({ clock: { nowMs: () => 0 } });
     const card = readRateLimitCard({
       capabilities: {
         extensions: [

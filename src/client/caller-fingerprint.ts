@@ -1,8 +1,8 @@
 /**
  * @module caller-fingerprint
- * A short, stable, non-reversible key for a credential (cyrb53), so that gates can be kept per
+ * A short, stable, non-reversible key for a credential (cyrb53), so that pacers can be kept per
  * caller without keeping anyone's token in clear in memory. Not cryptographic: a collision only
- * makes two callers share a gate (one may wait for the other), never leaks anything.
+ * makes two callers share a pacer (one may wait for the other), never leaks anything.
  */
 
 /**

@@ -42,7 +42,7 @@ import {
 export interface RetryingFetchOptions extends RetrySchedulerOptions {
   /** The fetch that actually sends. @defaultValue globalThis.fetch */
   readonly fetch?: typeof fetch;
-  /** A scheduler to share gates with other transports (its own options then apply). */
+  /** A scheduler to share pacing with other transports (its own options then apply). */
   readonly scheduler?: RetryScheduler;
   /**
    * The caller identity the agent limits by; calls of different callers never wait for each other.
@@ -131,7 +131,7 @@ export function createRetryingFetch(options: RetryingFetchOptions = {}): typeof 
           'text/event-stream',
         );
         // A stream that started is never retried: once its first event may be out, it is the SDK's.
-        if (response.ok && isEventStream && scheduler.plans.knows(agent, caller)) {
+        if (response.ok && isEventStream && scheduler.pacers.knows(agent, caller)) {
           // A planned stream counts in flight until its body ends.
           const { response: tracked, ended } = trackBodyEnd(response);
           return { ok: true, value: tracked, rateLimit, busyUntil: ended };

@@ -21,8 +21,8 @@ describe('learnAgentCardResponse: a card plans only for its own origin', () => {
       new Response(JSON.stringify(card), { headers: { 'content-type': 'application/json' } }),
       (u) => u.origin,
     );
-    expect(scheduler.plans.planFor('https://evil.example', 'c', 'SendMessage')).toBeDefined();
-    expect(scheduler.plans.planFor('https://victim.example', 'c', 'SendMessage')).toBeUndefined();
+    expect(scheduler.pacers.planFor('https://evil.example', 'c', 'SendMessage')).toBeDefined();
+    expect(scheduler.pacers.planFor('https://victim.example', 'c', 'SendMessage')).toBeUndefined();
   });
 });
 
@@ -60,7 +60,7 @@ describe('learnAgentCardResponse: the card is read by bytes, not by Content-Leng
       response,
       (u) => u.origin,
     );
-    expect(scheduler.plans.knows('https://a.example')).toBe(true);
+    expect(scheduler.pacers.knows('https://a.example')).toBe(true);
   });
 
   it('a card whose Content-Length says 2 KiB but runs past the cap: reading stops there, not learned', async () => {
@@ -72,7 +72,7 @@ describe('learnAgentCardResponse: the card is read by bytes, not by Content-Leng
       huge.response,
       (u) => u.origin,
     );
-    expect(scheduler.plans.knows('https://a.example')).toBe(false);
+    expect(scheduler.pacers.knows('https://a.example')).toBe(false);
     // 1 MiB in 64 KiB pieces is 16 pulls; the source was cancelled long before its 128.
     expect(huge.pulls()).toBeLessThan(24);
   });

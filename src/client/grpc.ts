@@ -43,10 +43,10 @@ import {
  * ```
  */
 export interface RetryInterceptorOptions extends RetrySchedulerOptions {
-  /** A scheduler to share gates with other transports (its own options then apply). */
+  /** A scheduler to share pacing with other transports (its own options then apply). */
   readonly scheduler?: RetryScheduler;
   /**
-   * The agent this interceptor talks to; gates are per agent. grpc-js does not tell an interceptor
+   * The agent this interceptor talks to; pacing is per agent. grpc-js does not tell an interceptor
    * its channel's target, so use one interceptor per agent or name it here. @defaultValue 'grpc'
    */
   readonly agent?: string;

@@ -2,8 +2,8 @@
  * @module client
  * The `a2a-ratelimit/client` entry, a hand-written list: a client that waits exactly as long as
  * the agent asks. `createRetryingFetch` plugs into the SDK's JSON-RPC and REST transports;
- * `RetryScheduler` runs any transport with the same rules and gates; the typed errors and their
- * guards say why a call gave up. Gates, plans and the rules as a pure function stay internal.
+ * `RetryScheduler` runs any transport with the same rules and pacers; the typed errors and their
+ * guards say why a call gave up. Pacers and the rules as a pure function stay internal.
  * The gRPC interceptor lives in `a2a-ratelimit/client/grpc` so that this entry never loads
  * grpc-js.
  */
@@ -21,6 +21,7 @@ export {
   type RetryError,
   retryErrorOf,
 } from './retry-errors.js';
+export type { RateLimitInfo } from './retry-scheduler.js';
 export {
   type Attempt,
   type AttemptOutcome,
@@ -29,5 +30,4 @@ export {
   type RetrySchedulerStats,
   type ScheduledCall,
 } from './retry-scheduler.js';
-export type { RateLimitInfo } from './send-gate.js';
 export { type Sleep, systemSleep } from './sleep.js';

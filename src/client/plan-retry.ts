@@ -3,7 +3,7 @@
  * The client's retry rules (docs/architecture.md, "The client") as one pure function: given the hint of a failed attempt, how long
  * to wait before re-sending, or why to stop. No clock reads, no timers: time and randomness come in
  * as arguments, so the rules are property-tested directly. The scheduler (retry-scheduler.ts) owns
- * the waiting, the gate and the deadline bookkeeping.
+ * the waiting, the pacer and the deadline bookkeeping.
  */
 
 import { MESSAGE_METHODS, toA2AMethod } from '../core/a2a-methods.js';

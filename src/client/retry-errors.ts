@@ -158,7 +158,7 @@ export interface RetryBudgetExceededOptions extends RetryErrorOptions {
 }
 
 /**
- * The wait the agent asked for (or the gate's queue) does not fit: it exceeds what is left of the
+ * The wait the agent asked for (or the pacer's queue) does not fit: it exceeds what is left of the
  * caller's budget, or the configured `maxSingleWaitMs`. Thrown at once, instead of retrying early
  * or sleeping out a budget that cannot be used.
  *

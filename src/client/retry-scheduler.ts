@@ -1,19 +1,20 @@
 /**
  * @module retry-scheduler
- * `RetryScheduler`: runs one A2A call through the gate of its group and re-sends it, unchanged,
- * as docs/architecture.md ("The client") says (rules in plan-retry.ts). Transport-agnostic: the fetch adapter and the gRPC
- * interceptor give it an `attempt` function that sends the identical request once and reports what
- * came back as a {@link RetryHint} (via `extractRetryHint`). It owns the deadline, the waiting,
- * the typed errors, and feeding every response to the gate. With an agent's card learned
- * (`learnAgentCard`, or the adapters seeing it go by), first sends are also planned from the
- * published policies (send-plan-table.ts): paced to the rate, bounded to the concurrency, and every
- * answer and rejection corrects the plan; a rejection is still handled by the same rules.
+ * `RetryScheduler`: runs one A2A call under the pacer of its (agent, caller) and re-sends it,
+ * unchanged, as docs/architecture.md ("The client") says (rules in plan-retry.ts).
+ * Transport-agnostic: the fetch adapter and the gRPC interceptor give it an `attempt` function
+ * that sends the identical request once and reports what came back as a {@link RetryHint} (via
+ * `extractRetryHint`). It owns the deadline, the waits between attempts, the typed errors, and
+ * reporting every answer to the call's pacer (pacer.ts), which paces first sends by what refusals
+ * taught and, once an agent's card is learned (`learnAgentCard`, or the adapters seeing it go by),
+ * by the policies it publishes; a rejection is still handled by the same rules.
  */
 
 import type { Clock } from '../core/clock.js';
 import { readRateLimitCard } from '../wire/rate-limit-card.js';
-import type { RetryHint } from '../wire/retry-hint.js';
+import type { AnnouncedPolicy, AnnouncedState, RetryHint } from '../wire/retry-hint.js';
 import { agentCardTargets } from './agent-card-targets.js';
+import { PacerTable } from './pacer-table.js';
 import {
   DEFAULT_RETRY_RULES,
   isHintedRefusal,
@@ -21,16 +22,20 @@ import {
   type RetryRules,
   type StopReason,
 } from './plan-retry.js';
-import type { CallPlan } from './policy-plan.js';
 import {
   AgentOverloadedError,
   RateLimitedError,
   RetryBudgetExceededError,
 } from './retry-errors.js';
-import type { RateLimitInfo, SendGate } from './send-gate.js';
-import { SendGateTable } from './send-gate-table.js';
-import { SendPlanTable } from './send-plan-table.js';
 import { type Sleep, systemClock, systemSleep } from './sleep.js';
+
+/**
+ * What a response announced about the limits (`RateLimit-Policy` and `RateLimit`).
+ */
+export interface RateLimitInfo {
+  readonly policies: readonly AnnouncedPolicy[];
+  readonly states: readonly AnnouncedState[];
+}
 
 /**
  * Options of {@link RetryScheduler}: the retry rules plus the caller's default budget and the
@@ -44,7 +49,10 @@ import { type Sleep, systemClock, systemSleep } from './sleep.js';
 export interface RetrySchedulerOptions extends Partial<RetryRules> {
   /** Total time one call may take, first send to last response, unless the call sets `deadlineMs`. @defaultValue 120_000 */
   readonly budgetMs?: number;
-  /** Gates kept at most (idle ones are dropped first); also bounds the plans. @defaultValue 1_000 */
+  /**
+   * Pacing entries kept at most (each (agent, caller) pacer's lanes and card buckets; idle ones
+   * are dropped first, a live wait never); also bounds the cards. @defaultValue 1_000
+   */
   readonly maxGates?: number;
   /**
    * Plan first sends from the policies an agent's card publishes, once a card is learned.
@@ -53,7 +61,7 @@ export interface RetrySchedulerOptions extends Partial<RetryRules> {
   readonly planFromCard?: boolean;
   /** Time source. @defaultValue systemClock */
   readonly clock?: Clock;
-  /** Waits between attempts and in the gate. @defaultValue systemSleep */
+  /** Waits between attempts and in the pacers. @defaultValue systemSleep */
   readonly sleep?: Sleep;
   /** Uniform in [0, 1), for jitter and backoff. @defaultValue Math.random */
   readonly random?: () => number;
@@ -63,9 +71,9 @@ export interface RetrySchedulerOptions extends Partial<RetryRules> {
  * One call as the scheduler sees it.
  */
 export interface ScheduledCall {
-  /** Which agent (e.g. the URL origin); gates are per agent. */
+  /** Which agent (e.g. the URL origin); pacing is per agent. */
   readonly agent: string;
-  /** The caller identity the agent limits by (e.g. the credentials); gates are per caller. */
+  /** The caller identity the agent limits by (e.g. the credentials); pacing is per caller. */
   readonly caller: string;
   /** The A2A method (decides whether transient failures may be retried). */
   readonly method: string;
@@ -126,8 +134,8 @@ export interface RetrySchedulerStats {
 }
 
 /**
- * Runs calls with the client's retry rules and a shared gate per (agent, caller, method group).
- * Share one scheduler between all the transports of a process so that they share gates.
+ * Runs calls with the client's retry rules and a shared pacer per (agent, caller). Share one
+ * scheduler between all the transports of a process so that they share what they learn.
  *
  * @example
  * ```ts
@@ -143,10 +151,12 @@ export class RetryScheduler {
   readonly rules: RetryRules;
   /** Default total budget per call, ms. */
   readonly budgetMs: number;
-  /** The gates. @internal */
-  readonly gates: SendGateTable;
-  /** What the agents' cards said, and the plans made from it. @internal */
-  readonly plans: SendPlanTable;
+  /**
+   * The pacers, one per (agent, caller): the cards' buckets and the learned holds.
+   *
+   * @internal
+   */
+  readonly pacers: PacerTable;
   /** Counters. */
   readonly stats: RetrySchedulerStats = { sends: 0, retries: 0, failedCalls: 0 };
   private readonly clock: Clock;
@@ -169,17 +179,12 @@ export class RetryScheduler {
     this.sleep = options.sleep ?? systemSleep;
     this.random = options.random ?? Math.random;
     this.planFromCard = options.planFromCard ?? true;
-    const maxGates = options.maxGates === undefined ? {} : { maxGates: options.maxGates };
-    this.gates = new SendGateTable({
+    this.pacers = new PacerTable({
       clock: this.clock,
       sleep: this.sleep,
       random: this.random,
       jitterMs: this.rules.jitterMs,
-      ...maxGates,
-    });
-    this.plans = new SendPlanTable({
-      clock: this.clock,
-      ...(options.maxGates === undefined ? {} : { maxPlans: options.maxGates }),
+      ...(options.maxGates === undefined ? {} : { maxEntries: options.maxGates }),
     });
   }
 
@@ -204,14 +209,9 @@ export class RetryScheduler {
     const limits = readRateLimitCard(card);
     if (limits === undefined || !this.planFromCard) return false;
     for (const agent of options.agents ?? agentCardTargets(card).keys) {
-      this.plans.learn(agent, limits, options.caller);
+      this.pacers.learn(agent, limits, options.caller);
     }
     return true;
-  }
-
-  /** Calls waiting in any gate for their first send (a planned client's queue included). */
-  get waiting(): number {
-    return this.gates.waiting;
   }
 
   /** Now on the scheduler's clock, ms. */
@@ -219,8 +219,13 @@ export class RetryScheduler {
     return this.clock.nowMs();
   }
 
+  /** Calls held back before their first send (by a learned hold or a card's pace). */
+  get waiting(): number {
+    return this.pacers.waiting;
+  }
+
   /**
-   * Runs one call: waits in its gate, sends, and re-sends on retryable failures until it succeeds
+   * Runs one call: waits for its pacer, sends, and re-sends on retryable failures until it succeeds
    * or a rule says stop. Resolves with the successful value, or with the transport's own failure
    * value; rejects with the transport's own error, `RateLimitedError`, `AgentOverloadedError`,
    * `RetryBudgetExceededError`, or the abort reason.
@@ -232,10 +237,8 @@ export class RetryScheduler {
       startMs + this.budgetMs,
     );
     const { agent, caller, method, signal } = call;
-    const callPlan = this.planFromCard ? this.plans.planFor(agent, caller, method) : undefined;
-    let gate = this.gateOf(call);
-    await gate.acquire({ deadlineMs, maxWaitMs: this.rules.maxSingleWaitMs, signal }, callPlan);
-    let sentAtMs = this.clock.nowMs();
+    const limits = { deadlineMs, maxWaitMs: this.rules.maxSingleWaitMs, signal };
+    const paced = await this.pacers.start(agent, caller, method, limits);
     let hintedRetries = 0;
 
     for (let attemptIndex = 0; ; attemptIndex++) {
@@ -244,39 +247,17 @@ export class RetryScheduler {
       try {
         outcome = await attempt(attemptIndex);
       } catch (error) {
-        callPlan?.settled(sentAtMs, this.clock.nowMs());
-        callPlan?.release();
-        gate.endSend();
+        paced.failed();
         this.stats.failedCalls++;
         throw error;
       }
       if (outcome.ok) {
-        if (callPlan !== undefined) settlePlan(callPlan, sentAtMs, this.clock.nowMs(), outcome);
-        gate.onSucceeded(unplanned(outcome.rateLimit, callPlan));
-        gate.endSend();
+        paced.answered(outcome.rateLimit, outcome.busyUntil);
         return outcome.value;
       }
 
       const { hint } = outcome;
-      const limited = hint.kind === 'quota' || hint.kind === 'overload';
-      if (callPlan !== undefined) {
-        settlePlan(callPlan, sentAtMs, this.clock.nowMs(), hint);
-        if (limited && hint.delayMs !== undefined) {
-          callPlan.rejected(hint.policy, hint.delayMs, hint.reserved === true, this.clock.nowMs());
-        }
-      }
-      if (limited && hint.policy !== undefined) {
-        // The limit has a name: this method's calls now queue in that policy's gate.
-        this.gates.learnPolicy(agent, caller, method, hint.policy);
-        const named = this.gates.gateFor(agent, caller, hint.policy);
-        if (named !== gate) {
-          gate.endSend();
-          named.adoptInFlight(); // count this in-flight call in its real group
-          gate = named;
-        }
-      }
-      if (limited) gate.onRejected(hint, callPlan?.covers(hint.policy) === true);
-
+      paced.refused(hint);
       const plan = planRetry(
         {
           hint,
@@ -291,7 +272,7 @@ export class RetryScheduler {
         this.rules,
       );
       if (plan.action === 'stop') {
-        gate.endSend();
+        paced.stopped();
         this.stats.failedCalls++;
         return this.stop(plan.reason, outcome, attemptIndex + 1, {
           requiredWaitMs: plan.requiredWaitMs ?? 0,
@@ -300,25 +281,17 @@ export class RetryScheduler {
       }
 
       if (isHintedRefusal(hint)) hintedRetries++;
-      gate.retryScheduled();
-      gate.endSend();
+      paced.retryScheduled();
       try {
         await this.sleep(plan.delayMs, signal);
       } catch (error) {
-        gate.retryCancelled();
+        paced.retryCancelled();
         this.stats.failedCalls++;
         throw error;
       }
-      gate.beginRetrySend();
-      sentAtMs = this.clock.nowMs();
-      callPlan?.begin(sentAtMs, hint.reserved === true ? hint.policy : undefined);
+      paced.resend(hint);
       this.stats.retries++;
     }
-  }
-
-  private gateOf(call: ScheduledCall): SendGate {
-    const group = this.gates.groupFor(call.agent, call.caller, call.method);
-    return this.gates.gateFor(call.agent, call.caller, group);
   }
 
   private stop<T>(
@@ -342,34 +315,4 @@ export class RetryScheduler {
     if ('error' in failure) throw failure.error;
     return failure.value;
   }
-}
-
-/** An answer (or a rejection's hint) reaches the plan; its concurrency room frees when the call does. */
-function settlePlan<T>(
-  plan: CallPlan,
-  sentAtMs: number,
-  nowMs: number,
-  answer: Extract<AttemptOutcome<T>, { ok: true }> | RetryHint,
-): void {
-  const limits = 'ok' in answer ? answer.rateLimit : answer;
-  plan.settled(sentAtMs, nowMs, limits);
-  const busyUntil = 'ok' in answer ? answer.busyUntil : undefined;
-  if (busyUntil === undefined) plan.release();
-  else
-    busyUntil.then(
-      () => plan.release(),
-      () => plan.release(),
-    );
-}
-
-/** What the gate's own pacing still needs: the `RateLimit` items no plan of this call follows. */
-function unplanned(
-  info: RateLimitInfo | undefined,
-  plan: CallPlan | undefined,
-): RateLimitInfo | undefined {
-  if (info === undefined || plan === undefined) return info;
-  const states = info.states.filter((s) => !plan.covers(s.policy));
-  if (states.length === info.states.length) return info;
-  if (states.length === 0) return undefined;
-  return { policies: info.policies.filter((p) => !plan.covers(p.policy)), states };
 }

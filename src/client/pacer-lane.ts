@@ -1,43 +1,37 @@
 /**
- * @module send-gate
- * The gate (docs/architecture.md, "The client"): one per (agent, caller identity, method group), where the group is the
- * policy a rejection named, else the method. When one call learns "not before t", calls not yet
- * sent in that group wait here and are then released at the policy's pace (`q`/`w` from
- * `RateLimit-Policy`; without it, one at a time as responses come back) instead of each finding
- * out separately. `RateLimit` (r, t) on successful responses keeps a steady client under the quota.
- * Retries never pass through a gate (each goes at its own hinted time), but they count: a rejected
- * call will use the slot it was told, so the next free slot is one interval after it.
- * `SendGateTable` owns the gates and bounds their number (idle gates are dropped, least recently
- * used first). This file owns only bookkeeping and waiting; the rules of a retry are plan-retry.ts.
- * A call may bring a {@link CallPlan} (the agent's published policies): it then also waits until
- * every planned policy says it conforms, and is counted in them when it goes. Planned calls go at
- * their instant, with jitter only when a plan is contended (other senders want the same slots).
+ * @module pacer-lane
+ * A lane of a pacer (pacer.ts; docs/architecture.md, "The client"): one per (agent, caller,
+ * method group), where the group is the policy a refusal named, else the method. It holds what
+ * answers taught: when one call learns "not before t", calls not yet sent in that group wait here
+ * and are then released at the policy's pace (`q`/`w` from `RateLimit-Policy`; without it, one at
+ * a time as responses come back) instead of each finding out separately; `RateLimit` (r, t) on
+ * successful responses keeps a steady client under the quota. Retries never queue here (each goes
+ * at its own hinted time), but they count: a rejected call will use the slot it was told, so the
+ * next free slot is one interval after it. A call may bring a {@link CallPlan} (the card's
+ * buckets): it then also waits until every bucket says it conforms, and is counted in them when it
+ * goes; planned calls go at their instant, with jitter only when a bucket is contended (other
+ * senders want the same slots). This file owns bookkeeping and waiting; the rules of a retry are
+ * plan-retry.ts.
  */
 
 import type { Clock } from '../core/clock.js';
 import type { AnnouncedPolicy, AnnouncedState, RetryHint } from '../wire/retry-hint.js';
 import type { CallPlan } from './policy-plan.js';
 import { type BudgetOption, RetryBudgetExceededError } from './retry-errors.js';
+import type { RateLimitInfo } from './retry-scheduler.js';
 import type { Sleep } from './sleep.js';
 
 /**
- * What a response announced about the limits (`RateLimit-Policy` and `RateLimit`).
- */
-export interface RateLimitInfo {
-  readonly policies: readonly AnnouncedPolicy[];
-  readonly states: readonly AnnouncedState[];
-}
-
-/**
- * How long a call may wait in a gate.
+ * How long a call may wait in a lane.
  *
+ * @internal
  * @example
  * ```ts
- * await gate.acquire({ deadlineMs: clock.nowMs() + 30_000, maxWaitMs: 60_000 });
+ * await lane.acquire({ deadlineMs: clock.nowMs() + 30_000, maxWaitMs: 60_000 });
  * ```
  */
-export interface GateWaitLimits {
-  /** Absolute deadline, ms on the gate's clock (`Infinity` for none). */
+export interface LaneWaitLimits {
+  /** Absolute deadline, ms on the lane's clock (`Infinity` for none). */
   readonly deadlineMs: number;
   /** Longest single wait, ms. */
   readonly maxWaitMs: number;
@@ -55,9 +49,11 @@ interface Waiter {
 }
 
 /**
- * What a gate needs: time, and for jitter on contended plans a random source and a cap.
+ * What a lane needs: time, and for jitter on contended plans a random source and a cap.
+ *
+ * @internal
  */
-export interface SendGateDeps {
+export interface PacerLaneDeps {
   readonly clock: Clock;
   readonly sleep: Sleep;
   /** Uniform in [0, 1). @defaultValue Math.random */
@@ -67,18 +63,20 @@ export interface SendGateDeps {
 }
 
 /**
- * One gate. Calls `acquire()` before their first send and `endSend()` when its response arrived;
+ * One lane. Calls `acquire()` before their first send and `endSend()` when its response arrived;
  * retries call `retryScheduled()` then `beginRetrySend()`. Responses feed `onRejected` /
  * `onSucceeded`.
  *
  * @example
  * ```ts
- * const gate = new SendGate('per-caller', { clock: systemClock, sleep: systemSleep });
- * await gate.acquire({ deadlineMs: Number.POSITIVE_INFINITY, maxWaitMs: 60_000 });
- * try { await send(); } finally { gate.endSend(); }
+ * const lane = new PacerLane('per-caller', { clock: systemClock, sleep: systemSleep });
+ * await lane.acquire({ deadlineMs: Number.POSITIVE_INFINITY, maxWaitMs: 60_000 });
+ * try { await send(); } finally { lane.endSend(); }
  * ```
+ *
+ * @internal
  */
-export class SendGate {
+export class PacerLane {
   /** The group: a policy name, or a method name until a policy is known. */
   readonly group: string;
   private readonly clock: Clock;
@@ -104,7 +102,7 @@ export class SendGate {
   private readonly waiters: Waiter[] = [];
   private wake: { atMs: number; controller: AbortController } | undefined;
 
-  constructor(group: string, deps: SendGateDeps) {
+  constructor(group: string, deps: PacerLaneDeps) {
     this.group = group;
     this.clock = deps.clock;
     this.sleep = deps.sleep;
@@ -118,8 +116,8 @@ export class SendGate {
   }
 
   /**
-   * Nothing queued, in flight or about to retry, and no wait in force: the gate is the same as no
-   * gate and may be dropped.
+   * Nothing queued, in flight or about to retry, and no wait in force: the lane is the same as no
+   * lane and may be dropped.
    */
   isIdle(): boolean {
     const nowMs = this.clock.nowMs();
@@ -138,7 +136,7 @@ export class SendGate {
    * wait does not fit in `limits`; a wait that is not predictable (pace unknown, a concurrency
    * plan full) fails when the deadline or `maxWaitMs` is reached.
    */
-  acquire(limits: GateWaitLimits, plan?: CallPlan): Promise<void> {
+  acquire(limits: LaneWaitLimits, plan?: CallPlan): Promise<void> {
     if (limits.signal?.aborted) return Promise.reject(limits.signal.reason);
     const nowMs = this.clock.nowMs();
     if (this.waiters.length === 0 && this.headReleaseAtMs(nowMs, plan) === nowMs) {
@@ -185,7 +183,7 @@ export class SendGate {
     });
   }
 
-  /** A re-send is scheduled (it will not wait in the gate, but it will use a slot). */
+  /** A re-send is scheduled (it will not wait in the lane, but it will use a slot). */
   retryScheduled(): void {
     this.pendingRetries++;
   }
@@ -203,7 +201,7 @@ export class SendGate {
     this.consumeIfKnown(this.clock.nowMs());
   }
 
-  /** Counts a call already sent (through another group's gate) as in flight here. */
+  /** Counts a call already sent (through another group's lane) as in flight here. */
   adoptInFlight(): void {
     this.inFlight++;
   }
@@ -217,7 +215,7 @@ export class SendGate {
   /**
    * A quota or overload rejection: no first send before now + `hint.delayMs`, and the rejected
    * call's own retry will use that slot. `planned`: the policy it names is planned by the calls'
-   * plans, which pace from it; the gate then only keeps the wall.
+   * plans, which pace from it; the lane then only keeps the wall.
    */
   onRejected(hint: RetryHint, planned = false): void {
     this.lastHint = hint;
@@ -307,19 +305,19 @@ export class SendGate {
     plan: CallPlan | undefined,
     waiter?: Waiter,
   ): number | undefined {
-    const gateAtMs = this.releaseAtMs(nowMs);
-    if (gateAtMs === undefined || plan === undefined) return gateAtMs;
+    const laneAtMs = this.releaseAtMs(nowMs);
+    if (laneAtMs === undefined || plan === undefined) return laneAtMs;
     const planAtMs = plan.releaseAtMs(nowMs);
     if (planAtMs === undefined) {
       plan.onRoom(this.pumpOnRoom);
       return undefined;
     }
-    if (planAtMs <= nowMs || waiter === undefined) return Math.max(gateAtMs, planAtMs);
+    if (planAtMs <= nowMs || waiter === undefined) return Math.max(laneAtMs, planAtMs);
     const contended = plan.contended(nowMs);
     if (waiter.jitterMs === undefined && contended !== undefined) {
       waiter.jitterMs = this.random() * Math.min(contended.intervalMs, this.jitterCapMs);
     }
-    return Math.max(gateAtMs, planAtMs + (waiter.jitterMs ?? 0));
+    return Math.max(laneAtMs, planAtMs + (waiter.jitterMs ?? 0));
   }
 
   /** Predictable release time of the waiter at `position` (0 = head), ms. */

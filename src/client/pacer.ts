@@ -1,0 +1,321 @@
+/**
+ * @module pacer
+ * `Pacer`: how fast one caller may send to one agent, kept in one place (docs/architecture.md,
+ * "The client"). It owns the card's buckets (the caller-scoped policies the agent's card
+ * publishes, mirrored as the agent counts them: policy-plan.ts) and the holds learned from
+ * answers (a lane per method group: a refusal's "not before t", then the pace `RateLimit` /
+ * `RateLimit-Policy` announce, with the calls queued there: pacer-lane.ts). Each policy is paced by
+ * one of them only: by its bucket when the card publishes it for the call, else by its lane's
+ * hold. A call goes through a {@link PacedCall}, which routes what came back. At most
+ * {@link MAX_POLICIES_PER_PACER} lanes (further policies named by refusals share one overflow
+ * lane, their waits add up there) and as many planned policies per call.
+ */
+
+import type { CardPolicy } from '../wire/rate-limit-card.js';
+import type { RetryHint } from '../wire/retry-hint.js';
+import { type LaneWaitLimits, PacerLane, type PacerLaneDeps } from './pacer-lane.js';
+import { CallPlan, ConcurrencyPlan, RatePlan } from './policy-plan.js';
+import type { RateLimitInfo } from './retry-scheduler.js';
+
+/**
+ * Lanes (method groups) per pacer, policies planned per call, and learned method → policy
+ * mappings per pacer, at most: an agent naming ever new policies, or a card listing thousands,
+ * cannot mint state.
+ *
+ * @example
+ * ```ts
+ * table.planFor(agent, caller, 'SendMessage')?.rates.length; // ≤ MAX_POLICIES_PER_PACER
+ * ```
+ */
+export const MAX_POLICIES_PER_PACER = 32;
+
+/** The lane that policies past {@link MAX_POLICIES_PER_PACER} share. */
+const OVERFLOW_GROUP = '(overflow)';
+
+/** Scopes whose bucket belongs to one caller (per method for `caller+method`). */
+const PLANNED_SCOPES: ReadonlySet<string> = new Set(['caller', 'caller+method']);
+
+/**
+ * What a pacer needs of the table holding it: the lanes' time sources, and the one bound.
+ *
+ * @internal
+ */
+export interface PacerHost {
+  readonly deps: PacerLaneDeps;
+  /** An entry (lane or bucket) is about to be added: the table may drop idle ones of other pacers. */
+  makeRoom(except: Pacer): void;
+  /** Entries were added (positive) or dropped (negative). */
+  counted(delta: number): void;
+}
+
+/**
+ * One caller's pacing towards one agent: the card's buckets and the learned holds.
+ *
+ * @internal
+ * @example
+ * ```ts
+ * const call = await pacer.start('SendMessage', cardPolicies, { deadlineMs, maxWaitMs: 60_000 });
+ * ```
+ */
+export class Pacer {
+  /** The agent this pacer sends to. */
+  readonly agent: string;
+  private readonly host: PacerHost;
+  private readonly lanes = new Map<string, PacerLane>();
+  private readonly buckets = new Map<string, RatePlan | ConcurrencyPlan>();
+  /** The policy last seen limiting a method: its calls queue in that policy's lane. */
+  private readonly policyByMethod = new Map<string, string>();
+
+  constructor(agent: string, host: PacerHost) {
+    this.agent = agent;
+    this.host = host;
+  }
+
+  /** Entries kept: lanes and buckets. */
+  get size(): number {
+    return this.lanes.size + this.buckets.size;
+  }
+
+  /** Calls waiting for their first send. */
+  get waiting(): number {
+    let n = 0;
+    for (const lane of this.lanes.values()) n += lane.queued;
+    return n;
+  }
+
+  /** Nothing queued, in flight, about to retry or held back: a fresh pacer would do the same. */
+  isIdle(): boolean {
+    const nowMs = this.host.deps.clock.nowMs();
+    for (const lane of this.lanes.values()) if (!lane.isIdle()) return false;
+    for (const bucket of this.buckets.values()) if (!bucket.isIdle(nowMs)) return false;
+    return true;
+  }
+
+  /** Drops idle lanes and buckets (a live one stays). */
+  prune(): void {
+    const nowMs = this.host.deps.clock.nowMs();
+    const before = this.size;
+    for (const [group, lane] of this.lanes) if (lane.isIdle()) this.lanes.delete(group);
+    for (const [k, bucket] of this.buckets) if (bucket.isIdle(nowMs)) this.buckets.delete(k);
+    this.host.counted(this.size - before);
+  }
+
+  /**
+   * The buckets a call of `method` must satisfy, from the card's `policies` (`undefined`: no
+   * card, or no caller-scoped policy of the card names the method).
+   */
+  planFor(method: string, policies: readonly CardPolicy[] | undefined): CallPlan | undefined {
+    if (policies === undefined) return undefined;
+    const rates: RatePlan[] = [];
+    const concurrency: ConcurrencyPlan[] = [];
+    for (const p of policies) {
+      if (!PLANNED_SCOPES.has(p.scope) || !(p.methods as readonly string[]).includes(method)) {
+        continue;
+      }
+      // A usage budget (tokens) is not paced by requests: its refusals still come as hints.
+      if (p.kind === 'rate' && p.unit !== undefined) continue;
+      const bucket = this.bucketOf(
+        p.scope === 'caller+method' ? `${p.name}\u0000${method}` : p.name,
+        p,
+      );
+      if (bucket instanceof RatePlan) rates.push(bucket);
+      else concurrency.push(bucket);
+      if (rates.length + concurrency.length === MAX_POLICIES_PER_PACER) break;
+    }
+    return rates.length + concurrency.length === 0 ? undefined : new CallPlan(rates, concurrency);
+  }
+
+  /**
+   * Waits until a call of `method` may be sent (its lane's hold, and its buckets from the card's
+   * `policies`), then counts it sent. Rejects with `RetryBudgetExceededError` when the wait does
+   * not fit in `limits`, or with the abort reason.
+   */
+  async start(
+    method: string,
+    policies: readonly CardPolicy[] | undefined,
+    limits: LaneWaitLimits,
+  ): Promise<PacedCall> {
+    const plan = this.planFor(method, policies);
+    const lane = this.laneFor(this.policyByMethod.get(method) ?? method);
+    await lane.acquire(limits, plan);
+    return new PacedCall(this, method, lane, plan);
+  }
+
+  /** Now on the pacer's clock, ms. */
+  nowMs(): number {
+    return this.host.deps.clock.nowMs();
+  }
+
+  /** `policy` limits `method`: its calls queue in that policy's lane from now on, returned. */
+  learnPolicy(method: string, policy: string): PacerLane {
+    this.policyByMethod.delete(method);
+    this.policyByMethod.set(method, policy);
+    for (const [m, p] of this.policyByMethod) {
+      if (this.policyByMethod.size <= MAX_POLICIES_PER_PACER) break;
+      if (m !== method && !this.isLive(p)) this.policyByMethod.delete(m);
+    }
+    return this.laneFor(policy);
+  }
+
+  /**
+   * The lane of a group, created on first use. A new group when this pacer has
+   * {@link MAX_POLICIES_PER_PACER} lanes that are not idle, or while its overflow lane holds a
+   * wait, gets the overflow lane.
+   */
+  private laneFor(group: string): PacerLane {
+    const own = this.lanes.get(group);
+    if (own !== undefined) return own;
+    if (this.lanes.size >= MAX_POLICIES_PER_PACER) this.prune();
+    const overflow = this.lanes.get(OVERFLOW_GROUP);
+    const full = this.lanes.size >= MAX_POLICIES_PER_PACER;
+    if (overflow !== undefined && (full || !overflow.isIdle())) return overflow;
+    const name = full ? OVERFLOW_GROUP : group;
+    this.host.makeRoom(this);
+    const lane = new PacerLane(name, this.host.deps);
+    this.lanes.set(name, lane);
+    this.host.counted(1);
+    return lane;
+  }
+
+  /** Whether the lane a policy's calls queue in (its own, or the overflow) holds a wait. */
+  private isLive(policy: string): boolean {
+    const lane = this.lanes.get(policy) ?? this.lanes.get(OVERFLOW_GROUP);
+    return lane !== undefined && !lane.isIdle();
+  }
+
+  /** A card bucket, created on first use, retuned when the card's numbers changed. */
+  private bucketOf(k: string, p: CardPolicy): RatePlan | ConcurrencyPlan {
+    const existing = this.buckets.get(k);
+    let bucket: RatePlan | ConcurrencyPlan;
+    if (p.kind === 'rate') {
+      bucket = existing instanceof RatePlan ? existing : new RatePlan(p);
+      bucket.publish(p);
+    } else {
+      bucket = existing instanceof ConcurrencyPlan ? existing : new ConcurrencyPlan(p.name, p.max);
+      bucket.publish(p.max);
+    }
+    if (bucket !== existing) {
+      if (existing === undefined) {
+        this.host.makeRoom(this);
+        this.host.counted(1);
+      }
+      this.buckets.set(k, bucket);
+    }
+    return bucket;
+  }
+}
+
+/**
+ * One call under its pacer, from its first send to its end: the scheduler reports what came
+ * back, the pacer's buckets and holds learn from it.
+ *
+ * @internal
+ */
+export class PacedCall {
+  private readonly pacer: Pacer;
+  private readonly method: string;
+  private readonly plan: CallPlan | undefined;
+  private lane: PacerLane;
+  private sentAtMs: number;
+
+  constructor(pacer: Pacer, method: string, lane: PacerLane, plan: CallPlan | undefined) {
+    this.pacer = pacer;
+    this.method = method;
+    this.lane = lane;
+    this.plan = plan;
+    this.sentAtMs = pacer.nowMs();
+  }
+
+  /** The send failed without an answer (a thrown error): the call ends. */
+  failed(): void {
+    this.plan?.settled(this.sentAtMs, this.pacer.nowMs());
+    this.plan?.release();
+    this.lane.endSend();
+  }
+
+  /**
+   * A successful answer: the card's buckets take its `RateLimit` items, the lane those no bucket
+   * of this call follows. `busyUntil`: the call occupies the agent until then (a stream).
+   */
+  answered(rateLimit: RateLimitInfo | undefined, busyUntil?: Promise<unknown>): void {
+    this.settle(rateLimit, busyUntil);
+    this.lane.onSucceeded(unplanned(rateLimit, this.plan));
+    this.lane.endSend();
+  }
+
+  /**
+   * A failed answer, before the retry rules decide. A refusal (quota, overload) holds back the
+   * calls not yet sent: in the lane of the policy it names (this method's calls queue there from
+   * now on), and by its bucket when the card publishes it.
+   */
+  refused(hint: RetryHint): void {
+    const limited = hint.kind === 'quota' || hint.kind === 'overload';
+    if (this.plan !== undefined) {
+      this.settle(hint, undefined);
+      if (limited && hint.delayMs !== undefined) {
+        this.plan.rejected(hint.policy, hint.delayMs, hint.reserved === true, this.pacer.nowMs());
+      }
+    }
+    if (!limited) return;
+    if (hint.policy !== undefined) {
+      const named = this.pacer.learnPolicy(this.method, hint.policy);
+      if (named !== this.lane) {
+        this.lane.endSend();
+        named.adoptInFlight(); // counted in flight in its real group
+        this.lane = named;
+      }
+    }
+    this.lane.onRejected(hint, this.plan?.covers(hint.policy) === true);
+  }
+
+  /** The retry rules stopped: the call ends. */
+  stopped(): void {
+    this.lane.endSend();
+  }
+
+  /** A re-send is scheduled: it will not queue, but it will use a slot. */
+  retryScheduled(): void {
+    this.lane.retryScheduled();
+    this.lane.endSend();
+  }
+
+  /** The scheduled re-send was abandoned (aborted). */
+  retryCancelled(): void {
+    this.lane.retryCancelled();
+  }
+
+  /** The re-send leaves now; it claims the slot `hint` says was held for it, if any. */
+  resend(hint: RetryHint): void {
+    this.lane.beginRetrySend();
+    this.sentAtMs = this.pacer.nowMs();
+    this.plan?.begin(this.sentAtMs, hint.reserved === true ? hint.policy : undefined);
+  }
+
+  /** An answer (or a refusal's hint) reaches the buckets; concurrency room frees when the call does. */
+  private settle(
+    limits: RateLimitInfo | RetryHint | undefined,
+    busyUntil: Promise<unknown> | undefined,
+  ): void {
+    const plan = this.plan;
+    if (plan === undefined) return;
+    plan.settled(this.sentAtMs, this.pacer.nowMs(), limits);
+    if (busyUntil === undefined) plan.release();
+    else
+      busyUntil.then(
+        () => plan.release(),
+        () => plan.release(),
+      );
+  }
+}
+
+/** What the lane's own pacing still needs: the `RateLimit` items no bucket of this call follows. */
+function unplanned(
+  info: RateLimitInfo | undefined,
+  plan: CallPlan | undefined,
+): RateLimitInfo | undefined {
+  if (info === undefined || plan === undefined) return info;
+  const states = info.states.filter((s) => !plan.covers(s.policy));
+  if (states.length === info.states.length) return info;
+  if (states.length === 0) return undefined;
+  return { policies: info.policies.filter((p) => !plan.covers(p.policy)), states };
+}
