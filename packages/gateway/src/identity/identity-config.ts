@@ -304,7 +304,13 @@ function defined<T extends object>(value: T): T {
 export function parseIdentityConfig(raw: unknown, pathPrefix = 'identity'): IdentityConfig {
   const result = IDENTITY_CONFIG_SCHEMA.safeParse(raw ?? {});
   if (!result.success) {
-    throw new RangeError(joinProblems(describeIssues(pathPrefix, result.error.issues)));
+    const problems = [
+      ...new Set([
+        ...describeIssues(pathPrefix, result.error.issues),
+        ...eitherOrProblems(raw, pathPrefix),
+      ]),
+    ];
+    throw new RangeError(joinProblems(problems));
   }
   const data = result.data;
   const duplicates = duplicateKeyProblems(data.apiKeys, `${pathPrefix}.apiKeys`);
@@ -319,6 +325,34 @@ export function parseIdentityConfig(raw: unknown, pathPrefix = 'identity'): Iden
     trustedProxies: data.trustedProxies,
     ipv6PrefixLength: data.ipv6PrefixLength,
   }) as IdentityConfig;
+}
+
+/**
+ * The "one of two fields" rules (`key`/`sha256`, `jwksUrl`/`jwksFile`) checked on the raw value:
+ * zod runs an object's refinements only when its fields passed, and every problem is named at once.
+ */
+function eitherOrProblems(raw: unknown, pathPrefix: string): string[] {
+  if (!isRecord(raw)) return [];
+  const problems: string[] = [];
+  const jwt = raw.jwt;
+  if (isRecord(jwt) && (jwt.jwksUrl === undefined) === (jwt.jwksFile === undefined)) {
+    problems.push(`${pathPrefix}.jwt.jwksUrl: give jwksUrl or jwksFile (one)`);
+  }
+  if (Array.isArray(raw.apiKeys)) {
+    raw.apiKeys.forEach((entry: unknown, i) => {
+      if (!isRecord(entry)) return;
+      if (entry.key !== undefined && entry.sha256 !== undefined) {
+        problems.push(`${pathPrefix}.apiKeys[${i}].sha256: give key or sha256, not both`);
+      } else if (entry.key === undefined && entry.sha256 === undefined) {
+        problems.push(`${pathPrefix}.apiKeys[${i}].key: is required (or sha256)`);
+      }
+    });
+  }
+  return problems;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** A parsed entry as its public type (exactly one of key / sha256). */
