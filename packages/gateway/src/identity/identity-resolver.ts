@@ -89,6 +89,11 @@ export interface IdentityResolverDeps {
   readonly baseDir?: string;
   /** Milliseconds since the epoch, for JWT `exp`/`nbf` (default `Date.now`). */
   readonly nowMs?: () => number;
+  /**
+   * Told of an unexpected error while resolving (a bug: the request is then refused as
+   * `bad-token` rather than left unanswered). Default: none.
+   */
+  readonly onInternalError?: (error: unknown) => void;
 }
 
 /** Where a JSON-RPC/REST client puts an API key besides `Authorization: Bearer`. */
@@ -137,8 +142,9 @@ export async function createIdentityResolver(
     async resolve(request) {
       try {
         return await resolveIdentity(resolver, request);
-      } catch {
+      } catch (error) {
         // Nothing above should throw; if it does, the request still gets an answer, not a crash.
+        deps.onInternalError?.(error);
         return { ok: false, reason: 'bad-token', message: 'the credential could not be read' };
       }
     },
