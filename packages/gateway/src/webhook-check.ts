@@ -1,0 +1,51 @@
+/**
+ * @module webhook-check
+ * The push SSRF policy applied at the gateway, since the agent behind it may not check: a webhook
+ * URL a request registers (SendMessage's push config, CreateTaskPushNotificationConfig) is checked
+ * with the library's webhook policy (`a2a-ratelimit/push`), its host name resolved and every
+ * address checked; the first refusal is returned.
+ */
+
+import { lookup } from 'node:dns/promises';
+import type { WebhookPolicy } from 'a2a-ratelimit/push';
+import { noAddressRefusal } from 'a2a-ratelimit/push';
+
+/** Resolves a host name to its addresses. */
+export type ResolveHost = (hostname: string) => Promise<readonly string[]>;
+
+/** The system resolver (`dns.lookup`, every address). */
+export const systemResolveHost: ResolveHost = async (hostname) =>
+  (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+
+/**
+ * Why the first refused URL of `urls` is refused, or undefined when all are allowed.
+ *
+ * @example
+ * ```ts
+ * await refusedWebhook(['http://127.0.0.1/hook'], createWebhookPolicy(), systemResolveHost);
+ * // '127.0.0.1 is a loopback address (127.0.0.0/8), not a public one'
+ * ```
+ */
+export async function refusedWebhook(
+  urls: readonly string[],
+  policy: WebhookPolicy,
+  resolve: ResolveHost,
+): Promise<string | undefined> {
+  for (const url of urls) {
+    const verdict = policy.checkUrl(url);
+    if (!verdict.allowed) return verdict.message;
+    if (verdict.literal !== undefined || verdict.hostAllowed) continue;
+    let addresses: readonly string[];
+    try {
+      addresses = await resolve(verdict.hostname);
+    } catch {
+      addresses = [];
+    }
+    if (addresses.length === 0) return noAddressRefusal(verdict.hostname).message;
+    for (const address of addresses) {
+      const checked = policy.checkAddress(verdict.hostname, address);
+      if (!checked.allowed) return checked.message;
+    }
+  }
+  return undefined;
+}
