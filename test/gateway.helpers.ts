@@ -6,8 +6,8 @@
  * test agent — can stand in for the SDK's.
  */
 
-import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { AGENT_CARD_PATH, type Task } from '@a2a-js/sdk';
 import {
   AgentEvent,
