@@ -119,6 +119,8 @@ export class SseDataReader {
   private pending = '';
   private data: string[] = [];
   private skipping = false;
+  /** The last chunk ended in a CR (a LF opening the next one belongs to it). */
+  private afterCr = false;
   private readonly decoder = new TextDecoder();
 
   constructor(
@@ -128,15 +130,18 @@ export class SseDataReader {
 
   /** Reads a chunk. */
   push(chunk: Uint8Array): void {
-    const text = this.pending + this.decoder.decode(chunk, { stream: true });
+    let text = this.pending + this.decoder.decode(chunk, { stream: true });
+    // The LF of a CRLF split across chunks: its CR already ended the line.
+    if (this.afterCr && this.pending === '' && text.startsWith('\n')) text = text.slice(1);
+    this.afterCr = false;
     let start = 0;
     for (;;) {
       const lf = text.indexOf('\n', start);
       const cr = text.indexOf('\r', start);
       const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
-      // A CR at the end of the text may be the first half of a CRLF: wait for the next chunk.
-      if (end < 0 || (end === cr && cr === text.length - 1)) break;
+      if (end < 0) break;
       this.line(text.slice(start, end));
+      if (text[end] === '\r' && end === text.length - 1) this.afterCr = true;
       start = end + (text[end] === '\r' && text[end + 1] === '\n' ? 2 : 1);
     }
     this.pending = text.slice(start);
