@@ -91,7 +91,7 @@ describe('a2a-ratelimit gateway (process)', () => {
 
   it('decides with the config, reloads it on SIGHUP, keeps it when the file is bad', async () => {
     const before = upstream.requests.length;
-    expect((await (await send('c-1')).json()).result).toBeDefined();
+    expect(((await (await send('c-1')).json()) as { result?: unknown }).result).toBeDefined();
     expect(JSON.stringify(await (await send('c-2')).json())).toContain('RATE_LIMIT_EXCEEDED');
     expect(upstream.requests.length - before).toBe(1);
 
@@ -112,7 +112,7 @@ describe('a2a-ratelimit gateway (process)', () => {
     );
     child.kill('SIGHUP');
     while (!/version /.test(err)) await new Promise((r) => setTimeout(r, 20));
-    expect((await (await send('c-4')).json()).result).toBeDefined();
+    expect(((await (await send('c-4')).json()) as { result?: unknown }).result).toBeDefined();
   });
 
   it('drains an open stream on SIGTERM, then exits 0', async () => {
