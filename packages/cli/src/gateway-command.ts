@@ -10,9 +10,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Policy, Store } from 'a2a-ratelimit';
-import { createLimiter, type Limiter } from 'a2a-ratelimit/server';
+import type { Limiter } from 'a2a-ratelimit/server';
 import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
-import { createGateway, type Gateway, type IdentifyRequest } from 'a2a-ratelimit-gateway';
+import type { Gateway, IdentifyRequest } from 'a2a-ratelimit-gateway';
 import type { CAC } from 'cac';
 import { CliError } from './cli-error.js';
 import {
@@ -164,6 +164,9 @@ export async function startGateway(
           options.redisOnError,
           options.redisPrefix,
         );
+  // Loaded here, so `--help` and the other commands need none of the gateway's peers.
+  const { createLimiter } = await import('a2a-ratelimit/server');
+  const { createGateway } = await import('a2a-ratelimit-gateway');
   const metrics = await metricsIfInstalled();
   const limiter = createLimiter({
     ...(store === undefined ? { policies } : { store }),

@@ -10,7 +10,7 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createWebhookPolicy } from 'a2a-ratelimit/push';
+import type { WebhookPolicy } from 'a2a-ratelimit/push';
 import { createAddressKey } from 'a2a-ratelimit/server';
 import { Agent, type Dispatcher } from 'undici';
 import {
@@ -33,7 +33,7 @@ import { AGENT_CARD_PATH, UpstreamCard } from './upstream-card.js';
 import { credentialsOf, type TaskQuery } from './upstream-client.js';
 import { unavailableRejection } from './upstream-failure.js';
 import { type RelayHost, rejectionAnswer, relay, writeAnswer } from './upstream-relay.js';
-import { refusedWebhook, systemResolveHost } from './webhook-check.js';
+import { defaultWebhookPolicy, refusedWebhook, systemResolveHost } from './webhook-check.js';
 
 /**
  * A running gateway engine: mount {@link Gateway.handler} on a `node:http` (or `https`) server.
@@ -123,8 +123,12 @@ export function createGateway(options: GatewayOptions): Gateway {
   const publicUrl = options.publicUrl;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const identify = options.identify ?? addressIdentity();
-  const webhookPolicy =
-    options.webhookPolicy === false ? undefined : (options.webhookPolicy ?? createWebhookPolicy());
+  /** The push SSRF policy (the default one loaded on first use), or undefined when off. */
+  let webhookPolicy: Promise<WebhookPolicy> | undefined =
+    options.webhookPolicy === false || options.webhookPolicy === undefined
+      ? undefined
+      : Promise.resolve(options.webhookPolicy);
+  const checkWebhooks = options.webhookPolicy !== false;
   const resolveHost = options.resolveHost;
   const maxBodyBytes = options.maxBodyBytes ?? GATEWAY_DEFAULTS.maxBodyBytes;
   const maxJsonDepth = options.maxJsonDepth ?? GATEWAY_DEFAULTS.maxJsonDepth;
@@ -285,10 +289,11 @@ export function createGateway(options: GatewayOptions): Gateway {
       writeAnswer(res, unauthenticated(binding, request.id, identity.unauthenticated));
       return;
     }
-    if (webhookPolicy !== undefined && request.webhookUrls.length > 0) {
+    if (checkWebhooks && request.webhookUrls.length > 0) {
+      webhookPolicy ??= defaultWebhookPolicy();
       const why = await refusedWebhook(
         request.webhookUrls,
-        webhookPolicy,
+        await webhookPolicy,
         resolveHost ?? systemResolveHost,
       );
       if (why !== undefined) {

@@ -8,7 +8,6 @@
 
 import { lookup } from 'node:dns/promises';
 import type { WebhookPolicy } from 'a2a-ratelimit/push';
-import { noAddressRefusal } from 'a2a-ratelimit/push';
 
 /** Resolves a host name to its addresses. */
 export type ResolveHost = (hostname: string) => Promise<readonly string[]>;
@@ -16,6 +15,21 @@ export type ResolveHost = (hostname: string) => Promise<readonly string[]>;
 /** The system resolver (`dns.lookup`, every address). */
 export const systemResolveHost: ResolveHost = async (hostname) =>
   (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+
+/**
+ * The default policy (`createWebhookPolicy()`: public addresses only), loaded on first use:
+ * `a2a-ratelimit/push` needs the `@a2a-js/sdk` peer, which a gateway that never sees a webhook
+ * does not.
+ *
+ * @example
+ * ```ts
+ * const policy = await defaultWebhookPolicy();
+ * ```
+ */
+export async function defaultWebhookPolicy(): Promise<WebhookPolicy> {
+  const { createWebhookPolicy } = await import('a2a-ratelimit/push');
+  return createWebhookPolicy();
+}
 
 /**
  * Why the first refused URL of `urls` is refused, or undefined when all are allowed.
@@ -41,7 +55,7 @@ export async function refusedWebhook(
     } catch {
       addresses = [];
     }
-    if (addresses.length === 0) return noAddressRefusal(verdict.hostname).message;
+    if (addresses.length === 0) return `${verdict.hostname} resolved to no address`;
     for (const address of addresses) {
       const checked = policy.checkAddress(verdict.hostname, address);
       if (!checked.allowed) return checked.message;
