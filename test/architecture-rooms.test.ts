@@ -1,6 +1,7 @@
 /**
  * The room map in docs/architecture.md matches the tree: every source file (tests and test
- * helpers aside) is named by a row — by its path under `src/` (or `packages/cli/src/`), or by a
+ * helpers aside) is named by a row — by its path under `src/` (or `packages/cli/src/`,
+ * `packages/gateway/src/`), or by a
  * row's `folder/*` — and every file a row names exists. A split or a new room that is not
  * written down fails here.
  */
@@ -8,7 +9,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const CLI = 'packages/cli/src/';
+/** Package source folders: a row naming a file in one makes later names relative to it. */
+const PACKAGES = ['packages/cli/src/', 'packages/gateway/src/'];
 
 /** Every source file, as the room map spells it: `core/decide.ts`, `packages/cli/src/main.ts`. */
 function sourceFiles(): string[] {
@@ -23,7 +25,7 @@ function sourceFiles(): string[] {
     }
   };
   walk('src', (path) => relative('src', path));
-  walk(CLI, (path) => `${CLI}${relative(CLI, path)}`);
+  for (const root of PACKAGES) walk(root, (path) => `${root}${relative(root, path)}`);
   return out.sort();
 }
 
@@ -41,9 +43,10 @@ function roomNames(): string[] {
     let base = '';
     for (const [, name] of cell.matchAll(/`([^`]+)`/g)) {
       if (name === undefined) continue;
-      // In a CLI row, later names are relative to the first one's folder.
-      if (name.startsWith(CLI)) base = CLI;
-      names.push(base !== '' && !name.startsWith(CLI) ? `${base}${name}` : name);
+      // In a package's row, later names are relative to the first one's folder.
+      const root = PACKAGES.find((p) => name.startsWith(p));
+      if (root !== undefined) base = root;
+      names.push(base !== '' && root === undefined ? `${base}${name}` : name);
     }
   }
   return names;

@@ -16,7 +16,8 @@ export interface CliRun {
   readonly stderr: string;
 }
 
-function spawnCli(args: readonly string[]): ChildProcess {
+/** Spawns the CLI from source with `args`. */
+export function spawnCli(args: readonly string[]): ChildProcess {
   return spawn(
     process.execPath,
     ['--import', 'tsx', '--conditions=a2a-ratelimit-source', MAIN, ...args],

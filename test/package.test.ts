@@ -90,6 +90,16 @@ beforeAll(() => {
       .trim()
       .split('\n')
       .pop() ?? '';
+  // The CLI depends on the gateway engine's package: packed from the workspace too.
+  const gatewayTarball =
+    run(
+      'npm',
+      ['pack', '--silent', '-w', 'a2a-ratelimit-gateway', '--pack-destination', project],
+      root,
+    )
+      .trim()
+      .split('\n')
+      .pop() ?? '';
   writeFileSync(
     join(project, 'package.json'),
     JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
@@ -145,6 +155,7 @@ beforeAll(() => {
       '--no-fund',
       '--ignore-scripts',
       join(project, tarball),
+      join(project, gatewayTarball),
       join(project, cliTarball),
     ],
     cli,

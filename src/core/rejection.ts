@@ -20,6 +20,11 @@ export const REASONS = {
   overload: 'AGENT_OVERLOADED',
   /** A copy of this message is still being processed: retry shortly for its task (503). */
   inProgress: 'MESSAGE_IN_PROGRESS',
+  /**
+   * The agent behind a gateway could not be reached, or did not answer in time: nothing ran;
+   * retry after the delay (503, an overload rejection).
+   */
+  unavailable: 'AGENT_UNAVAILABLE',
 } as const;
 
 /**

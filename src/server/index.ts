@@ -6,7 +6,12 @@
  * `a2a-ratelimit/server/express`, `a2a-ratelimit/server/grpc`; metrics:
  * `a2a-ratelimit/server/metrics`.
  */
-export { type AddressKeyOptions, addressCallerKey } from './caller-key.js';
+export {
+  type AddressKeyOptions,
+  addressCallerKey,
+  authenticatedCallerKey,
+  createAddressKey,
+} from './caller-key.js';
 export {
   type CardWithCapabilities,
   followPolicyChanges,
@@ -36,8 +41,10 @@ export {
   type LimiterObserver,
   type LimiterOptions,
   type MessageAnswer,
+  TICKET_HEADER,
 } from './limiter.js';
 export type { AgentCardLike } from './operator-domain.js';
+export { isRestRoute, matchRestRoute, type RestRoute, type RestRouteMiss } from './rest-route.js';
 export {
   type EventBusLike,
   type EventBusManagerLike,

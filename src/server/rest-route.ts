@@ -20,6 +20,15 @@ export interface RestRoute {
   readonly tenant?: string;
   /** Task id from the path, for task routes. */
   readonly taskId?: string;
+  /** Push config id from the path, for the routes of one push config. */
+  readonly configId?: string;
+  /**
+   * The request's path in its canonical spelling: the route's literal segments as the A2A spec
+   * spells them (`/message:send`, `/tasks/{id}/pushNotificationConfigs`), each parameter
+   * re-encoded with `encodeURIComponent`, no trailing slash. A proxy forwards this path, so the
+   * agent behind it is handed exactly the route that was decided.
+   */
+  readonly path: string;
   /** Matched a v0.3 `/v1/...` route. */
   readonly legacy: boolean;
 }
@@ -36,7 +45,10 @@ export type RestRouteMiss =
 
 type Verb = 'GET' | 'POST' | 'DELETE';
 type Param = 'tenant' | 'taskId' | 'configId';
-/** A path segment: a literal (lower case) or a parameter, optionally ending in a literal suffix. */
+/**
+ * A path segment: a literal (as the spec spells it; matched case-insensitively) or a parameter,
+ * optionally ending in a literal suffix.
+ */
 type Token = string | { readonly param: Param; readonly suffix?: string };
 
 interface RouteSpec {
@@ -52,7 +64,7 @@ const TENANT: Token = { param: 'tenant' };
 
 /** The SDK's 1.0 routes (`restHandler`), in its registration order. */
 const CORE_ROUTES: readonly (readonly [Verb, readonly Token[], A2AMethod])[] = [
-  ['GET', ['extendedagentcard'], 'GetExtendedAgentCard'],
+  ['GET', ['extendedAgentCard'], 'GetExtendedAgentCard'],
   ['POST', ['message:send'], 'SendMessage'],
   ['POST', ['message:stream'], 'SendStreamingMessage'],
   ['GET', ['tasks', { param: 'taskId', suffix: ':subscribe' }], 'SubscribeToTask'],
@@ -60,12 +72,12 @@ const CORE_ROUTES: readonly (readonly [Verb, readonly Token[], A2AMethod])[] = [
   ['POST', ['tasks', { param: 'taskId', suffix: ':cancel' }], 'CancelTask'],
   ['GET', ['tasks', TASK], 'GetTask'],
   ['GET', ['tasks'], 'ListTasks'],
-  ['POST', ['tasks', TASK, 'pushnotificationconfigs'], 'CreateTaskPushNotificationConfig'],
-  ['GET', ['tasks', TASK, 'pushnotificationconfigs'], 'ListTaskPushNotificationConfigs'],
-  ['GET', ['tasks', TASK, 'pushnotificationconfigs', CONFIG], 'GetTaskPushNotificationConfig'],
+  ['POST', ['tasks', TASK, 'pushNotificationConfigs'], 'CreateTaskPushNotificationConfig'],
+  ['GET', ['tasks', TASK, 'pushNotificationConfigs'], 'ListTaskPushNotificationConfigs'],
+  ['GET', ['tasks', TASK, 'pushNotificationConfigs', CONFIG], 'GetTaskPushNotificationConfig'],
   [
     'DELETE',
-    ['tasks', TASK, 'pushnotificationconfigs', CONFIG],
+    ['tasks', TASK, 'pushNotificationConfigs', CONFIG],
     'DeleteTaskPushNotificationConfig',
   ],
 ];
@@ -79,16 +91,16 @@ const LEGACY_ROUTES: readonly (readonly [Verb, readonly Token[], A2AMethod])[] =
   ['GET', ['v1', 'tasks', { param: 'taskId', suffix: ':subscribe' }], 'SubscribeToTask'],
   ['POST', ['v1', 'tasks', { param: 'taskId', suffix: ':subscribe' }], 'SubscribeToTask'],
   ['GET', ['v1', 'tasks', TASK], 'GetTask'],
-  ['POST', ['v1', 'tasks', TASK, 'pushnotificationconfigs'], 'CreateTaskPushNotificationConfig'],
-  ['GET', ['v1', 'tasks', TASK, 'pushnotificationconfigs'], 'ListTaskPushNotificationConfigs'],
+  ['POST', ['v1', 'tasks', TASK, 'pushNotificationConfigs'], 'CreateTaskPushNotificationConfig'],
+  ['GET', ['v1', 'tasks', TASK, 'pushNotificationConfigs'], 'ListTaskPushNotificationConfigs'],
   [
     'GET',
-    ['v1', 'tasks', TASK, 'pushnotificationconfigs', CONFIG],
+    ['v1', 'tasks', TASK, 'pushNotificationConfigs', CONFIG],
     'GetTaskPushNotificationConfig',
   ],
   [
     'DELETE',
-    ['v1', 'tasks', TASK, 'pushnotificationconfigs', CONFIG],
+    ['v1', 'tasks', TASK, 'pushNotificationConfigs', CONFIG],
     'DeleteTaskPushNotificationConfig',
   ],
 ];
@@ -127,7 +139,7 @@ function matchShape(
     const token = tokens[i] as Token;
     const segment = lower[i] as string;
     if (typeof token === 'string') {
-      if (segment !== token) return false;
+      if (segment !== token.toLowerCase()) return false;
     } else if (token.suffix === undefined) {
       if (segment === '') return false;
     } else if (segment.length <= token.suffix.length || !segment.endsWith(token.suffix)) {
@@ -148,6 +160,17 @@ function matchShape(
   return true;
 }
 
+/** The canonical spelling of a matched route's path (see {@link RestRoute.path}). */
+function canonicalPath(tokens: readonly Token[], params: Params): string {
+  let path = '';
+  for (const token of tokens) {
+    path += '/';
+    if (typeof token === 'string') path += token;
+    else path += encodeURIComponent(params[token.param] ?? '') + (token.suffix ?? '');
+  }
+  return path;
+}
+
 /**
  * Identifies the A2A operation of a REST request as the SDK's router would route it. `path` is
  * relative to the REST mount point (Express `req.path`: no query string, not decoded). With
@@ -156,8 +179,8 @@ function matchShape(
  *
  * @example
  * ```ts
- * matchRestRoute('POST', '/acme/Message:Send'); // { method: 'SendMessage', tenant: 'acme', legacy: false }
- * matchRestRoute('HEAD', '/tasks/t-1/'); // { method: 'GetTask', taskId: 't-1', legacy: false }
+ * matchRestRoute('POST', '/acme/Message:Send'); // { method: 'SendMessage', tenant: 'acme', legacy: false, path: '/acme/message:send' }
+ * matchRestRoute('HEAD', '/tasks/t-1/'); // { method: 'GetTask', taskId: 't-1', legacy: false, path: '/tasks/t-1' }
  * matchRestRoute('GET', '/%ff/tasks'); // { miss: 'bad-escape' }
  * ```
  */
@@ -190,6 +213,8 @@ export function matchRestRoute(
       legacy: route.legacy,
       ...(params.tenant === undefined ? {} : { tenant: params.tenant }),
       ...(params.taskId === undefined ? {} : { taskId: params.taskId }),
+      ...(params.configId === undefined ? {} : { configId: params.configId }),
+      path: canonicalPath(route.tokens, params),
     };
   }
   if (allow === undefined) return { miss: 'no-route' };

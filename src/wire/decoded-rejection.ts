@@ -45,6 +45,7 @@ export interface DecodedRejection {
 const KIND_BY_REASON: Readonly<Record<string, RejectionKind>> = {
   [REASONS.quota]: 'quota',
   [REASONS.overload]: 'overload',
+  [REASONS.unavailable]: 'overload',
 };
 
 /**

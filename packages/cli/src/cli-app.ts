@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { type CAC, cac } from 'cac';
 import { CliError, EXIT_CODES, exitCodeOf, formatCliError } from './cli-error.js';
 import { registerDemoCommand } from './demo-command.js';
+import { registerGatewayCommand } from './gateway-command.js';
 import { registerProbeCommand } from './probe-command.js';
 import { registerServeCommand } from './serve-command.js';
 import { registerSimulateCommand } from './simulate-command.js';
@@ -38,6 +39,7 @@ export function createCli(): CAC {
   cli.option('--debug', 'Show the stack trace of unexpected errors');
   registerDemoCommand(cli);
   registerServeCommand(cli);
+  registerGatewayCommand(cli);
   registerSimulateCommand(cli);
   registerProbeCommand(cli);
   cli.help();

@@ -261,16 +261,15 @@ export function parsePolicyConfig(value: unknown, source: string): PolicyConfig 
 }
 
 /**
- * Reads a JSON or YAML policy file (by extension; otherwise JSON, then YAML) and validates it
- * with {@link parsePolicyConfig}. Unreadable or unparsable files are {@link CliError}s too.
+ * Reads a JSON or YAML config file (by extension; otherwise JSON, then YAML) into its value,
+ * unvalidated. Unreadable or unparsable files are {@link CliError}s naming the file.
  *
  * @example
  * ```ts
- * const config = await loadPolicyConfig('policies.yaml');
- * const limiter = createLimiter({ policies: config.policies, domain: 'agents.example.com' });
+ * const value = await readConfigFile('gateway.yaml');
  * ```
  */
-export async function loadPolicyConfig(file: string): Promise<PolicyConfig> {
+export async function readConfigFile(file: string): Promise<unknown> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -282,16 +281,13 @@ export async function loadPolicyConfig(file: string): Promise<PolicyConfig> {
     );
   }
   const ext = extname(file).toLowerCase();
-  let value: unknown;
   try {
-    if (ext === '.json') value = JSON.parse(text);
-    else if (ext === '.yaml' || ext === '.yml') value = parseYaml(text);
-    else {
-      try {
-        value = JSON.parse(text);
-      } catch {
-        value = parseYaml(text);
-      }
+    if (ext === '.json') return JSON.parse(text);
+    if (ext === '.yaml' || ext === '.yml') return parseYaml(text);
+    try {
+      return JSON.parse(text);
+    } catch {
+      return parseYaml(text);
     }
   } catch (error) {
     throw new CliError(
@@ -299,5 +295,18 @@ export async function loadPolicyConfig(file: string): Promise<PolicyConfig> {
       { cause: error },
     );
   }
-  return parsePolicyConfig(value, file);
+}
+
+/**
+ * Reads a JSON or YAML policy file ({@link readConfigFile}) and validates it with
+ * {@link parsePolicyConfig}.
+ *
+ * @example
+ * ```ts
+ * const config = await loadPolicyConfig('policies.yaml');
+ * const limiter = createLimiter({ policies: config.policies, domain: 'agents.example.com' });
+ * ```
+ */
+export async function loadPolicyConfig(file: string): Promise<PolicyConfig> {
+  return parsePolicyConfig(await readConfigFile(file), file);
 }

@@ -102,7 +102,16 @@ export function describePolicy(p: CompiledPolicy): string {
   }
 }
 
-async function connectRedis(
+/**
+ * Connects to Redis (`--redis`) and returns a `RedisStore` for `policies` (shared by `serve` and
+ * `gateway`); a `CliError` when ioredis is missing or Redis cannot be reached.
+ *
+ * @example
+ * ```ts
+ * const store = await connectRedis('redis://127.0.0.1:6379', policies, undefined, 'insurance', undefined);
+ * ```
+ */
+export async function connectRedis(
   url: string,
   policies: readonly Policy[],
   holds: HoldOptions | undefined,
@@ -234,7 +243,15 @@ function parseTaskSeconds(value: unknown): number {
   return n;
 }
 
-function parseFailureMode(value: unknown): RedisFailureMode {
+/**
+ * Parses `--redis-on-error` (default `insurance`).
+ *
+ * @example
+ * ```ts
+ * parseFailureMode('fail-open'); // 'fail-open'
+ * ```
+ */
+export function parseFailureMode(value: unknown): RedisFailureMode {
   if (value === undefined) return 'insurance';
   const text = String(value);
   if (text === 'fail-open' || text === 'fail-closed' || text === 'insurance') return text;

@@ -1,0 +1,338 @@
+/**
+ * @module gateway-command
+ * `a2a-ratelimit gateway --upstream URL`: the gateway engine (`a2a-ratelimit-gateway`) in front
+ * of any A2A agent, with `serve`'s flags for policies, Redis and the wire (`--config`, `--domain`,
+ * `--mirror-http-status`, `--redis*`), an admin listener (`/metrics`, `/healthz`, `/readyz`),
+ * its URLs printed when ready, SIGHUP and file changes reloading the config (a bad file keeps the
+ * running one), and SIGINT / SIGTERM draining in-flight requests and streams up to a deadline.
+ */
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Policy, Store } from 'a2a-ratelimit';
+import type { Limiter } from 'a2a-ratelimit/server';
+import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
+import type { Gateway, IdentifyRequest } from 'a2a-ratelimit-gateway';
+import type { CAC } from 'cac';
+import { CliError } from './cli-error.js';
+import {
+  parseHttpUrl,
+  parseOptionalString,
+  parsePort,
+  parsePositiveNumber,
+} from './cli-options.js';
+import { type GatewayConfig, loadGatewayConfig } from './gateway-config.js';
+import { METRICS_NEED_PROM_CLIENT, metricsIfInstalled } from './optional-metrics.js';
+import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
+import {
+  connectRedis,
+  describePolicy,
+  parseFailureMode,
+  type RedisFailureMode,
+  untilSignal,
+} from './serve-command.js';
+
+/** Parsed options of `gateway`. */
+export interface GatewayCommandOptions {
+  readonly upstream: string;
+  readonly host: string;
+  readonly port: number;
+  /** Admin port (`/metrics`, `/healthz`, `/readyz`); undefined: none. */
+  readonly adminPort?: number;
+  readonly config?: string;
+  readonly publicUrl?: string;
+  readonly domain?: string;
+  readonly mirrorHttpStatus: boolean;
+  readonly redis?: string;
+  readonly redisOnError: RedisFailureMode;
+  readonly redisPrefix?: string;
+  /** How long SIGINT / SIGTERM wait for in-flight requests and streams, seconds. */
+  readonly drainSeconds: number;
+}
+
+/**
+ * Parses `gateway`'s flags.
+ *
+ * @example
+ * ```ts
+ * parseGatewayOptions({ upstream: 'http://127.0.0.1:9000' }).port; // 8080
+ * ```
+ */
+export function parseGatewayOptions(flags: Record<string, unknown>): GatewayCommandOptions {
+  if (flags.upstream === undefined) throw new CliError('--upstream <url> is required');
+  const upstream = parseHttpUrl(flags.upstream, '--upstream').href;
+  const config = parseOptionalString(flags.config, '--config');
+  const domain = parseOptionalString(flags.domain, '--domain');
+  const redis = parseOptionalString(flags.redis, '--redis');
+  if (redis !== undefined && !/^rediss?:\/\//.test(redis)) {
+    throw new CliError(`--redis must be a redis:// or rediss:// URL, got "${redis}"`);
+  }
+  const redisPrefix = parseOptionalString(flags.redisPrefix, '--redis-prefix');
+  if (redisPrefix !== undefined && redis === undefined) {
+    throw new CliError('--redis-prefix needs --redis <url>');
+  }
+  const publicUrl =
+    flags.publicUrl === undefined ? undefined : parseHttpUrl(flags.publicUrl, '--public-url').href;
+  const adminPort =
+    flags.adminPort === undefined ? undefined : parsePort(flags.adminPort, '--admin-port', 0);
+  return {
+    upstream,
+    host: parseOptionalString(flags.host, '--host') ?? '127.0.0.1',
+    port: parsePort(flags.port, '--port', 8080),
+    mirrorHttpStatus: flags.mirrorHttpStatus === true,
+    redisOnError: parseFailureMode(flags.redisOnError),
+    drainSeconds: parsePositiveNumber(flags.drainSeconds, '--drain-seconds', 10),
+    ...(adminPort === undefined ? {} : { adminPort }),
+    ...(config === undefined ? {} : { config }),
+    ...(domain === undefined ? {} : { domain }),
+    ...(redis === undefined ? {} : { redis }),
+    ...(redisPrefix === undefined ? {} : { redisPrefix }),
+    ...(publicUrl === undefined ? {} : { publicUrl }),
+  };
+}
+
+/**
+ * THE IDENTITY SEAM: how `identity:` of the config becomes the gateway's `identify` hook. The
+ * identity resolver (`createIdentityResolver(config.identity)` of the gateway package's
+ * `identity/`) plugs in here; until it does, a config with `identity:` is refused rather than run
+ * with every caller keyed by address (never a silent fall back to anonymous). Without
+ * `identity:`, callers are keyed by client address (IPv6 by /64).
+ *
+ * @example
+ * ```ts
+ * const identify = await identityFromConfig(config.identity); // undefined: by client address
+ * ```
+ */
+export async function identityFromConfig(
+  identity: GatewayConfig['identity'],
+): Promise<IdentifyRequest | undefined> {
+  if (identity === undefined) return undefined;
+  throw new CliError(
+    'identity: this build has no identity resolver yet (API keys, JWT, trusted proxies); remove identity: to key callers by client address',
+  );
+}
+
+/** A started gateway: its servers, engine and limiter. */
+export interface RunningGateway {
+  readonly url: string;
+  readonly adminUrl: string | undefined;
+  readonly gateway: Gateway;
+  readonly limiter: Limiter;
+  /** Stops listening, drains up to `deadlineMs`, closes everything. */
+  stop(deadlineMs: number): Promise<{ readonly drained: boolean }>;
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error) =>
+      reject(new CliError(`cannot listen on ${host}:${port}: ${error.message}`)),
+    );
+    server.listen(port, host, () => resolve((server.address() as AddressInfo).port));
+  });
+}
+
+function urlOf(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/**
+ * Starts the gateway as the command does (without waiting for a signal).
+ *
+ * @example
+ * ```ts
+ * const running = await startGateway(parseGatewayOptions({ upstream: 'http://127.0.0.1:9000', port: '0' }));
+ * ```
+ */
+export async function startGateway(
+  options: GatewayCommandOptions,
+  config: GatewayConfig | undefined,
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<RunningGateway> {
+  const policies: readonly Policy[] = config?.policies ?? [WORKED_EXAMPLE_POLICY];
+  const identify = await identityFromConfig(config?.identity);
+  const domain =
+    options.domain ??
+    config?.domain ??
+    new URL(options.publicUrl ?? urlOf(options.host, options.port)).hostname;
+  const store: Store | undefined =
+    options.redis === undefined
+      ? undefined
+      : await connectRedis(
+          options.redis,
+          policies,
+          config?.holds,
+          options.redisOnError,
+          options.redisPrefix,
+        );
+  // Loaded here, so `--help` and the other commands need none of the gateway's peers.
+  const { createLimiter } = await import('a2a-ratelimit/server');
+  const { createGateway } = await import('a2a-ratelimit-gateway');
+  const metrics = await metricsIfInstalled();
+  const limiter = createLimiter({
+    ...(store === undefined ? { policies } : { store }),
+    ...(store === undefined && config?.holds !== undefined ? { holds: config.holds } : {}),
+    domain,
+    ...(metrics === undefined ? {} : { observer: metrics.observer }),
+  });
+  const server = createServer();
+  let publicUrl = options.publicUrl ?? '';
+  const gateway = createGateway({
+    upstream: options.upstream,
+    limiter,
+    publicUrl: () => publicUrl,
+    mirrorHttpStatus: options.mirrorHttpStatus,
+    log,
+    ...(identify === undefined ? {} : { identify }),
+  });
+  server.on('request', gateway.handler);
+  const port = await listen(server, options.port, options.host);
+  const url = urlOf(options.host, port);
+  if (publicUrl === '') publicUrl = url;
+  await gateway.ready();
+  let admin: Server | undefined;
+  let adminUrl: string | undefined;
+  if (options.adminPort !== undefined) {
+    admin = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const path = (req.url ?? '/').split('?')[0];
+      if (path === '/healthz') res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      else if (path === '/readyz') {
+        const ready = gateway.isReady();
+        res
+          .writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' })
+          .end(ready ? 'ready\n' : `not ready: ${gateway.cardError() ?? 'no card yet'}\n`);
+      } else if (path === '/metrics' && metrics !== undefined) {
+        metrics.registry.metrics().then(
+          (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+          () => res.writeHead(500).end(),
+        );
+      } else res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    });
+    adminUrl = urlOf(options.host, await listen(admin, options.adminPort, options.host));
+  }
+  return {
+    url,
+    adminUrl,
+    gateway,
+    limiter,
+    async stop(deadlineMs) {
+      server.close();
+      const drained = await gateway.drained(deadlineMs);
+      server.closeAllConnections();
+      admin?.close();
+      admin?.closeAllConnections();
+      await gateway.close();
+      await limiter.close();
+      return { drained };
+    },
+  };
+}
+
+/**
+ * The ready banner.
+ *
+ * @example
+ * ```ts
+ * process.stdout.write(gatewayBanner(running, options));
+ * ```
+ */
+export function gatewayBanner(running: RunningGateway, options: GatewayCommandOptions): string {
+  const lines = [
+    'a2a-ratelimit gateway: ready',
+    `  upstream    ${options.upstream}${running.gateway.isReady() ? '' : ` (card not fetched yet: ${running.gateway.cardError()})`}`,
+    `  agent card  ${running.url}/.well-known/agent-card.json`,
+    `  listening   ${running.url}${options.mirrorHttpStatus ? ' (JSON-RPC rejections mirrored as HTTP 429/503)' : ''}`,
+    `  admin       ${running.adminUrl === undefined ? '(off: --admin-port)' : `${running.adminUrl}/metrics ${running.adminUrl}/healthz ${running.adminUrl}/readyz`}`,
+    ...(running.adminUrl === undefined ? [] : []),
+    `  domain      ${running.limiter.domain}`,
+    ...running.limiter.policySet.policies.map(
+      (p, i) => `  ${i === 0 ? 'policies   ' : '           '} ${describePolicy(p)}`,
+    ),
+    `  store       ${options.redis === undefined ? 'memory (this process)' : `redis ${options.redis}, keys ${options.redisPrefix ?? 'a2arl:'}* (when Redis fails: ${options.redisOnError})`}`,
+    'Press Ctrl-C to stop (in-flight requests and streams drain first).',
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Reloads `--config` into the running gateway on SIGHUP and file changes: the policies swapped in
+ * with `limiter.updatePolicies`; a file that cannot be read, parsed or validated keeps the
+ * running config, and its one line says why. `identity:` is read at start only.
+ *
+ * @example
+ * ```ts
+ * const reloader = reloadGatewayConfig(running, options);
+ * ```
+ */
+export function reloadGatewayConfig(
+  running: RunningGateway,
+  options: GatewayCommandOptions,
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): PolicyFileReloader | undefined {
+  if (options.config === undefined) return undefined;
+  const limiter = running.limiter;
+  return watchPolicyFile({
+    file: options.config,
+    log,
+    isTransient: (error) => !(error instanceof CliError),
+    apply: async (file) => {
+      const config = await loadGatewayConfig(file);
+      await limiter.updatePolicies(config.policies);
+      const names = limiter.policySet.policies.map((p) => p.name);
+      return `version ${limiter.policySetVersion}, ${names.length} ${names.length === 1 ? 'policy' : 'policies'} (${names.join(', ')})`;
+    },
+  });
+}
+
+/**
+ * Registers `gateway` on the CLI.
+ *
+ * @example
+ * ```ts
+ * registerGatewayCommand(cac('a2a-ratelimit'));
+ * ```
+ */
+export function registerGatewayCommand(cli: CAC): void {
+  cli
+    .command(
+      'gateway',
+      'Rate-limit any A2A agent: a reverse proxy in front of --upstream, until Ctrl-C',
+    )
+    .option('--upstream <url>', "The agent's base URL (its card at /.well-known/agent-card.json)")
+    .option('--host <host>', 'Interface to listen on (default: 127.0.0.1)')
+    .option('--port <port>', 'Port; 0 = any (default: 8080)')
+    .option('--admin-port <port>', 'Admin port: /metrics, /healthz, /readyz (default: none)')
+    .option(
+      '--config <file>',
+      'JSON or YAML: policies: as serve reads them, plus identity: and usage:; reloaded on SIGHUP and file changes',
+    )
+    .option('--public-url <url>', 'Base URL the card advertises (default: the listening URL)')
+    .option('--domain <domain>', 'ErrorInfo domain of rejections (default: the public URL’s host)')
+    .option('--mirror-http-status', 'JSON-RPC rejections travel with HTTP 429/503 instead of 200')
+    .option('--redis <url>', 'Share limits and deduplication with other gateways through Redis')
+    .option('--redis-prefix <prefix>', 'Prefix of every Redis key (default: a2arl:)')
+    .option(
+      '--redis-on-error <mode>',
+      'When Redis fails: fail-open, fail-closed or insurance (default: insurance)',
+    )
+    .option(
+      '--drain-seconds <n>',
+      'On SIGINT/SIGTERM, wait this long for in-flight requests and streams (default: 10)',
+    )
+    .action(async (flags: Record<string, unknown>) => {
+      const options = parseGatewayOptions(flags);
+      const config =
+        options.config === undefined ? undefined : await loadGatewayConfig(options.config);
+      const running = await startGateway(options, config);
+      process.stdout.write(gatewayBanner(running, options));
+      if (running.adminUrl === undefined && options.adminPort !== undefined) {
+        process.stdout.write(`  metrics     (${METRICS_NEED_PROM_CLIENT})\n`);
+      }
+      const reloader = reloadGatewayConfig(running, options);
+      const signal = await untilSignal();
+      reloader?.close();
+      const { drained } = await running.stop(options.drainSeconds * 1000);
+      process.stdout.write(
+        `a2a-ratelimit gateway: stopped on ${signal}${drained ? '' : ` (in-flight requests cut after ${options.drainSeconds} s)`}\n`,
+      );
+    });
+}

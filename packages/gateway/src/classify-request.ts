@@ -1,0 +1,300 @@
+/**
+ * @module classify-request
+ * What a request to the gateway is, decided before anything is forwarded: which proxied interface
+ * its path is on (the card's JSON-RPC and HTTP+JSON paths, case-insensitively, one optional
+ * trailing slash; anything else is a 404 in JSON), the A2A operation (REST from the library's
+ * route table, `matchRestRoute`; JSON-RPC from a body parsed once, refusing batches, duplicate
+ * keys, a `method` that is not a string and names that are no A2A method), its id, tenant and
+ * messageId, the webhook URLs it registers, and the canonical request to forward. Pure.
+ */
+
+import type { A2AMethod } from 'a2a-ratelimit';
+import { toA2AMethod } from 'a2a-ratelimit';
+import { isRestRoute, matchRestRoute } from 'a2a-ratelimit/server';
+import { type GatewayAnswer, JSON_RPC_ERRORS, jsonRpcError, restError } from './gateway-answers.js';
+import { parseStrictJson } from './strict-json.js';
+import type { ProxiedInterface } from './upstream-card.js';
+
+/** Where a request's path leads, before its body is read. */
+export type RoutedRequest =
+  | { readonly kind: 'jsonrpc'; readonly iface: ProxiedInterface }
+  | {
+      readonly kind: 'rest';
+      readonly iface: ProxiedInterface;
+      readonly method: A2AMethod;
+      /** The canonical path on the upstream (interface path + route path). */
+      readonly path: string;
+      readonly tenant: string | undefined;
+      readonly taskId: string | undefined;
+      /** The verb forwarded (HEAD is decided and forwarded as GET). */
+      readonly verb: 'GET' | 'POST' | 'DELETE';
+      /** Matched a v0.3 `/v1/...` route. */
+      readonly legacy: boolean;
+    }
+  | { readonly kind: 'answer'; readonly answer: GatewayAnswer };
+
+/** A request decided on, and what is forwarded when it is admitted. */
+export interface ClassifiedRequest {
+  readonly binding: 'jsonrpc' | 'rest';
+  readonly method: A2AMethod;
+  /** The JSON-RPC id (null for REST, or when the request has none). */
+  readonly id: string | number | null;
+  readonly tenant: string | undefined;
+  readonly messageId: string | undefined;
+  readonly taskId: string | undefined;
+  /** Webhook URLs the request asks the agent to call. */
+  readonly webhookUrls: readonly string[];
+  /** The canonical path (and the request's query) to forward to. */
+  readonly path: string;
+  readonly verb: 'GET' | 'POST' | 'DELETE';
+  /** The body to forward: the parsed body serialised again (undefined: none). */
+  readonly body: string | undefined;
+  /** The parsed body (undefined: none). */
+  readonly parsed: Record<string, unknown> | undefined;
+  /** The interface's path on the upstream. */
+  readonly ifacePath: string;
+  /** Named with a v0.3 method name or route. */
+  readonly legacy: boolean;
+}
+
+/** Whether the operation answers with an SSE stream. */
+export function isStreaming(method: A2AMethod): boolean {
+  return method === 'SendStreamingMessage' || method === 'SubscribeToTask';
+}
+
+function stripSlash(path: string): string {
+  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+}
+
+/**
+ * Routes a request by verb and raw path (no query) onto the card's proxied interfaces.
+ *
+ * @example
+ * ```ts
+ * routeRequest('POST', '/A2A/JSONRPC/', interfaces); // { kind: 'jsonrpc', iface }
+ * ```
+ */
+export function routeRequest(
+  verb: string,
+  rawPath: string,
+  interfaces: readonly ProxiedInterface[],
+): RoutedRequest {
+  const lower = stripSlash(rawPath).toLowerCase();
+  for (const iface of interfaces) {
+    if (iface.binding !== 'jsonrpc' || lower !== iface.lowerPath) continue;
+    if (verb !== 'POST') {
+      return {
+        kind: 'answer',
+        answer: jsonRpcError(
+          null,
+          JSON_RPC_ERRORS.invalidRequest,
+          'JSON-RPC requests are POSTed',
+          405,
+          {
+            allow: 'POST',
+          },
+        ),
+      };
+    }
+    return { kind: 'jsonrpc', iface };
+  }
+  for (const iface of interfaces) {
+    if (iface.binding !== 'rest') continue;
+    const prefix = iface.lowerPath === '/' ? '' : iface.lowerPath;
+    if (!rawPath.toLowerCase().startsWith(`${prefix}/`)) continue;
+    const route = matchRestRoute(verb, rawPath.slice(prefix.length), { legacy: true });
+    if (!isRestRoute(route)) {
+      if (route.miss === 'no-route') continue;
+      if (route.miss === 'bad-escape') {
+        return { kind: 'answer', answer: restError(400, 'malformed percent-encoding in the path') };
+      }
+      return {
+        kind: 'answer',
+        answer: restError(405, `${verb} is not allowed here`, { allow: route.allow.join(', ') }),
+      };
+    }
+    const upper = verb.toUpperCase();
+    return {
+      kind: 'rest',
+      iface,
+      method: route.method,
+      path: `${iface.path === '/' ? '' : iface.path}${route.path}`,
+      tenant: route.tenant,
+      taskId: route.taskId,
+      verb: upper === 'HEAD' ? 'GET' : (upper as 'GET' | 'POST' | 'DELETE'),
+      legacy: route.legacy,
+    };
+  }
+  return {
+    kind: 'answer',
+    answer: restError(
+      404,
+      `no A2A operation of this agent is at ${JSON.stringify(rawPath.slice(0, 200))}; see /.well-known/agent-card.json`,
+    ),
+  };
+}
+
+/** Reads `obj.a.b.c`, or undefined. */
+function at(value: unknown, ...keys: string[]): unknown {
+  let v = value;
+  for (const key of keys) {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
+    v = Object.hasOwn(v, key) ? (v as Record<string, unknown>)[key] : undefined;
+  }
+  return v;
+}
+
+/** The webhook URLs a request body registers (A2A 1.0 and v0.3 field names). */
+function webhookUrlsOf(method: A2AMethod, params: unknown): string[] {
+  const candidates =
+    method === 'SendMessage' || method === 'SendStreamingMessage'
+      ? [
+          at(params, 'configuration', 'taskPushNotificationConfig', 'url'),
+          at(params, 'configuration', 'pushNotificationConfig', 'url'),
+        ]
+      : method === 'CreateTaskPushNotificationConfig'
+        ? [
+            at(params, 'url'),
+            at(params, 'pushNotificationConfig', 'url'),
+            at(params, 'config', 'url'),
+            at(params, 'config', 'pushNotificationConfig', 'url'),
+          ]
+        : [];
+  return candidates.filter((u): u is string => u !== undefined).map((u) => String(u));
+}
+
+function stringOrUndefined(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/**
+ * Parses a JSON-RPC request body and classifies it, or answers why it is not forwarded.
+ *
+ * @example
+ * ```ts
+ * classifyJsonRpc('{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}', iface, '', 64);
+ * ```
+ */
+export function classifyJsonRpc(
+  text: string,
+  iface: ProxiedInterface,
+  query: string,
+  maxDepth: number,
+): ClassifiedRequest | GatewayAnswer {
+  const parsed = parseStrictJson(text, maxDepth);
+  if (parsed.status === 'malformed') {
+    return jsonRpcError(null, JSON_RPC_ERRORS.parse, `Parse error: ${parsed.message}`);
+  }
+  if (parsed.status === 'too-deep') {
+    return jsonRpcError(null, JSON_RPC_ERRORS.invalidRequest, 'the body is nested too deeply');
+  }
+  if (parsed.status === 'duplicate-key') {
+    return jsonRpcError(
+      null,
+      JSON_RPC_ERRORS.invalidRequest,
+      `the body has the key ${JSON.stringify(parsed.key)} twice in one object`,
+    );
+  }
+  const body = parsed.value;
+  if (Array.isArray(body)) {
+    return jsonRpcError(null, JSON_RPC_ERRORS.invalidRequest, 'batch requests are not accepted');
+  }
+  if (body === null || typeof body !== 'object') {
+    return jsonRpcError(null, JSON_RPC_ERRORS.invalidRequest, 'the request is not a JSON object');
+  }
+  const request = body as Record<string, unknown>;
+  const rawId = request.id;
+  if (
+    rawId !== undefined &&
+    rawId !== null &&
+    typeof rawId !== 'string' &&
+    typeof rawId !== 'number'
+  ) {
+    return jsonRpcError(null, JSON_RPC_ERRORS.invalidRequest, 'id must be a string or a number');
+  }
+  const id = rawId ?? null;
+  if (request.jsonrpc !== '2.0') {
+    return jsonRpcError(id, JSON_RPC_ERRORS.invalidRequest, 'jsonrpc must be "2.0"');
+  }
+  if (typeof request.method !== 'string') {
+    return jsonRpcError(id, JSON_RPC_ERRORS.invalidRequest, 'method must be a string');
+  }
+  const method = toA2AMethod(request.method);
+  if (method === undefined) {
+    return jsonRpcError(
+      id,
+      JSON_RPC_ERRORS.methodNotFound,
+      `Method not found: ${request.method.slice(0, 100)}`,
+    );
+  }
+  const params = request.params;
+  const tenant = at(params, 'tenant');
+  if (tenant !== undefined && tenant !== null && typeof tenant !== 'string') {
+    return jsonRpcError(id, JSON_RPC_ERRORS.invalidParams, 'params.tenant must be a string');
+  }
+  const messageId = at(params, 'message', 'messageId');
+  return {
+    binding: 'jsonrpc',
+    method,
+    id,
+    tenant: stringOrUndefined(tenant),
+    messageId: stringOrUndefined(messageId),
+    taskId: stringOrUndefined(at(params, 'id')),
+    webhookUrls: webhookUrlsOf(method, params),
+    path: iface.path + query,
+    verb: 'POST',
+    body: JSON.stringify(request),
+    parsed: request,
+    ifacePath: iface.path,
+    legacy: request.method.includes('/'),
+  };
+}
+
+/**
+ * Classifies a routed REST request with its body text (empty: none), or answers why it is not
+ * forwarded.
+ *
+ * @example
+ * ```ts
+ * classifyRest(routed, '{"message":{…}}', '', 64);
+ * ```
+ */
+export function classifyRest(
+  routed: Extract<RoutedRequest, { kind: 'rest' }>,
+  text: string,
+  query: string,
+  maxDepth: number,
+): ClassifiedRequest | GatewayAnswer {
+  let parsed: Record<string, unknown> | undefined;
+  if (routed.verb === 'POST' && text.trim() !== '') {
+    const result = parseStrictJson(text, maxDepth);
+    if (result.status === 'malformed') return restError(400, `malformed JSON: ${result.message}`);
+    if (result.status === 'too-deep') return restError(400, 'the body is nested too deeply');
+    if (result.status === 'duplicate-key') {
+      return restError(
+        400,
+        `the body has the key ${JSON.stringify(result.key)} twice in one object`,
+      );
+    }
+    const value = result.value;
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      return restError(400, 'the body is not a JSON object');
+    }
+    parsed = value as Record<string, unknown>;
+  }
+  return {
+    binding: 'rest',
+    method: routed.method,
+    id: null,
+    tenant: routed.tenant,
+    messageId: stringOrUndefined(at(parsed, 'message', 'messageId')),
+    taskId: routed.taskId,
+    webhookUrls: webhookUrlsOf(routed.method, parsed),
+    path: routed.path + query,
+    verb: routed.verb,
+    body: parsed === undefined ? undefined : JSON.stringify(parsed),
+    parsed,
+    ifacePath: routed.iface.path,
+    legacy: routed.legacy,
+  };
+}

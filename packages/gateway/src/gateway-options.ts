@@ -1,0 +1,111 @@
+/**
+ * @module gateway-options
+ * What `createGateway` takes: the upstream, the limiter, how callers are identified, and the
+ * bounds of what it reads, forwards and waits for — with their defaults.
+ */
+
+import type { IncomingMessage } from 'node:http';
+import type { WebhookPolicy } from 'a2a-ratelimit/push';
+import type { Limiter } from 'a2a-ratelimit/server';
+import type { Dispatcher } from 'undici';
+import type { ResolveHost } from './webhook-check.js';
+
+/**
+ * Who a request is from: a caller key (and optionally its tier), or why it is refused (answered
+ * 401 in the binding's format; never a silent fall back to anonymous).
+ */
+export type GatewayIdentity =
+  | { readonly caller: string; readonly tier?: string | undefined }
+  | { readonly unauthenticated: string };
+
+/**
+ * Identifies a request (its headers and socket; the body is not available). The identity
+ * resolver of `identity:` in the gateway's config is one; the default keys a caller by its client
+ * address (IPv6 by /64).
+ */
+export type IdentifyRequest = (req: IncomingMessage) => GatewayIdentity | Promise<GatewayIdentity>;
+
+/** One refused request, for a log line. */
+export interface GatewayRefusal {
+  readonly caller: string;
+  readonly method: string;
+  readonly binding: 'jsonrpc' | 'rest';
+  /** HTTP status written. */
+  readonly status: number;
+  /** Policy name, `upstream`, or what was refused (`webhook`, `identity`). */
+  readonly policy: string;
+  readonly retryAfterMs?: number;
+}
+
+/**
+ * Options of `createGateway`.
+ *
+ * @example
+ * ```ts
+ * const options: GatewayOptions = { upstream: 'http://127.0.0.1:9000', limiter, publicUrl: 'https://agent.example' };
+ * ```
+ */
+export interface GatewayOptions {
+  /** The agent's base URL; its card is at `/.well-known/agent-card.json` below it. */
+  readonly upstream: string | URL;
+  /** Decides every request (its policies, store, domain, deduplication). */
+  readonly limiter: Limiter;
+  /**
+   * The gateway's public base URL, onto which the card's interface URLs are rewritten (a function
+   * when known only once listening).
+   */
+  readonly publicUrl: string | (() => string);
+  /** Who a request is from. @defaultValue the client address (IPv6 by /64) */
+  readonly identify?: IdentifyRequest;
+  /** JSON-RPC rejections with HTTP 429 / 503 instead of 200. @defaultValue false */
+  readonly mirrorHttpStatus?: boolean;
+  /**
+   * The push SSRF policy webhook URLs must pass (`createWebhookPolicy` of `a2a-ratelimit/push`),
+   * or false to forward them unchecked. @defaultValue createWebhookPolicy() (public addresses only)
+   */
+  readonly webhookPolicy?: WebhookPolicy | false;
+  /** Resolves webhook host names. @defaultValue dns.lookup */
+  readonly resolveHost?: ResolveHost;
+  /** Largest request body read, bytes (more is answered 413 in JSON). @defaultValue 1 MiB */
+  readonly maxBodyBytes?: number;
+  /** Deepest JSON nesting accepted. @defaultValue 64 */
+  readonly maxJsonDepth?: number;
+  /** How long the upstream may take to answer with headers, ms. @defaultValue 30,000 */
+  readonly upstreamTimeoutMs?: number;
+  /** `Retry-After` of the 503 written when the upstream is unreachable, ms. @defaultValue 1,000 */
+  readonly unavailableRetryAfterMs?: number;
+  /** How often the upstream's card is refetched, ms. @defaultValue 60,000 */
+  readonly cardRefreshMs?: number;
+  /**
+   * Following a task left running after its answer: GetTask polls of the upstream with the
+   * admitting request's credentials, the first after `firstDelayMs`, each delay doubled up to
+   * `maxDelayMs`, at most `maxPolls` (then the task's leases are freed). Only tasks holding a
+   * concurrency lease are followed.
+   * @defaultValue { firstDelayMs: 1000, maxDelayMs: 30000, maxPolls: 40 }
+   */
+  readonly taskPolling?: {
+    readonly firstDelayMs?: number;
+    readonly maxDelayMs?: number;
+    readonly maxPolls?: number;
+  };
+  /** The connection pool to the upstream. @defaultValue an undici `Agent` with keep-alive */
+  readonly dispatcher?: Dispatcher;
+  /** Called once per refused request (for a log line). */
+  readonly onRefusal?: (refusal: GatewayRefusal) => void;
+  /** Where operational lines go (card fetch failures). @defaultValue stderr */
+  readonly log?: (line: string) => void;
+}
+
+/** Defaults of {@link GatewayOptions}. */
+export const GATEWAY_DEFAULTS = Object.freeze({
+  maxBodyBytes: 1_048_576,
+  maxJsonDepth: 64,
+  upstreamTimeoutMs: 30_000,
+  unavailableRetryAfterMs: 1_000,
+  cardRefreshMs: 60_000,
+  cardRetryMs: 1_000,
+  maxCardBytes: 1_048_576,
+  /** Largest JSON answer read for task states (larger ones pass through unread). */
+  maxObservedAnswerBytes: 4_194_304,
+  taskPolling: Object.freeze({ firstDelayMs: 1_000, maxDelayMs: 30_000, maxPolls: 40 }),
+});

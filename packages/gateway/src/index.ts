@@ -1,0 +1,18 @@
+/**
+ * @module a2a-ratelimit-gateway
+ * The gateway engine: a rate-limiting reverse proxy that puts a2a-ratelimit's admission,
+ * rejections and card extension in front of an A2A agent written in any language. The
+ * `a2a-ratelimit gateway` command runs it; `docs/gateway.md` says how to deploy it.
+ */
+
+export { createGateway, type Gateway } from './create-gateway.js';
+export {
+  GATEWAY_DEFAULTS,
+  type GatewayIdentity,
+  type GatewayOptions,
+  type GatewayRefusal,
+  type IdentifyRequest,
+} from './gateway-options.js';
+export { AGENT_CARD_PATH } from './upstream-card.js';
+export { UPSTREAM_POLICY } from './upstream-failure.js';
+export type { ResolveHost } from './webhook-check.js';

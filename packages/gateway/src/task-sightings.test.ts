@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { SseDataReader, sightingOf, sightingOfAnswer, taskStateNumber } from './task-sightings.js';
+
+describe('task sightings', () => {
+  it('reads tasks, status updates and messages in the 1.0 and v0.3 shapes', () => {
+    expect(sightingOf({ task: { id: 't', status: { state: 'TASK_STATE_WORKING' } } })).toEqual({
+      kind: 'task',
+      taskId: 't',
+      state: 2,
+    });
+    expect(
+      sightingOf({ statusUpdate: { taskId: 't', status: { state: 'TASK_STATE_CANCELED' } } }),
+    ).toEqual({
+      kind: 'task',
+      taskId: 't',
+      state: 5,
+    });
+    expect(
+      sightingOf({ kind: 'status-update', taskId: 't', status: { state: 'completed' } }),
+    ).toEqual({
+      kind: 'task',
+      taskId: 't',
+      state: 3,
+    });
+    expect(sightingOf({ kind: 'task', id: 't', status: { state: 'input-required' } })).toEqual({
+      kind: 'task',
+      taskId: 't',
+      state: 6,
+    });
+    expect(sightingOfAnswer('jsonrpc', { result: { message: { messageId: 'r' } } })).toEqual({
+      kind: 'message',
+      message: { messageId: 'r' },
+    });
+    expect(sightingOf({ artifactUpdate: {} })).toBeUndefined();
+    expect(taskStateNumber('nonsense')).toBeUndefined();
+  });
+
+  it('splits SSE into events across chunks and line ends', () => {
+    const seen: string[] = [];
+    const reader = new SseDataReader((d) => seen.push(d), 1000);
+    const text = 'data: {"a":1}\r\n\r\nevent: x\ndata: 1\ndata: 2\n\n: comment\rdata:3\r\r';
+    const bytes = new TextEncoder().encode(text);
+    for (let i = 0; i < bytes.length; i += 3) reader.push(bytes.slice(i, i + 3));
+    expect(seen).toEqual(['{"a":1}', '1\n2', '3']);
+  });
+
+  it('skips an event longer than its bound', () => {
+    const seen: string[] = [];
+    const reader = new SseDataReader((d) => seen.push(d), 10);
+    reader.push(new TextEncoder().encode(`data: ${'x'.repeat(50)}\n\ndata: ok\n\n`));
+    expect(seen).toEqual(['ok']);
+  });
+});

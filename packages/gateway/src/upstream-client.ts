@@ -1,0 +1,177 @@
+/**
+ * @module upstream-client
+ * Talking to the upstream: the headers a forwarded request carries (the caller's, credentials
+ * unchanged, without hop-by-hop fields or the gateway's own), the headers an answer keeps, and the
+ * GetTask the gateway sends itself (to follow a task left running, or to answer a retried copy of
+ * a message with its task) with the admitting request's credentials.
+ */
+
+import type { IncomingHttpHeaders } from 'node:http';
+import { TICKET_HEADER } from 'a2a-ratelimit/server';
+import type { Dispatcher } from 'undici';
+import { sightingOfAnswer, type TaskSighting } from './task-sightings.js';
+
+/** Request fields never forwarded (hop-by-hop, recomputed, or the gateway's own). */
+const DROPPED_REQUEST = new Set([
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+  'content-length',
+  'content-encoding',
+  'http2-settings',
+  TICKET_HEADER,
+]);
+
+/** Answer fields never relayed (hop-by-hop). */
+const DROPPED_ANSWER = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/**
+ * The headers forwarded with a request: the caller's (credentials unchanged), minus hop-by-hop
+ * and recomputed fields, with the client address appended to `x-forwarded-for`.
+ *
+ * @example
+ * ```ts
+ * forwardHeaders(req.headers, req.socket.remoteAddress);
+ * ```
+ */
+export function forwardHeaders(
+  headers: IncomingHttpHeaders,
+  clientAddress: string | undefined,
+): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || DROPPED_REQUEST.has(name)) continue;
+    out[name] = value;
+  }
+  if (clientAddress !== undefined) {
+    const prior = headers['x-forwarded-for'];
+    out['x-forwarded-for'] =
+      prior === undefined ? clientAddress : `${[prior].flat().join(', ')}, ${clientAddress}`;
+  }
+  return out;
+}
+
+/**
+ * The upstream answer's headers the gateway relays (hop-by-hop fields dropped).
+ *
+ * @example
+ * ```ts
+ * for (const [name, value] of answerHeaders(response.headers)) res.setHeader(name, value);
+ * ```
+ */
+export function answerHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): [string, string | string[]][] {
+  const out: [string, string | string[]][] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || DROPPED_ANSWER.has(name)) continue;
+    out.push([name, value]);
+  }
+  return out;
+}
+
+/** The caller's fields a GetTask of the gateway's own carries: its credentials and version. */
+const CREDENTIAL_FIELDS = ['authorization', 'x-api-key', 'cookie', 'a2a-version', 'a2a-extensions'];
+
+/**
+ * The credentials of a request, kept to poll the upstream on its behalf.
+ *
+ * @example
+ * ```ts
+ * const credentials = credentialsOf(req.headers);
+ * ```
+ */
+export function credentialsOf(headers: IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of CREDENTIAL_FIELDS) {
+    const value = headers[name];
+    if (typeof value === 'string') out[name] = value;
+  }
+  return out;
+}
+
+/** Where and how the gateway asks the upstream for a task. */
+export interface TaskQuery {
+  readonly origin: string;
+  readonly binding: 'jsonrpc' | 'rest';
+  /** The interface's path on the upstream. */
+  readonly ifacePath: string;
+  /** v0.3 names (`tasks/get`, `/v1/tasks/…`). */
+  readonly legacy: boolean;
+  readonly tenant: string | undefined;
+  readonly credentials: Readonly<Record<string, string>>;
+}
+
+/** What a GetTask of the gateway's own got: the answer's body, parsed, and what it says. */
+export interface TaskAnswer {
+  readonly status: number;
+  readonly body: unknown;
+  readonly sighting: TaskSighting | undefined;
+}
+
+/**
+ * Sends GetTask for `taskId` to the upstream (in the admission's binding, with its credentials).
+ * Throws when the upstream cannot be reached or does not answer within `timeoutMs`.
+ *
+ * @example
+ * ```ts
+ * const answer = await getTask(dispatcher, query, 'task-1', 5_000);
+ * ```
+ */
+export async function getTask(
+  dispatcher: Dispatcher,
+  query: TaskQuery,
+  taskId: string,
+  timeoutMs: number,
+): Promise<TaskAnswer> {
+  const base = query.ifacePath === '/' ? '' : query.ifacePath;
+  const request: Dispatcher.RequestOptions =
+    query.binding === 'jsonrpc'
+      ? {
+          origin: query.origin,
+          path: query.ifacePath,
+          method: 'POST',
+          headers: { ...query.credentials, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: `gateway-${taskId}`,
+            method: query.legacy ? 'tasks/get' : 'GetTask',
+            params: { id: taskId, ...(query.tenant === undefined ? {} : { tenant: query.tenant }) },
+          }),
+        }
+      : {
+          origin: query.origin,
+          path: `${base}${query.legacy ? '/v1' : ''}${query.tenant === undefined ? '' : `/${encodeURIComponent(query.tenant)}`}/tasks/${encodeURIComponent(taskId)}`,
+          method: 'GET',
+          headers: { ...query.credentials },
+        };
+  const response = await dispatcher.request({
+    ...request,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+  });
+  const text = await response.body.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  const sighting = response.statusCode === 200 ? sightingOfAnswer(query.binding, body) : undefined;
+  return { status: response.statusCode, body, sighting };
+}

@@ -1,0 +1,189 @@
+/**
+ * The seed's worked example through the gateway, on JSON-RPC and REST: an upstream SDK agent with
+ * no limiter of ours, the gateway in front of it limiting 60 SendMessage per minute per caller
+ * with a burst of 10, and our client (`createRetryingFetch` under the SDK's own client) sending 30
+ * messages at once. Time is virtual on both sides (the gateway's limiter and the client's waits);
+ * the driver advances it only while every call is waiting, so decisions are exact. The upstream is
+ * a parameter (another language's agent runs the same checks).
+ */
+
+import {
+  type Client,
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+} from '@a2a-js/sdk/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
+import { WORKED_EXAMPLE_POLICY } from '../src/simulation/index.js';
+import { seededRandom } from '../src/testing/store-contract.js';
+import { textMessage } from '../src/testing/text-message.js';
+import { createVirtualTime, type VirtualClock } from '../src/testing/virtual-time.js';
+import {
+  type GatewayUpstream,
+  type StartUpstream,
+  startSdkUpstream,
+  startTestGateway,
+  type TestGateway,
+} from './gateway.helpers.js';
+
+const UPSTREAMS: readonly (readonly [string, StartUpstream])[] = [['sdk', startSdkUpstream]];
+const BINDINGS = ['JSONRPC', 'HTTP+JSON'] as const;
+const CALLS = 30;
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+interface Run {
+  readonly upstream: GatewayUpstream;
+  readonly gw: TestGateway;
+  readonly vt: VirtualClock;
+  readonly rejectionDelaysMs: number[];
+  readonly admittedAtMs: Map<string, number>;
+  readonly attempts: Map<string, number>;
+}
+
+async function setup(start: StartUpstream): Promise<Run> {
+  const upstream = await start();
+  closers.push(upstream.close);
+  const vt = createVirtualTime({ startMs: 1_000_000 });
+  const rejectionDelaysMs: number[] = [];
+  const admittedAtMs = new Map<string, number>();
+  const attempts = new Map<string, number>();
+  const count = (messageId: string | undefined): void => {
+    if (messageId !== undefined) attempts.set(messageId, (attempts.get(messageId) ?? 0) + 1);
+  };
+  const gw = await startTestGateway(upstream.baseUrl, {
+    policies: [WORKED_EXAMPLE_POLICY],
+    clock: vt,
+    limiter: {
+      observer: {
+        admitted(request) {
+          count(request.messageId);
+          if (request.messageId !== undefined) admittedAtMs.set(request.messageId, vt.nowMs());
+        },
+        rejected(request, rejection) {
+          count(request.messageId);
+          rejectionDelaysMs.push(rejection.retryAfterMs);
+        },
+      },
+    },
+  });
+  closers.push(gw.close);
+  return { upstream, gw, vt, rejectionDelaysMs, admittedAtMs, attempts };
+}
+
+/** Our client over `binding`, on the run's virtual time; `busy` counts sends on the wire. */
+async function clientOf(
+  run: Run,
+  binding: (typeof BINDINGS)[number],
+  planFromCard: boolean,
+): Promise<{ client: Client; busy: () => number }> {
+  let onWire = 0;
+  const counted: typeof fetch = async (input, init) => {
+    onWire++;
+    try {
+      return await fetch(input, init);
+    } finally {
+      onWire--;
+    }
+  };
+  const fetchImpl = createRetryingFetch({
+    fetch: counted,
+    clock: run.vt,
+    sleep: run.vt.sleep,
+    random: seededRandom(7),
+    planFromCard,
+  });
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [
+        new JsonRpcTransportFactory({ fetchImpl }),
+        new RestTransportFactory({ fetchImpl }),
+      ],
+      preferredTransports: [binding],
+      // The card goes through our fetch too, which learns the limits it publishes.
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }),
+  );
+  const client = await factory.createFromUrl(run.gw.baseUrl);
+  return { client, busy: () => onWire };
+}
+
+/**
+ * Runs `calls` to completion, advancing virtual time (100 ms at a time) only while nothing is on
+ * the wire and something waits on a timer.
+ */
+async function drive<T>(run: Run, busy: () => number, calls: Promise<T>[]): Promise<T[]> {
+  let settled = 0;
+  const all = Promise.all(calls.map((c) => c.finally(() => settled++)));
+  while (settled < calls.length) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    if (busy() === 0 && run.gw.gateway.inFlight() === 0 && run.vt.pendingTimers > 0) {
+      await run.vt.advance(100);
+    }
+  }
+  return all;
+}
+
+describe.each(UPSTREAMS)('worked example through the gateway (upstream: %s)', (_name, start) => {
+  it.each(BINDINGS)(
+    '%s: 30 at once → 10 admitted, 20 on their first retry after 1…20 s, none abandoned, the upstream sees 30',
+    async (binding) => {
+      const run = await setup(start);
+      const { client, busy } = await clientOf(run, binding, false);
+      const startMs = run.vt.nowMs();
+      const results = await drive(
+        run,
+        busy,
+        Array.from({ length: CALLS }, (_, i) =>
+          client.sendMessage({
+            message: textMessage({ messageId: `m-${i}`, text: 'hi' }),
+          } as never),
+        ),
+      );
+      expect(results).toHaveLength(CALLS);
+      const firstTry = [...run.attempts.values()].filter((n) => n === 1).length;
+      const secondTry = [...run.attempts.values()].filter((n) => n === 2).length;
+      expect({ firstTry, secondTry, calls: run.attempts.size }).toEqual({
+        firstTry: 10,
+        secondTry: 20,
+        calls: CALLS,
+      });
+      expect([...run.rejectionDelaysMs].sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 20 }, (_, i) => (i + 1) * 1000),
+      );
+      const admitted = [...run.admittedAtMs.values()].map((t) => t - startMs);
+      expect(admitted.filter((t) => t === 0)).toHaveLength(10);
+      expect(Math.max(...admitted)).toBeGreaterThanOrEqual(20_000);
+      // The upstream saw each message exactly once: 30 requests, 30 executions.
+      const sends = run.upstream.requests.filter((r) => r.startsWith('POST'));
+      expect(sends).toHaveLength(CALLS);
+      expect([...run.upstream.executions.values()]).toEqual(Array(CALLS).fill(1));
+    },
+  );
+
+  it.each(BINDINGS)(
+    '%s: the planned client reads the limits on the gateway’s card: 30 requests, 0 rejections',
+    async (binding) => {
+      const run = await setup(start);
+      const { client, busy } = await clientOf(run, binding, true);
+      const results = await drive(
+        run,
+        busy,
+        Array.from({ length: CALLS }, (_, i) =>
+          client.sendMessage({
+            message: textMessage({ messageId: `p-${i}`, text: 'hi' }),
+          } as never),
+        ),
+      );
+      expect(results).toHaveLength(CALLS);
+      expect(run.rejectionDelaysMs).toEqual([]);
+      expect(run.upstream.requests.filter((r) => r.startsWith('POST'))).toHaveLength(CALLS);
+    },
+  );
+});
