@@ -9,10 +9,11 @@
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { dirname, resolve as resolvePath } from 'node:path';
 import type { Policy, Store } from 'a2a-ratelimit';
 import type { Limiter } from 'a2a-ratelimit/server';
 import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
-import type { Gateway, IdentifyRequest } from 'a2a-ratelimit-gateway';
+import type { Gateway, IdentifyRequest, IdentityResolver } from 'a2a-ratelimit-gateway';
 import type { CAC } from 'cac';
 import { CliError } from './cli-error.js';
 import {
@@ -91,25 +92,60 @@ export function parseGatewayOptions(flags: Record<string, unknown>): GatewayComm
   };
 }
 
+/** The gateway's `identify` hook and the resolver behind it, swapped by a reload. */
+export interface GatewayIdentityHolder {
+  readonly identify: IdentifyRequest;
+  /**
+   * Builds the resolver of another `identity:` and puts it in force; throws a `CliError` naming
+   * the field or file (the running resolver stays) when it cannot.
+   */
+  swap(identity: GatewayConfig['identity'], source: string): Promise<void>;
+  close(): void;
+}
+
+async function resolverOf(
+  identity: GatewayConfig['identity'],
+  source: string,
+): Promise<IdentityResolver> {
+  const { createIdentityResolver, parseIdentityConfig } = await import('a2a-ratelimit-gateway');
+  try {
+    return await createIdentityResolver(parseIdentityConfig(identity), {
+      baseDir: source === '' ? process.cwd() : dirname(resolvePath(source)),
+    });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new CliError(source === '' ? message : `${source}: ${message}`);
+  }
+}
+
 /**
- * THE IDENTITY SEAM: how `identity:` of the config becomes the gateway's `identify` hook. The
- * identity resolver (`createIdentityResolver(config.identity)` of the gateway package's
- * `identity/`) plugs in here; until it does, a config with `identity:` is refused rather than run
- * with every caller keyed by address (never a silent fall back to anonymous). Without
- * `identity:`, callers are keyed by client address (IPv6 by /64).
+ * How `identity:` of the config becomes the gateway's `identify` hook: API keys (in clear or as
+ * SHA-256, inline or in `apiKeysFile`), JWTs, a trusted proxy's header, else the client address
+ * (IPv6 by /64). A refused credential is a 401, never an anonymous admission. Without
+ * `identity:`, callers are keyed by client address. `source` is the config file (relative
+ * `apiKeysFile` / `jwksFile` paths are read beside it), `''` for none.
  *
  * @example
  * ```ts
- * const identify = await identityFromConfig(config.identity); // undefined: by client address
+ * const holder = await identityFromConfig(config.identity, 'gateway.yaml');
  * ```
  */
 export async function identityFromConfig(
   identity: GatewayConfig['identity'],
-): Promise<IdentifyRequest | undefined> {
-  if (identity === undefined) return undefined;
-  throw new CliError(
-    'identity: this build has no identity resolver yet (API keys, JWT, trusted proxies); remove identity: to key callers by client address',
-  );
+  source: string,
+): Promise<GatewayIdentityHolder> {
+  const { identifyWith } = await import('a2a-ratelimit-gateway');
+  let current = await resolverOf(identity, source);
+  return {
+    identify: identifyWith(() => current),
+    async swap(next, nextSource) {
+      const replacement = await resolverOf(next, nextSource);
+      const old = current;
+      current = replacement;
+      old.close();
+    },
+    close: () => current.close(),
+  };
 }
 
 /** A started gateway: its servers, engine and limiter. */
@@ -118,6 +154,8 @@ export interface RunningGateway {
   readonly adminUrl: string | undefined;
   readonly gateway: Gateway;
   readonly limiter: Limiter;
+  /** The identity resolver in force (`identity:`), swapped by a reload. */
+  readonly identity: GatewayIdentityHolder;
   /** Stops listening, drains up to `deadlineMs`, closes everything. */
   stop(deadlineMs: number): Promise<{ readonly drained: boolean }>;
 }
@@ -149,7 +187,7 @@ export async function startGateway(
   log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<RunningGateway> {
   const policies: readonly Policy[] = config?.policies ?? [WORKED_EXAMPLE_POLICY];
-  const identify = await identityFromConfig(config?.identity);
+  const identity = await identityFromConfig(config?.identity, options.config ?? '');
   const domain =
     options.domain ??
     config?.domain ??
@@ -182,7 +220,7 @@ export async function startGateway(
     publicUrl: () => publicUrl,
     mirrorHttpStatus: options.mirrorHttpStatus,
     log,
-    ...(identify === undefined ? {} : { identify }),
+    identify: identity.identify,
   });
   server.on('request', gateway.handler);
   const port = await listen(server, options.port, options.host);
@@ -214,6 +252,7 @@ export async function startGateway(
     adminUrl,
     gateway,
     limiter,
+    identity,
     async stop(deadlineMs) {
       server.close();
       const drained = await gateway.drained(deadlineMs);
@@ -222,6 +261,7 @@ export async function startGateway(
       admin?.closeAllConnections();
       await gateway.close();
       await limiter.close();
+      identity.close();
       return { drained };
     },
   };
@@ -256,7 +296,7 @@ export function gatewayBanner(running: RunningGateway, options: GatewayCommandOp
 /**
  * Reloads `--config` into the running gateway on SIGHUP and file changes: the policies swapped in
  * with `limiter.updatePolicies`; a file that cannot be read, parsed or validated keeps the
- * running config, and its one line says why. `identity:` is read at start only.
+ * running config, and its one line says why. `identity:` is reloaded too (its files re-read).
  *
  * @example
  * ```ts
@@ -276,6 +316,8 @@ export function reloadGatewayConfig(
     isTransient: (error) => !(error instanceof CliError),
     apply: async (file) => {
       const config = await loadGatewayConfig(file);
+      // Identity first: a bad identity: keeps everything running as it was.
+      await running.identity.swap(config.identity, file);
       await limiter.updatePolicies(config.policies);
       const names = limiter.policySet.policies.map((p) => p.name);
       return `version ${limiter.policySetVersion}, ${names.length} ${names.length === 1 ? 'policy' : 'policies'} (${names.join(', ')})`;

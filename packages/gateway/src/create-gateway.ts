@@ -27,6 +27,11 @@ import {
   type GatewayOptions,
   type GatewayRefusal,
 } from './gateway-options.js';
+import type { IdentityFailure } from './identity/identity-resolver.js';
+import {
+  encodeJsonRpcUnauthenticated,
+  encodeRestUnauthenticated,
+} from './identity/unauthenticated-response.js';
 import { TaskFollower } from './task-follower.js';
 import { TaskWatch, type WatchScope } from './task-watch.js';
 import { AGENT_CARD_PATH, UpstreamCard } from './upstream-card.js';
@@ -192,10 +197,24 @@ export function createGateway(options: GatewayOptions): Gateway {
   let inFlight = 0;
   const idleWaiters = new Set<() => void>();
 
-  const unauthenticated = (binding: 'jsonrpc' | 'rest', id: string | number | null, why: string) =>
-    binding === 'jsonrpc'
-      ? jsonRpcError(id, JSON_RPC_ERRORS.invalidRequest, `unauthenticated: ${why}`, 401)
-      : restError(401, `unauthenticated: ${why}`);
+  // A refused credential: 401 in the binding's format (identity module's encoders); a JWKS that
+  // cannot be fetched is the gateway's trouble, not the caller's: 503 with a delay.
+  const unauthenticated = (
+    binding: 'jsonrpc' | 'rest',
+    id: string | number | null,
+    failure: IdentityFailure,
+  ): GatewayAnswer => {
+    if (failure.reason === 'jwks-unavailable') {
+      const retryAfter = { 'retry-after': '1' };
+      return binding === 'jsonrpc'
+        ? jsonRpcError(id, JSON_RPC_ERRORS.internal, failure.message, 503, retryAfter)
+        : restError(503, failure.message, retryAfter);
+    }
+    const domain = limiter.domain;
+    return binding === 'jsonrpc'
+      ? encodeJsonRpcUnauthenticated(failure, { domain, id })
+      : encodeRestUnauthenticated(failure, { domain });
+  };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = req.url ?? '/';
@@ -285,8 +304,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     const request = classified;
     const identity = await identify(req);
     if ('unauthenticated' in identity) {
-      refused({ caller: '', method: request.method, binding, status: 401, policy: 'identity' });
-      writeAnswer(res, unauthenticated(binding, request.id, identity.unauthenticated));
+      const answer = unauthenticated(binding, request.id, identity.unauthenticated);
+      refused({
+        caller: '',
+        method: request.method,
+        binding,
+        status: answer.status,
+        policy: 'identity',
+      });
+      writeAnswer(res, answer);
       return;
     }
     if (checkWebhooks && request.webhookUrls.length > 0) {

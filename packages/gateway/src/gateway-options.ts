@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { WebhookPolicy } from 'a2a-ratelimit/push';
 import type { Limiter } from 'a2a-ratelimit/server';
 import type { Dispatcher } from 'undici';
+import type { IdentityFailure } from './identity/identity-resolver.js';
 import type { ResolveHost } from './webhook-check.js';
 
 /**
@@ -16,7 +17,7 @@ import type { ResolveHost } from './webhook-check.js';
  */
 export type GatewayIdentity =
   | { readonly caller: string; readonly tier?: string | undefined }
-  | { readonly unauthenticated: string };
+  | { readonly unauthenticated: IdentityFailure };
 
 /**
  * Identifies a request (its headers and socket; the body is not available). The identity

@@ -13,6 +13,18 @@ export {
   type GatewayRefusal,
   type IdentifyRequest,
 } from './gateway-options.js';
+export { identifyWith } from './identify-with.js';
+export {
+  createIdentityResolver,
+  IDENTITY_FAILURE_REASONS,
+  type IdentityConfig,
+  type IdentityFailure,
+  type IdentityFailureReason,
+  type IdentityResolver,
+  type IdentityResolverDeps,
+  type IdentityResult,
+  parseIdentityConfig,
+} from './identity/index.js';
 export { AGENT_CARD_PATH } from './upstream-card.js';
 export { UPSTREAM_POLICY } from './upstream-failure.js';
 export type { ResolveHost } from './webhook-check.js';
