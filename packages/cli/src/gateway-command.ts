@@ -4,11 +4,13 @@
  * of any A2A agent, with `serve`'s flags for policies, Redis and the wire (`--config`, `--domain`,
  * `--mirror-http-status`, `--redis*`), an admin listener (`/metrics`, `/healthz`, `/readyz`),
  * its URLs printed when ready, SIGHUP and file changes reloading the config (a bad file keeps the
- * running one), and SIGINT / SIGTERM draining in-flight requests and streams up to a deadline.
+ * running one), and SIGINT / SIGTERM draining in-flight requests and streams up to a deadline;
+ * optionally HTTPS (`gateway-tls.ts`), a refusal log (`refusal-line.ts`) and upstream metrics
+ * (`gateway-metrics.ts`).
  */
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import { dirname, resolve as resolvePath } from 'node:path';
 import type { Policy, Store } from 'a2a-ratelimit';
 import type { Limiter } from 'a2a-ratelimit/server';
@@ -23,8 +25,10 @@ import {
   parsePositiveNumber,
 } from './cli-options.js';
 import { type GatewayConfig, loadGatewayConfig } from './gateway-config.js';
+import { createTlsServer, parseTlsFlags, reloadTlsOnSignal, type TlsFiles } from './gateway-tls.js';
 import { METRICS_NEED_PROM_CLIENT, metricsIfInstalled } from './optional-metrics.js';
 import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
+import { refusalLine } from './refusal-line.js';
 import {
   connectRedis,
   describePolicy,
@@ -49,6 +53,10 @@ export interface GatewayCommandOptions {
   readonly redisPrefix?: string;
   /** How long SIGINT / SIGTERM wait for in-flight requests and streams, seconds. */
   readonly drainSeconds: number;
+  /** HTTPS on the listener with this certificate and key (re-read on SIGHUP); undefined: HTTP. */
+  readonly tls?: TlsFiles;
+  /** One line per refused request on the log (stderr), whatever the config says. */
+  readonly logRefusals: boolean;
 }
 
 /**
@@ -76,6 +84,7 @@ export function parseGatewayOptions(flags: Record<string, unknown>): GatewayComm
     flags.publicUrl === undefined ? undefined : parseHttpUrl(flags.publicUrl, '--public-url').href;
   const adminPort =
     flags.adminPort === undefined ? undefined : parsePort(flags.adminPort, '--admin-port', 0);
+  const tls = parseTlsFlags(flags);
   return {
     upstream,
     host: parseOptionalString(flags.host, '--host') ?? '127.0.0.1',
@@ -83,6 +92,8 @@ export function parseGatewayOptions(flags: Record<string, unknown>): GatewayComm
     mirrorHttpStatus: flags.mirrorHttpStatus === true,
     redisOnError: parseFailureMode(flags.redisOnError),
     drainSeconds: parsePositiveNumber(flags.drainSeconds, '--drain-seconds', 10),
+    logRefusals: flags.logRefusals === true,
+    ...(tls === undefined ? {} : { tls }),
     ...(adminPort === undefined ? {} : { adminPort }),
     ...(config === undefined ? {} : { config }),
     ...(domain === undefined ? {} : { domain }),
@@ -156,11 +167,13 @@ export interface RunningGateway {
   readonly limiter: Limiter;
   /** The identity resolver in force (`identity:`), swapped by a reload. */
   readonly identity: GatewayIdentityHolder;
+  /** Turns the refusal log on or off as a reloaded config says (`--log-refusals` keeps it on). */
+  setLogRefusals(fromConfig: boolean): void;
   /** Stops listening, drains up to `deadlineMs`, closes everything. */
   stop(deadlineMs: number): Promise<{ readonly drained: boolean }>;
 }
 
-function listen(server: Server, port: number, host: string): Promise<number> {
+function listen(server: NetServer, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', (error) =>
       reject(new CliError(`cannot listen on ${host}:${port}: ${error.message}`)),
@@ -169,8 +182,8 @@ function listen(server: Server, port: number, host: string): Promise<number> {
   });
 }
 
-function urlOf(host: string, port: number): string {
-  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+function urlOf(host: string, port: number, scheme = 'http'): string {
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 /**
@@ -212,7 +225,18 @@ export async function startGateway(
     domain,
     ...(metrics === undefined ? {} : { observer: metrics.observer }),
   });
-  const server = createServer();
+  const tls = options.tls;
+  const tlsServer = tls === undefined ? undefined : await createTlsServer(tls);
+  const server = tlsServer ?? createServer();
+  const stopTlsReload =
+    tls === undefined || tlsServer === undefined
+      ? undefined
+      : reloadTlsOnSignal(tlsServer, tls, log);
+  let logRefusals = options.logRefusals || config?.logRefusals === true;
+  const gatewayMetrics =
+    metrics === undefined
+      ? undefined
+      : (await import('./gateway-metrics.js')).createGatewayMetrics(metrics.registry);
   let publicUrl = options.publicUrl ?? '';
   const gateway = createGateway({
     upstream: options.upstream,
@@ -221,10 +245,14 @@ export async function startGateway(
     mirrorHttpStatus: options.mirrorHttpStatus,
     log,
     identify: identity.identify,
+    onRefusal: (refusal) => {
+      if (logRefusals) log(refusalLine(refusal, new Date(limiter.clock.nowMs())));
+    },
+    ...(gatewayMetrics === undefined ? {} : { onUpstream: gatewayMetrics.onUpstream }),
   });
   server.on('request', gateway.handler);
   const port = await listen(server, options.port, options.host);
-  const url = urlOf(options.host, port);
+  const url = urlOf(options.host, port, options.tls === undefined ? 'http' : 'https');
   if (publicUrl === '') publicUrl = url;
   await gateway.ready();
   let admin: Server | undefined;
@@ -253,7 +281,11 @@ export async function startGateway(
     gateway,
     limiter,
     identity,
+    setLogRefusals(fromConfig) {
+      logRefusals = options.logRefusals || fromConfig;
+    },
     async stop(deadlineMs) {
+      stopTlsReload?.();
       server.close();
       const drained = await gateway.drained(deadlineMs);
       server.closeAllConnections();
@@ -319,6 +351,7 @@ export function reloadGatewayConfig(
       // Identity first: a bad identity: keeps everything running as it was.
       await running.identity.swap(config.identity, file);
       await limiter.updatePolicies(config.policies);
+      running.setLogRefusals(config.logRefusals === true);
       const names = limiter.policySet.policies.map((p) => p.name);
       return `version ${limiter.policySetVersion}, ${names.length} ${names.length === 1 ? 'policy' : 'policies'} (${names.join(', ')})`;
     },
@@ -356,6 +389,9 @@ export function registerGatewayCommand(cli: CAC): void {
       '--redis-on-error <mode>',
       'When Redis fails: fail-open, fail-closed or insurance (default: insurance)',
     )
+    .option('--tls-cert <file>', 'Serve HTTPS with this certificate chain (PEM; needs --tls-key)')
+    .option('--tls-key <file>', 'The private key of --tls-cert (PEM); both re-read on SIGHUP')
+    .option('--log-refusals', 'One line per refused request on stderr (also logRefusals: true)')
     .option(
       '--drain-seconds <n>',
       'On SIGINT/SIGTERM, wait this long for in-flight requests and streams (default: 10)',

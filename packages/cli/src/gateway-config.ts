@@ -2,7 +2,8 @@
  * @module gateway-config
  * The gateway's one config file (`--config`, JSON or YAML): `policies:` (with `holds:` and
  * `domain:`) exactly as `serve` reads them, plus `identity:` (handed to the identity resolver) and
- * `usage:` (reserved for usage charged from the agent's reports), each an object when present.
+ * `usage:` (reserved for usage charged from the agent's reports), each an object when present,
+ * and `logRefusals:` (a boolean).
  * A file with anything else, or a bad section, is refused naming the file and field.
  */
 
@@ -22,6 +23,8 @@ export interface GatewayConfig extends PolicyConfig {
   readonly identity?: Readonly<Record<string, unknown>>;
   /** `usage:` as written (not acted on yet: usage from the agent's reports). */
   readonly usage?: Readonly<Record<string, unknown>>;
+  /** `logRefusals: true`: one line per refused request (as `--log-refusals`). */
+  readonly logRefusals?: boolean;
 }
 
 function section(
@@ -48,13 +51,17 @@ export function parseGatewayConfig(value: unknown, source: string): GatewayConfi
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new CliError(`${source}: must be an object with policies:`);
   }
-  const { identity, usage, ...rest } = value as Record<string, unknown>;
+  const { identity, usage, logRefusals, ...rest } = value as Record<string, unknown>;
+  if (logRefusals !== undefined && typeof logRefusals !== 'boolean') {
+    throw new CliError(`${source}: logRefusals: must be true or false`);
+  }
   const identitySection = section(identity, 'identity', source);
   const usageSection = section(usage, 'usage', source);
   return {
     ...parsePolicyConfig(rest, source),
     ...(identitySection === undefined ? {} : { identity: identitySection }),
     ...(usageSection === undefined ? {} : { usage: usageSection }),
+    ...(logRefusals === undefined ? {} : { logRefusals }),
   };
 }
 

@@ -11,6 +11,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WebhookPolicy } from 'a2a-ratelimit/push';
+import { REASONS } from 'a2a-ratelimit';
 import { createAddressKey } from 'a2a-ratelimit/server';
 import { Agent, type Dispatcher } from 'undici';
 import {
@@ -100,6 +101,11 @@ async function readBody(
 function addressIdentity(): (req: IncomingMessage) => GatewayIdentity {
   const keyOf = createAddressKey();
   return (req) => ({ caller: keyOf(req.socket.remoteAddress) });
+}
+
+/** The request's tenant for a refusal, when it named one. */
+function tenantOf(request: ClassifiedRequest): { tenant?: string } {
+  return request.tenant === undefined ? {} : { tenant: request.tenant };
 }
 
 function isJsonType(type: string | undefined): boolean {
@@ -192,6 +198,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (query !== undefined && holdsTaskLease(request)) follower.follow(taskId, query);
     },
     refused,
+    onUpstream: options.onUpstream,
   };
 
   let inFlight = 0;
@@ -311,6 +318,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         binding,
         status: answer.status,
         policy: 'identity',
+        reason: 'UNAUTHENTICATED',
+        ...tenantOf(request),
       });
       writeAnswer(res, answer);
       return;
@@ -329,6 +338,8 @@ export function createGateway(options: GatewayOptions): Gateway {
           binding,
           status: 400,
           policy: 'webhook',
+          reason: 'WEBHOOK_REFUSED',
+          ...tenantOf(request),
         });
         const message = `push notification URL refused: ${why}`;
         writeAnswer(
@@ -357,6 +368,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         status: answer.status,
         policy: outcome.rejection.policy,
         retryAfterMs: outcome.rejection.retryAfterMs,
+        reason: outcome.rejection.reason ?? REASONS[outcome.rejection.kind],
+        ...tenantOf(request),
       });
       writeAnswer(res, answer);
       return;

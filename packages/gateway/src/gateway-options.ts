@@ -36,6 +36,29 @@ export interface GatewayRefusal {
   /** Policy name, `upstream`, or what was refused (`webhook`, `identity`). */
   readonly policy: string;
   readonly retryAfterMs?: number;
+  /**
+   * Why: the ErrorInfo reason of a rejection (`RATE_LIMIT_EXCEEDED`, `AGENT_OVERLOADED`,
+   * `AGENT_UNAVAILABLE`, …), `UNAUTHENTICATED` or `WEBHOOK_REFUSED`.
+   */
+  readonly reason?: string;
+  /** The request's tenant, when it named one (caller-chosen text). */
+  readonly tenant?: string;
+}
+
+/**
+ * One forwarded request's answer from the upstream (its headers) or failure, for metrics.
+ * Requests the gateway answers itself are not forwarded and not reported.
+ */
+export interface UpstreamAnswer {
+  readonly binding: 'jsonrpc' | 'rest';
+  /** The A2A method forwarded. */
+  readonly method: string;
+  /** The upstream's HTTP status, or `error` when it was unreachable or did not answer in time. */
+  readonly status: number | 'error';
+  /** With `status: 'error'`: whether it did not answer in time, or could not be reached. */
+  readonly error?: 'timeout' | 'unreachable';
+  /** From forwarding the request to its answer's headers (or the failure), seconds. */
+  readonly seconds: number;
 }
 
 /**
@@ -93,6 +116,11 @@ export interface GatewayOptions {
   readonly dispatcher?: Dispatcher;
   /** Called once per refused request (for a log line). */
   readonly onRefusal?: (refusal: GatewayRefusal) => void;
+  /**
+   * Called once per forwarded request when the upstream's answer headers arrive or it fails
+   * (for latency and status metrics; a request whose client left first is not reported).
+   */
+  readonly onUpstream?: (answer: UpstreamAnswer) => void;
   /** Where operational lines go (card fetch failures). @defaultValue stderr */
   readonly log?: (line: string) => void;
 }

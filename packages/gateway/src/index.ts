@@ -12,6 +12,7 @@ export {
   type GatewayOptions,
   type GatewayRefusal,
   type IdentifyRequest,
+  type UpstreamAnswer,
 } from './gateway-options.js';
 export { identifyWith } from './identify-with.js';
 export {

@@ -10,13 +10,13 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Rejection } from 'a2a-ratelimit';
+import { REASONS, type Rejection } from 'a2a-ratelimit';
 import type { AdmissionTicket, Limiter } from 'a2a-ratelimit/server';
 import type { Dispatcher } from 'undici';
 import type { ClassifiedRequest } from './classify-request.js';
 import { isStreaming } from './classify-request.js';
 import type { GatewayAnswer } from './gateway-answers.js';
-import type { GatewayRefusal } from './gateway-options.js';
+import type { GatewayRefusal, UpstreamAnswer } from './gateway-options.js';
 import { SseDataReader, sightingOfAnswer, type TaskSighting } from './task-sightings.js';
 import type { TaskWatch, WatchScope } from './task-watch.js';
 import { answerHeaders, forwardHeaders } from './upstream-client.js';
@@ -35,6 +35,8 @@ export interface RelayHost {
   /** A task of this admission is still running once its answer ended. */
   readonly running: (taskId: string, request: ClassifiedRequest) => void;
   readonly refused: (refusal: GatewayRefusal) => void;
+  /** Told each upstream answer's status and latency (`GatewayOptions.onUpstream`). */
+  readonly onUpstream?: ((answer: UpstreamAnswer) => void) | undefined;
 }
 
 /** Methods whose JSON answers name a task (or a Message). */
@@ -124,6 +126,15 @@ async function exchange(
   signal: AbortSignal,
 ): Promise<void> {
   const headers = forwardHeaders(req.headers, req.socket.remoteAddress);
+  const sentAt = performance.now();
+  const answered = (status: UpstreamAnswer['status'], error?: UpstreamAnswer['error']): void =>
+    host.onUpstream?.({
+      binding: request.binding,
+      method: request.method,
+      status,
+      ...(error === undefined ? {} : { error }),
+      seconds: (performance.now() - sentAt) / 1000,
+    });
   let response: Dispatcher.ResponseData;
   try {
     response = await host.dispatcher.request({
@@ -139,6 +150,7 @@ async function exchange(
   } catch (error) {
     if (signal.aborted) return;
     const why = (error as { code?: string }).code ?? (error as Error).message;
+    answered('error', /TIMEOUT/i.test(why) ? 'timeout' : 'unreachable');
     const rejection = unavailableRejection(request.method, host.unavailableRetryAfterMs, why);
     host.refused({
       caller: scope.caller,
@@ -147,11 +159,14 @@ async function exchange(
       status: 503,
       policy: 'upstream',
       retryAfterMs: rejection.retryAfterMs,
+      reason: rejection.reason ?? REASONS[rejection.kind],
+      ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
     });
     writeAnswer(res, rejectionAnswer(host, request, rejection));
     return;
   }
   const status = response.statusCode;
+  answered(status);
   const retryAfter = response.headers['retry-after'];
   const rejection = upstreamRejection(
     request.method,
@@ -168,6 +183,8 @@ async function exchange(
       status: rejection.kind === 'quota' ? 429 : 503,
       policy: 'upstream',
       retryAfterMs: rejection.retryAfterMs,
+      reason: rejection.reason ?? REASONS[rejection.kind],
+      ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
     });
     writeAnswer(res, rejectionAnswer(host, request, rejection));
     return;

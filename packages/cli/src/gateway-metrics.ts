@@ -1,0 +1,58 @@
+/**
+ * @module gateway-metrics
+ * The gateway's own Prometheus metrics, beside the in-process ones on the admin port's `/metrics`:
+ * the upstream's latency to its answer's headers by binding, A2A method and status (a histogram)
+ * and the upstream's failures by kind. Fed by the engine's `onUpstream` hook. Loaded only when
+ * `prom-client` is installed.
+ */
+
+import type { UpstreamAnswer } from 'a2a-ratelimit-gateway';
+import { Counter, Histogram, type Registry } from 'prom-client';
+
+/** Latency buckets of `a2a_ratelimit_gateway_upstream_seconds`, seconds. */
+export const UPSTREAM_BUCKETS_SECONDS: readonly number[] = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
+
+/** The gateway's metrics: the hook to give `createGateway`. */
+export interface GatewayMetrics {
+  readonly onUpstream: (answer: UpstreamAnswer) => void;
+}
+
+/**
+ * Registers in `registry`: `a2a_ratelimit_gateway_upstream_seconds{binding, method, status}`
+ * (forwarding to the answer's headers; `status` the upstream's HTTP status code, or `error` when
+ * it was unreachable or did not answer in time) and
+ * `a2a_ratelimit_gateway_upstream_errors_total{binding, method, error}` (`timeout` /
+ * `unreachable`). Every label comes from a bounded set (the gateway forwards A2A methods only).
+ *
+ * @example
+ * ```ts
+ * const metrics = createGatewayMetrics(rateLimitMetrics.registry);
+ * createGateway({ upstream, limiter, publicUrl, onUpstream: metrics.onUpstream });
+ * ```
+ */
+export function createGatewayMetrics(registry: Registry): GatewayMetrics {
+  const latency = new Histogram({
+    name: 'a2a_ratelimit_gateway_upstream_seconds',
+    help: "Forwarded requests: seconds until the upstream's answer headers (or its failure), by binding, A2A method and status (HTTP code, or error).",
+    labelNames: ['binding', 'method', 'status'],
+    buckets: [...UPSTREAM_BUCKETS_SECONDS],
+    registers: [registry],
+  });
+  const errors = new Counter({
+    name: 'a2a_ratelimit_gateway_upstream_errors_total',
+    help: 'Forwarded requests the upstream did not answer: timeout (no headers in time) or unreachable.',
+    labelNames: ['binding', 'method', 'error'],
+    registers: [registry],
+  });
+  return {
+    onUpstream(answer) {
+      const labels = { binding: answer.binding, method: answer.method };
+      latency.observe({ ...labels, status: String(answer.status) }, answer.seconds);
+      if (answer.status === 'error') {
+        errors.inc({ ...labels, error: answer.error ?? 'unreachable' });
+      }
+    },
+  };
+}
