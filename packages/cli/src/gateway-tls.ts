@@ -114,20 +114,18 @@ export function reloadTlsOnSignal(
   log: (line: string) => void,
   signal: NodeJS.Signals = 'SIGHUP',
 ): () => void {
-  let running: Promise<void> | undefined;
+  // Reloads run one after another, so the last signal's files win.
+  let queue = Promise.resolve();
+  const reloadOnce = async (): Promise<void> => {
+    try {
+      server.setSecureContext(await readTlsPair(files));
+      log(`a2a-ratelimit gateway: TLS certificate reloaded from ${files.certFile}`);
+    } catch (error) {
+      log(`a2a-ratelimit gateway: TLS certificate kept: ${oneLine(error)}`);
+    }
+  };
   const reload = (): void => {
-    running ??= readTlsPair(files)
-      .then(
-        (pair) => {
-          server.setSecureContext(pair);
-          log(`a2a-ratelimit gateway: TLS certificate reloaded from ${files.certFile}`);
-        },
-        (error: unknown) =>
-          log(`a2a-ratelimit gateway: TLS certificate kept: ${oneLine(error)}`),
-      )
-      .finally(() => {
-        running = undefined;
-      });
+    queue = queue.then(reloadOnce);
   };
   process.on(signal, reload);
   return () => process.off(signal, reload);

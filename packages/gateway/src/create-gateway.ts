@@ -10,8 +10,8 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { WebhookPolicy } from 'a2a-ratelimit/push';
 import { REASONS } from 'a2a-ratelimit';
+import type { WebhookPolicy } from 'a2a-ratelimit/push';
 import { createAddressKey } from 'a2a-ratelimit/server';
 import { Agent, type Dispatcher } from 'undici';
 import {
