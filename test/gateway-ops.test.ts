@@ -2,7 +2,7 @@
  * The gateway's operations, as a real process in front of the SDK's agent: the upstream latency
  * histogram and failure counter on the admin port's `/metrics` (counts matching the calls made;
  * `status="error"` once the agent is down), one refusal line per refusal on stderr (`logRefusals:`
- * in the config) that a caller-chosen name or tenant cannot split or forge, and bodies over the
+ * in the config) that a caller-chosen tenant cannot split or forge, and bodies over the
  * limit answered 413 in JSON on both bindings (JSON-RPC: an error object), never forwarded.
  */
 
