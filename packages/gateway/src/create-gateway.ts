@@ -130,7 +130,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   const limiter = options.limiter;
   const ownDispatcher = options.dispatcher === undefined;
   const dispatcher: Dispatcher =
-    options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000, connections: 256 });
+    // No cap on upstream connections (as nginx): each open SSE stream holds one, and a capped
+    // pool would leave stream 257 waiting for a free connection until its headers timeout.
+    options.dispatcher ?? new Agent({ keepAliveTimeout: 30_000 });
   const publicUrl = options.publicUrl;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const identify = options.identify ?? addressIdentity();

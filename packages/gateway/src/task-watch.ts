@@ -6,7 +6,8 @@
  * the admission's task leases and deduplication entry to X (or records the Message it was
  * answered with); each later state of X seen passing through (stream events, GetTask and
  * CancelTask answers, polls) is published on X's bus, and the first terminal state frees X's
- * leases; giving up on X (its upstream stopped answering) finishes its bus.
+ * leases; giving up on X (its upstream stopped answering) finishes its bus. Buses are cleaned up
+ * through the manager the limiter handed back, as the SDK does, so the limiter forgets X too.
  */
 
 import type { EventBusLike, EventBusManagerLike, Limiter } from 'a2a-ratelimit/server';
@@ -118,7 +119,8 @@ export class TaskWatch {
     } catch {
       // The admission already ended.
     }
-    this.inner.cleanupByTaskId(id);
+    // Through the limiter's wrapper, so it forgets what it kept for this id.
+    this.manager.cleanupByTaskId(id);
   }
 
   /** Stops watching `taskId`: its bus is finished (leases freed unless it waits on its caller). */
@@ -127,7 +129,9 @@ export class TaskWatch {
     if (bus === undefined) return;
     this.buses.delete(taskId);
     bus.finished();
-    this.inner.cleanupByTaskId(taskId);
+    // Through the limiter's wrapper (as the SDK cleans up): the task's kept usage identity starts
+    // its expiry and leases kept for a task waiting on its caller are freed.
+    this.manager.cleanupByTaskId(taskId);
   }
 
   /** Stops watching every task. */
