@@ -8,7 +8,7 @@
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AGENT_CARD_PATH, type Task } from '@a2a-js/sdk';
+import { AGENT_CARD_PATH, type AgentCard, type Task } from '@a2a-js/sdk';
 import {
   AgentEvent,
   type AgentExecutor,
@@ -61,7 +61,10 @@ export interface SdkUpstreamOptions {
    * test can send a report that is not a number; null for no report), as the Python agent does.
    */
   readonly usageTokens?: number;
-  /** Serve an extended card (`capabilities.extendedAgentCard`): the card named `… (extended)`. */
+  /**
+   * Serve an extended card (`capabilities.extendedAgentCard`): the card named `upstream (extended
+   * for <user>)`, the user being the request's `Authorization: Bearer` value.
+   */
   readonly extendedCard?: boolean;
 }
 
@@ -99,7 +102,10 @@ export const startSdkUpstream = async (
   });
   const card =
     options.extendedCard === true
-      ? { ...baseCard, capabilities: { ...baseCard.capabilities, extendedAgentCard: true } }
+      ? ({
+          ...baseCard,
+          capabilities: { ...baseCard.capabilities, extendedAgentCard: true },
+        } as AgentCard)
       : baseCard;
   const status = (state: number) => ({ state, timestamp: new Date(0).toISOString() });
   const executor: AgentExecutor = {
@@ -162,7 +168,10 @@ export const startSdkUpstream = async (
     undefined,
     undefined,
     options.extendedCard === true
-      ? async () => ({ ...card, name: 'upstream (extended)' })
+      ? async (context?: { user?: User | undefined }) => ({
+          ...card,
+          name: `upstream (extended for ${context?.user?.userName ?? ''})`,
+        })
       : undefined,
   );
   const userBuilder = (async (req: express.Request) =>
