@@ -19,6 +19,7 @@ import {
   parseIdentityConfig,
 } from 'a2a-ratelimit-gateway';
 import { afterEach, describe, expect, it } from 'vitest';
+import { gatewayPolicies, parseGatewayConfig } from '../packages/cli/src/gateway-config.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
 import { startSdkUpstream, startTestGateway, type TestGateway } from './gateway.helpers.js';
 import {
@@ -259,4 +260,36 @@ describe('reports that are missing or not numbers (upstream: sdk)', () => {
       expect(tokensLeft(after)).toBe(10_000 - 4 * ESTIMATE);
     },
   );
+});
+
+describe('usage: in the gateway config', () => {
+  const base = { policies: [{ name: 'per-caller', kind: 'rate', limit: 60, windowSeconds: 60 }] };
+  it('reads path and usage policies, added to policies:', () => {
+    const config = parseGatewayConfig(
+      { ...base, usage: { path: USAGE_PATH, policies: [{ ...TOKENS }] } },
+      'gw.yaml',
+    );
+    expect(config.usage?.path).toBe(USAGE_PATH);
+    expect(gatewayPolicies(config).map((p) => p.name)).toEqual(['per-caller', 'tokens']);
+  });
+  it('names the bad field', () => {
+    const bad = (usage: unknown) => () => parseGatewayConfig({ ...base, usage }, 'gw.yaml');
+    expect(bad({ policies: [TOKENS] })).toThrow('gw.yaml: usage.path: is required');
+    expect(bad({ path: 'a..b', policies: [TOKENS] })).toThrow(
+      'gw.yaml: usage.path: must be dotted',
+    );
+    const {
+      unit: _unit,
+      estimate: _estimate,
+      ...requests
+    } = TOKENS as Policy & {
+      estimate?: number;
+    };
+    expect(bad({ path: USAGE_PATH, policies: [requests] })).toThrow(
+      'gw.yaml: usage.policies[0]: must be a usage policy',
+    );
+    expect(bad({ path: USAGE_PATH, policies: [{ ...TOKENS, name: 'per-caller' }] })).toThrow(
+      'gw.yaml: ',
+    );
+  });
 });
