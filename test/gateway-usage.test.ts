@@ -278,13 +278,7 @@ describe('usage: in the gateway config', () => {
     expect(bad({ path: 'a..b', policies: [TOKENS] })).toThrow(
       'gw.yaml: usage.path: must be dotted',
     );
-    const {
-      unit: _unit,
-      estimate: _estimate,
-      ...requests
-    } = TOKENS as Policy & {
-      estimate?: number;
-    };
+    const requests = { name: 'plain', kind: 'rate', limit: 5, windowSeconds: 60 };
     expect(bad({ path: USAGE_PATH, policies: [requests] })).toThrow(
       'gw.yaml: usage.policies[0]: must be a usage policy',
     );
