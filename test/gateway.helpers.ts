@@ -8,7 +8,7 @@
 
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AGENT_CARD_PATH, type Task } from '@a2a-js/sdk';
+import { AGENT_CARD_PATH, type AgentCard, type Task } from '@a2a-js/sdk';
 import {
   AgentEvent,
   type AgentExecutor,
@@ -53,11 +53,38 @@ function userFrom(value: unknown): User {
   return { isAuthenticated: name !== '', userName: name };
 }
 
+/** How the SDK upstream behaves beyond its defaults. */
+export interface SdkUpstreamOptions {
+  /**
+   * `metadata.usage.totalTokens` of every completed task's final status update (and so of the
+   * final Task); a message overrides it with `metadata.fixture.usageTokens` (any JSON value, so a
+   * test can send a report that is not a number; null for no report), as the Python agent does.
+   */
+  readonly usageTokens?: number;
+  /**
+   * Serve an extended card (`capabilities.extendedAgentCard`): the card named `upstream (extended
+   * for <user>)`, the user being the request's `Authorization: Bearer` value.
+   */
+  readonly extendedCard?: boolean;
+}
+
+/** The usage a completed task of `message` reports, or undefined for none. */
+function usageOf(message: { metadata?: unknown }, options: SdkUpstreamOptions): unknown {
+  const fixture = (message.metadata as { fixture?: Record<string, unknown> } | undefined)?.fixture;
+  // null: this task reports nothing.
+  if (fixture !== undefined && Object.hasOwn(fixture, 'usageTokens')) {
+    return fixture.usageTokens === null ? undefined : fixture.usageTokens;
+  }
+  return options.usageTokens;
+}
+
 /**
  * The SDK's agent with no limiter. Message text: `hold` (a task WORKING until released or
  * cancelled), `task` (a task completed at once), anything else a direct Message reply.
  */
-export const startSdkUpstream: StartUpstream = async () => {
+export const startSdkUpstream = async (
+  options: SdkUpstreamOptions = {},
+): Promise<GatewayUpstream> => {
   const executions = new Map<string, number>();
   /** Tasks held WORKING: resolve(true) when cancelled, resolve(false) when released. */
   const held = new Map<string, (canceled: boolean) => void>();
@@ -66,13 +93,20 @@ export const startSdkUpstream: StartUpstream = async () => {
   const server = app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const card = exampleAgentCard({
+  const baseCard = exampleAgentCard({
     name: 'upstream',
     interfaces: [
       { url: `${baseUrl}/a2a/jsonrpc`, protocolBinding: 'JSONRPC' },
       { url: `${baseUrl}/a2a/rest`, protocolBinding: 'HTTP+JSON' },
     ],
   });
+  const card =
+    options.extendedCard === true
+      ? ({
+          ...baseCard,
+          capabilities: { ...baseCard.capabilities, extendedAgentCard: true },
+        } as AgentCard)
+      : baseCard;
   const status = (state: number) => ({ state, timestamp: new Date(0).toISOString() });
   const executor: AgentExecutor = {
     async execute(ctx, bus: ExecutionEventBus) {
@@ -104,8 +138,10 @@ export const startSdkUpstream: StartUpstream = async () => {
         const canceled = await new Promise<boolean>((resolve) => held.set(taskId, resolve));
         if (canceled) return;
       }
+      const usage = usageOf(ctx.userMessage, options);
+      const metadata = usage === undefined ? {} : { usage: { totalTokens: usage } };
       bus.publish(
-        AgentEvent.statusUpdate({ taskId, contextId, status: status(3), metadata: {} } as never),
+        AgentEvent.statusUpdate({ taskId, contextId, status: status(3), metadata } as never),
       );
       bus.finished();
     },
@@ -124,7 +160,20 @@ export const startSdkUpstream: StartUpstream = async () => {
       resolve?.(true);
     },
   };
-  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  const requestHandler = new DefaultRequestHandler(
+    card,
+    new InMemoryTaskStore(),
+    executor,
+    undefined,
+    undefined,
+    undefined,
+    options.extendedCard === true
+      ? async (context?: { user?: User | undefined }) => ({
+          ...card,
+          name: `upstream (extended for ${context?.user?.userName ?? ''})`,
+        })
+      : undefined,
+  );
   const userBuilder = (async (req: express.Request) =>
     userFrom(req.headers.authorization)) as unknown as typeof ExpressUserBuilder.noAuthentication;
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));

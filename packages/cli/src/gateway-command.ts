@@ -24,7 +24,7 @@ import {
   parsePort,
   parsePositiveNumber,
 } from './cli-options.js';
-import { type GatewayConfig, loadGatewayConfig } from './gateway-config.js';
+import { type GatewayConfig, gatewayPolicies, loadGatewayConfig } from './gateway-config.js';
 import { createTlsServer, parseTlsFlags, reloadTlsOnSignal, type TlsFiles } from './gateway-tls.js';
 import { METRICS_NEED_PROM_CLIENT, metricsIfInstalled } from './optional-metrics.js';
 import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
@@ -159,12 +159,32 @@ export async function identityFromConfig(
   };
 }
 
+/**
+ * The engine's `usage` option: the path in force, and ignored reports counted in
+ * `a2a_ratelimit_gateway_usage_reports_ignored_total` when metrics are on.
+ */
+async function usageOption(
+  path: () => string,
+  registry: import('prom-client').Registry | undefined,
+): Promise<{ path: () => string; onIgnoredReport?: () => void }> {
+  if (registry === undefined) return { path };
+  const { Counter } = await import('prom-client');
+  const ignored = new Counter({
+    name: 'a2a_ratelimit_gateway_usage_reports_ignored_total',
+    help: 'Usage reports of the agent that were not a finite number ≥ 0 (ignored)',
+    registers: [registry],
+  });
+  return { path, onIgnoredReport: () => ignored.inc() };
+}
+
 /** A started gateway: its servers, engine and limiter. */
 export interface RunningGateway {
   readonly url: string;
   readonly adminUrl: string | undefined;
   readonly gateway: Gateway;
   readonly limiter: Limiter;
+  /** The usage path in force (`usage.path`), swapped by a reload. */
+  readonly usage: { path: string };
   /** The identity resolver in force (`identity:`), swapped by a reload. */
   readonly identity: GatewayIdentityHolder;
   /** Turns the refusal log on or off as a reloaded config says (`--log-refusals` keeps it on). */
@@ -199,7 +219,8 @@ export async function startGateway(
   config: GatewayConfig | undefined,
   log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<RunningGateway> {
-  const policies: readonly Policy[] = config?.policies ?? [WORKED_EXAMPLE_POLICY];
+  const policies: readonly Policy[] =
+    config === undefined ? [WORKED_EXAMPLE_POLICY] : gatewayPolicies(config);
   const identity = await identityFromConfig(config?.identity, options.config ?? '');
   const domain =
     options.domain ??
@@ -237,6 +258,7 @@ export async function startGateway(
     metrics === undefined
       ? undefined
       : (await import('./gateway-metrics.js')).createGatewayMetrics(metrics.registry);
+  const usage = { path: config?.usage?.path ?? '' };
   let publicUrl = options.publicUrl ?? '';
   const gateway = createGateway({
     upstream: options.upstream,
@@ -249,6 +271,9 @@ export async function startGateway(
       if (logRefusals) log(refusalLine(refusal, new Date(limiter.clock.nowMs())));
     },
     ...(gatewayMetrics === undefined ? {} : { onUpstream: gatewayMetrics.onUpstream }),
+    ...(config?.usage === undefined
+      ? {}
+      : { usage: await usageOption(() => usage.path, metrics?.registry) }),
   });
   server.on('request', gateway.handler);
   const port = await listen(server, options.port, options.host);
@@ -280,6 +305,7 @@ export async function startGateway(
     adminUrl,
     gateway,
     limiter,
+    usage,
     identity,
     setLogRefusals(fromConfig) {
       logRefusals = options.logRefusals || fromConfig;
@@ -350,8 +376,9 @@ export function reloadGatewayConfig(
       const config = await loadGatewayConfig(file);
       // Identity first: a bad identity: keeps everything running as it was.
       await running.identity.swap(config.identity, file);
-      await limiter.updatePolicies(config.policies);
+      await limiter.updatePolicies(gatewayPolicies(config));
       running.setLogRefusals(config.logRefusals === true);
+      if (config.usage !== undefined) running.usage.path = config.usage.path;
       const names = limiter.policySet.policies.map((p) => p.name);
       return `version ${limiter.policySetVersion}, ${names.length} ${names.length === 1 ? 'policy' : 'policies'} (${names.join(', ')})`;
     },

@@ -2,13 +2,40 @@
  * @module gateway-config
  * The gateway's one config file (`--config`, JSON or YAML): `policies:` (with `holds:` and
  * `domain:`) exactly as `serve` reads them, plus `identity:` (handed to the identity resolver) and
- * `usage:` (reserved for usage charged from the agent's reports), each an object when present,
- * and `logRefusals:` (a boolean).
- * A file with anything else, or a bad section, is refused naming the file and field.
+ * `usage:` (`{ path, policies }`: usage charged from the agent's own reports; its policies are
+ * usage policies, rate policies with `unit`, read as `serve` reads policies), and `logRefusals:`
+ * (a boolean). A file with anything else, or a bad section, is refused naming the file and field.
  */
 
+import { compilePolicies, type Policy, PolicyError } from 'a2a-ratelimit';
+import * as z from 'zod';
 import { CliError } from './cli-error.js';
-import { type PolicyConfig, parsePolicyConfig, readConfigFile } from './policy-config.js';
+import {
+  formatFieldPath,
+  type PolicyConfig,
+  parsePolicyConfig,
+  readConfigFile,
+} from './policy-config.js';
+
+/** `usage:` of a gateway config. */
+export interface GatewayUsageConfig {
+  /** Dotted path of the report in a task's final Task / status update, e.g. `metadata.usage.totalTokens`. */
+  readonly path: string;
+  /** The usage policies charged (rate policies with `unit`), added to `policies:`. */
+  readonly policies: readonly Policy[];
+}
+
+const USAGE_SCHEMA = z.strictObject(
+  {
+    path: z
+      .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
+      .regex(/^[^.]+(\.[^.]+)*$/, 'must be dotted field names, e.g. metadata.usage.totalTokens'),
+    policies: z.array(z.unknown(), {
+      error: (i) => (i.input === undefined ? 'is required' : 'must be a list of usage policies'),
+    }),
+  },
+  { error: () => 'must be an object with path: and policies:' },
+);
 
 /**
  * A parsed gateway config.
@@ -21,8 +48,8 @@ import { type PolicyConfig, parsePolicyConfig, readConfigFile } from './policy-c
 export interface GatewayConfig extends PolicyConfig {
   /** `identity:` as written (the identity resolver validates its fields). */
   readonly identity?: Readonly<Record<string, unknown>>;
-  /** `usage:` as written (not acted on yet: usage from the agent's reports). */
-  readonly usage?: Readonly<Record<string, unknown>>;
+  /** `usage:`: usage charged from the agent's reports. */
+  readonly usage?: GatewayUsageConfig;
   /** `logRefusals: true`: one line per refused request (as `--log-refusals`). */
   readonly logRefusals?: boolean;
 }
@@ -37,6 +64,47 @@ function section(
     throw new CliError(`${source}: ${name}: must be an object`);
   }
   return value as Record<string, unknown>;
+}
+
+/** `usage:` validated: its path, and its policies as `serve` reads them, each with `unit`. */
+function parseUsage(value: unknown, source: string, config: PolicyConfig): GatewayUsageConfig {
+  const result = USAGE_SCHEMA.safeParse(value);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const at = formatFieldPath(['usage', ...(issue?.path ?? [])]);
+    throw new CliError(`${source}: ${at}: ${issue?.message ?? 'invalid'}`);
+  }
+  const { policies } = parsePolicyConfig({ policies: result.data.policies }, `${source}: usage`);
+  policies.forEach((p, i) => {
+    if (p.kind !== 'rate' || p.unit === undefined) {
+      throw new CliError(
+        `${source}: usage.policies[${i}]: must be a usage policy: kind: rate with unit: (e.g. tokens)`,
+      );
+    }
+  });
+  try {
+    compilePolicies([...config.policies, ...policies], config.holds);
+  } catch (error) {
+    if (error instanceof PolicyError) {
+      throw new CliError(`${source}: ${error.message}`, { cause: error });
+    }
+    throw error;
+  }
+  return { path: result.data.path, policies };
+}
+
+/**
+ * Every policy a gateway config puts in force: `policies:` then `usage.policies`.
+ *
+ * @example
+ * ```ts
+ * createLimiter({ policies: gatewayPolicies(config), domain });
+ * ```
+ */
+export function gatewayPolicies(config: GatewayConfig): readonly Policy[] {
+  return config.usage === undefined
+    ? config.policies
+    : [...config.policies, ...config.usage.policies];
 }
 
 /**
@@ -56,9 +124,10 @@ export function parseGatewayConfig(value: unknown, source: string): GatewayConfi
     throw new CliError(`${source}: logRefusals: must be true or false`);
   }
   const identitySection = section(identity, 'identity', source);
-  const usageSection = section(usage, 'usage', source);
+  const policyConfig = parsePolicyConfig(rest, source);
+  const usageSection = usage === undefined ? undefined : parseUsage(usage, source, policyConfig);
   return {
-    ...parsePolicyConfig(rest, source),
+    ...policyConfig,
     ...(identitySection === undefined ? {} : { identity: identitySection }),
     ...(usageSection === undefined ? {} : { usage: usageSection }),
     ...(logRefusals === undefined ? {} : { logRefusals }),

@@ -21,6 +21,7 @@ import {
   routeRequest,
 } from './classify-request.js';
 import { duplicateAnswer } from './duplicate-answer.js';
+import { callerExtendedCard, extendedCardBody } from './extended-card.js';
 import { type GatewayAnswer, JSON_RPC_ERRORS, jsonRpcError, restError } from './gateway-answers.js';
 import {
   GATEWAY_DEFAULTS,
@@ -39,6 +40,7 @@ import { AGENT_CARD_PATH, UpstreamCard } from './upstream-card.js';
 import { credentialsOf, type TaskQuery } from './upstream-client.js';
 import { unavailableRejection } from './upstream-failure.js';
 import { type RelayHost, rejectionAnswer, relay, writeAnswer } from './upstream-relay.js';
+import { UsageReports } from './usage-reports.js';
 import { defaultWebhookPolicy, refusedWebhook, systemResolveHost } from './webhook-check.js';
 
 /**
@@ -149,17 +151,29 @@ export function createGateway(options: GatewayOptions): Gateway {
   const polling = { ...GATEWAY_DEFAULTS.taskPolling, ...options.taskPolling };
   const onRefusal = options.onRefusal;
 
+  const publicBase = typeof publicUrl === 'function' ? publicUrl : () => publicUrl;
   const card = new UpstreamCard({
     upstream,
     dispatcher,
     limiter,
-    publicBase: typeof publicUrl === 'function' ? publicUrl : () => publicUrl,
+    publicBase,
     refreshMs: options.cardRefreshMs ?? GATEWAY_DEFAULTS.cardRefreshMs,
     retryMs: GATEWAY_DEFAULTS.cardRetryMs,
     maxBytes: GATEWAY_DEFAULTS.maxCardBytes,
     log,
   });
-  const watch = new TaskWatch(limiter);
+  const usage =
+    options.usage === undefined
+      ? undefined
+      : new UsageReports({
+          limiter,
+          path: options.usage.path,
+          log,
+          ...(options.usage.onIgnoredReport === undefined
+            ? {}
+            : { onIgnored: options.usage.onIgnoredReport }),
+        });
+  const watch = new TaskWatch(limiter, usage);
   const follower = new TaskFollower({
     dispatcher,
     watch,
@@ -197,7 +211,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     watch,
     running: (taskId, request) => {
       const query = queries.get(taskId);
-      if (query !== undefined && holdsTaskLease(request)) follower.follow(taskId, query);
+      // Followed while it holds a lease, or while its run's usage report is awaited.
+      if (query !== undefined && (holdsTaskLease(request) || usage?.owes(taskId) === true))
+        follower.follow(taskId, query);
     },
     refused,
     onUpstream: options.onUpstream,
@@ -419,6 +435,15 @@ export function createGateway(options: GatewayOptions): Gateway {
           if (!queries.has(taskId)) queries.set(taskId, taskQuery);
           running(taskId, r);
         },
+        // The caller's extended card shows its own tier and limits.
+        ...(request.method === 'GetExtendedAgentCard'
+          ? {
+              rewriteAnswer: (body: Buffer) =>
+                extendedCardBody(binding, body, (c) =>
+                  callerExtendedCard(c, limiter, identity, publicBase()),
+                ),
+            }
+          : {}),
       },
       req,
       res,

@@ -9,6 +9,7 @@ import type { WebhookPolicy } from 'a2a-ratelimit/push';
 import type { Limiter } from 'a2a-ratelimit/server';
 import type { Dispatcher } from 'undici';
 import type { IdentityFailure } from './identity/identity-resolver.js';
+import type { IgnoredUsageReport } from './usage-reports.js';
 import type { ResolveHost } from './webhook-check.js';
 
 /**
@@ -123,6 +124,19 @@ export interface GatewayOptions {
   readonly onUpstream?: (answer: UpstreamAnswer) => void;
   /** Where operational lines go (card fetch failures). @defaultValue stderr */
   readonly log?: (line: string) => void;
+  /**
+   * Usage charged from the agent's own reports (`usage-reports.ts`): the number at `path` (dotted,
+   * e.g. `metadata.usage.totalTokens`) of a task's final Task or status update (or of a Message
+   * answer) is charged to the limiter's usage policies (`unit`) for the caller whose admission
+   * started the run; the first report settles the admission's reservation, a run that never
+   * reports keeps it (its `estimate`). Tasks of such admissions left running are followed (GetTask
+   * polls, `taskPolling`) for their report. `onIgnoredReport` is told each report that is not a
+   * finite number ≥ 0 (ignored). @defaultValue off
+   */
+  readonly usage?: {
+    readonly path: string | (() => string);
+    readonly onIgnoredReport?: (report: IgnoredUsageReport) => void;
+  };
 }
 
 /** Defaults of {@link GatewayOptions}. */

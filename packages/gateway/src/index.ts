@@ -6,6 +6,7 @@
  */
 
 export { createGateway, type Gateway } from './create-gateway.js';
+export { callerExtendedCard, type ExtendedCardCaller } from './extended-card.js';
 export {
   GATEWAY_DEFAULTS,
   type GatewayIdentity,
@@ -28,4 +29,10 @@ export {
 } from './identity/index.js';
 export { AGENT_CARD_PATH } from './upstream-card.js';
 export { UPSTREAM_POLICY } from './upstream-failure.js';
+export {
+  type IgnoredUsageReport,
+  parseUsagePath,
+  UsageReports,
+  type UsageReportsOptions,
+} from './usage-reports.js';
 export type { ResolveHost } from './webhook-check.js';

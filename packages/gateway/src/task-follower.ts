@@ -71,7 +71,7 @@ export class TaskFollower {
       const answer = await getTask(this.options.dispatcher, query, taskId, this.options.timeoutMs);
       const sighting = answer.sighting;
       if (sighting?.kind === 'task' && sighting.taskId === taskId) {
-        alive = watch.task(undefined, taskId, sighting.state);
+        alive = watch.task(undefined, taskId, sighting.state, sighting.object);
       }
     } catch {
       // Unreachable this time: counted as a poll.

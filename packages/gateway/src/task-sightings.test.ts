@@ -3,29 +3,28 @@ import { SseDataReader, sightingOf, sightingOfAnswer, taskStateNumber } from './
 
 describe('task sightings', () => {
   it('reads tasks, status updates and messages in the 1.0 and v0.3 shapes', () => {
-    expect(sightingOf({ task: { id: 't', status: { state: 'TASK_STATE_WORKING' } } })).toEqual({
-      kind: 'task',
-      taskId: 't',
-      state: 2,
-    });
-    expect(
-      sightingOf({ statusUpdate: { taskId: 't', status: { state: 'TASK_STATE_CANCELED' } } }),
-    ).toEqual({
+    const task = { id: 't', status: { state: 'TASK_STATE_WORKING' } };
+    expect(sightingOf({ task })).toEqual({ kind: 'task', taskId: 't', state: 2, object: task });
+    const update = { taskId: 't', status: { state: 'TASK_STATE_CANCELED' }, metadata: { n: 1 } };
+    expect(sightingOf({ statusUpdate: update })).toEqual({
       kind: 'task',
       taskId: 't',
       state: 5,
+      object: update,
     });
-    expect(
-      sightingOf({ kind: 'status-update', taskId: 't', status: { state: 'completed' } }),
-    ).toEqual({
+    const legacyUpdate = { kind: 'status-update', taskId: 't', status: { state: 'completed' } };
+    expect(sightingOf(legacyUpdate)).toEqual({
       kind: 'task',
       taskId: 't',
       state: 3,
+      object: legacyUpdate,
     });
-    expect(sightingOf({ kind: 'task', id: 't', status: { state: 'input-required' } })).toEqual({
+    const legacyTask = { kind: 'task', id: 't', status: { state: 'input-required' } };
+    expect(sightingOf(legacyTask)).toEqual({
       kind: 'task',
       taskId: 't',
       state: 6,
+      object: legacyTask,
     });
     expect(sightingOfAnswer('jsonrpc', { result: { message: { messageId: 'r' } } })).toEqual({
       kind: 'message',

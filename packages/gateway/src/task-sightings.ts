@@ -9,7 +9,13 @@
 
 /** A task seen in an answer, or a Message answer. */
 export type TaskSighting =
-  | { readonly kind: 'task'; readonly taskId: string; readonly state: number | undefined }
+  | {
+      readonly kind: 'task';
+      readonly taskId: string;
+      readonly state: number | undefined;
+      /** The Task or status update object itself (where the agent's usage report is read). */
+      readonly object: Record<string, unknown>;
+    }
   | { readonly kind: 'message'; readonly message: Record<string, unknown> };
 
 const STATE_NUMBERS: Readonly<Record<string, number>> = {
@@ -57,7 +63,12 @@ function objectOr(value: unknown): Record<string, unknown> | undefined {
 
 function taskOf(task: Record<string, unknown>): TaskSighting | undefined {
   if (typeof task.id !== 'string' || task.id === '') return undefined;
-  return { kind: 'task', taskId: task.id, state: taskStateNumber(objectOr(task.status)?.state) };
+  return {
+    kind: 'task',
+    taskId: task.id,
+    state: taskStateNumber(objectOr(task.status)?.state),
+    object: task,
+  };
 }
 
 /**
@@ -65,7 +76,7 @@ function taskOf(task: Record<string, unknown>): TaskSighting | undefined {
  *
  * @example
  * ```ts
- * sightingOf({ task: { id: 't', status: { state: 'TASK_STATE_WORKING' } } }); // { kind: 'task', taskId: 't', state: 2 }
+ * sightingOf({ task: { id: 't', status: { state: 'TASK_STATE_WORKING' } } }); // { kind: 'task', taskId: 't', state: 2, object: { id: 't', … } }
  * ```
  */
 export function sightingOf(result: unknown): TaskSighting | undefined {
@@ -82,6 +93,7 @@ export function sightingOf(result: unknown): TaskSighting | undefined {
       kind: 'task',
       taskId: update.taskId,
       state: taskStateNumber(objectOr(update.status)?.state),
+      object: update,
     };
   }
   if (r.kind === 'message') return { kind: 'message', message: r };

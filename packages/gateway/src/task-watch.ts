@@ -6,12 +6,14 @@
  * the admission's task leases and deduplication entry to X (or records the Message it was
  * answered with); each later state of X seen passing through (stream events, GetTask and
  * CancelTask answers, polls) is published on X's bus, and the first terminal state frees X's
- * leases; giving up on X (its upstream stopped answering) finishes its bus. Buses are cleaned up
- * through the manager the limiter handed back, as the SDK does, so the limiter forgets X too.
+ * leases; giving up on X (its upstream stopped answering) finishes its bus. With usage reports
+ * on (`usage-reports.ts`), each binding awaits its run's report and each object seen is read for
+ * it before X's end is told.
  */
 
 import type { EventBusLike, EventBusManagerLike, Limiter } from 'a2a-ratelimit/server';
 import { TICKET_HEADER } from 'a2a-ratelimit/server';
+import type { UsageReports } from './usage-reports.js';
 
 /** An event bus with nothing listening: the limiter's wrapper sees what is published on it. */
 class QuietBus implements EventBusLike {
@@ -70,7 +72,10 @@ export class TaskWatch {
   /** Buses the limiter handed back, per task id (its wrapper sees what is published). */
   private readonly buses = new Map<string, EventBusLike>();
 
-  constructor(limiter: Limiter) {
+  constructor(
+    limiter: Limiter,
+    private readonly usage?: UsageReports,
+  ) {
     this.manager = limiter.trackTasks(this.inner);
   }
 
@@ -86,19 +91,27 @@ export class TaskWatch {
 
   /**
    * Task `taskId` was seen in `state` (undefined: unknown). With `scope.ticketId` (the answer of
-   * an admitted request) the admission is bound to it first. Returns whether the task is still
-   * watched afterwards (false once terminal, or when nothing holds it).
+   * an admitted request) the admission is bound to it first. `object` (the Task or status update
+   * seen) is read for the agent's usage report. Returns whether the task is still watched
+   * afterwards (false once terminal, or when nothing holds it).
    */
-  task(scope: WatchScope | undefined, taskId: string, state: number | undefined): boolean {
+  task(
+    scope: WatchScope | undefined,
+    taskId: string,
+    state: number | undefined,
+    object?: Record<string, unknown>,
+  ): boolean {
     let bus = this.buses.get(taskId);
     if (scope?.ticketId !== undefined) {
       try {
         bus = this.manager.createOrGetByTaskId(taskId, contextOf(scope));
         this.buses.set(taskId, bus);
+        this.usage?.admitted(taskId);
       } catch {
         // The admission already ended (its client left): nothing to bind.
       }
     }
+    if (object !== undefined) this.usage?.see(taskId, object);
     if (bus === undefined) return false;
     bus.publish({ kind: 'task', data: { id: taskId, status: { state: state ?? 0 } } });
     if (state !== undefined && TERMINAL.has(state)) {
@@ -114,6 +127,8 @@ export class TaskWatch {
     const id = `message:${scope.ticketId}`;
     try {
       const bus = this.manager.createOrGetByTaskId(id, contextOf(scope));
+      this.usage?.admitted(id);
+      this.usage?.seeMessage(id, message);
       bus.publish({ kind: 'message', data: message });
       bus.finished();
     } catch {
@@ -123,7 +138,11 @@ export class TaskWatch {
     this.manager.cleanupByTaskId(id);
   }
 
-  /** Stops watching `taskId`: its bus is finished (leases freed unless it waits on its caller). */
+  /**
+   * Stops watching `taskId`: its bus is finished and cleaned up through the limiter's wrapper, as
+   * the SDK does once a run ends (its leases freed; the identity kept for usage reports then
+   * lapses `TASK_USAGE_TTL_MS` later instead of being kept for good).
+   */
   finish(taskId: string): void {
     const bus = this.buses.get(taskId);
     if (bus === undefined) return;

@@ -37,6 +37,11 @@ export interface RelayHost {
   readonly refused: (refusal: GatewayRefusal) => void;
   /** Told each upstream answer's status and latency (`GatewayOptions.onUpstream`). */
   readonly onUpstream?: ((answer: UpstreamAnswer) => void) | undefined;
+  /**
+   * Rewrites a 200 JSON answer read whole (the caller's extended card); undefined relays it as
+   * the upstream wrote it.
+   */
+  readonly rewriteAnswer?: ((body: Buffer) => Buffer | undefined) | undefined;
 }
 
 /** Methods whose JSON answers name a task (or a Message). */
@@ -200,7 +205,7 @@ async function exchange(
     else {
       // The first sighting binds the admission; later ones only report states.
       const bind = last === undefined ? scope : undefined;
-      host.watch.task(bind, sighting.taskId, sighting.state);
+      host.watch.task(bind, sighting.taskId, sighting.state, sighting.object);
     }
     last = sighting;
   };
@@ -219,7 +224,11 @@ async function exchange(
         if (!res.write(chunk)) await drained(res, signal);
       }
       res.end();
-    } else if (status === 200 && OBSERVED.has(request.method) && type.includes('json')) {
+    } else if (
+      status === 200 &&
+      (OBSERVED.has(request.method) || host.rewriteAnswer !== undefined) &&
+      type.includes('json')
+    ) {
       const chunks: Buffer[] = [];
       let bytes = 0;
       let read = true;
@@ -236,6 +245,12 @@ async function exchange(
       }
       if (read) {
         const body = Buffer.concat(chunks);
+        const rewritten = host.rewriteAnswer?.(body);
+        if (rewritten !== undefined) {
+          res.setHeader('content-length', rewritten.length);
+          res.end(rewritten);
+          return;
+        }
         try {
           see(sightingOfAnswer(request.binding, JSON.parse(body.toString('utf8'))));
         } catch {

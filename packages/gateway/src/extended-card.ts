@@ -1,0 +1,76 @@
+/**
+ * @module extended-card
+ * Each caller's own limits on the extended card: the upstream's answer to GetExtendedAgentCard
+ * (fetched with the caller's credentials, forwarded as any admitted request) gets its interface
+ * URLs rewritten onto the gateway and the rate-limit extension the library builds for that caller
+ * in-process (`withRateLimitExtension` with its caller and tier: its tier's limits and
+ * `callerTier`). Anything but a card — the upstream's error, a body that is not JSON — is left as
+ * the upstream wrote it.
+ */
+
+import { type Limiter, withRateLimitExtension } from 'a2a-ratelimit/server';
+import { rewriteCard } from './upstream-card.js';
+
+/** Who the extended card is for: the identified caller, and its tier when the identity says. */
+export interface ExtendedCardCaller {
+  readonly caller: string;
+  readonly tier?: string | undefined;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * A copy of an extended card (an A2A `AgentCard` object, as decoded from any binding) for
+ * `caller`: interface URLs rewritten onto `publicBase`, the rate-limit extension stating the
+ * caller's tier and limits (replacing any copy the upstream put there).
+ *
+ * @example
+ * ```ts
+ * const card = callerExtendedCard(upstreamCard, limiter, { caller: 'alice', tier: 'pro' }, 'https://gw.example');
+ * ```
+ */
+export function callerExtendedCard(
+  card: Record<string, unknown>,
+  limiter: Limiter,
+  who: ExtendedCardCaller,
+  publicBase: string,
+): Record<string, unknown> {
+  const { card: rewritten } = rewriteCard(card, publicBase);
+  return withRateLimitExtension(
+    rewritten,
+    limiter,
+    who.tier === undefined ? { caller: who.caller } : { caller: who.caller, tier: who.tier },
+  );
+}
+
+/**
+ * The caller's extended card in place of the upstream's, in a JSON-RPC response's `result` or a
+ * REST body; undefined (relay the upstream's bytes untouched) when the body is not a card: an
+ * error, a body that is not JSON.
+ *
+ * @example
+ * ```ts
+ * const body = extendedCardBody('jsonrpc', upstreamBody, (card) => callerExtendedCard(card, limiter, who, base));
+ * ```
+ */
+export function extendedCardBody(
+  binding: 'jsonrpc' | 'rest',
+  body: Buffer,
+  forCaller: (card: Record<string, unknown>) => Record<string, unknown>,
+): Buffer | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!isObject(parsed)) return undefined;
+  if (binding === 'rest') {
+    if (parsed.name === undefined && parsed.supportedInterfaces === undefined) return undefined;
+    return Buffer.from(JSON.stringify(forCaller(parsed)));
+  }
+  if (parsed.error !== undefined || !isObject(parsed.result)) return undefined;
+  return Buffer.from(JSON.stringify({ ...parsed, result: forCaller(parsed.result) }));
+}
