@@ -17,7 +17,7 @@ import {
   InMemoryTaskStore,
   type User,
 } from '@a2a-js/sdk/server';
-import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { agentCardHandler, jsonRpcHandler, type UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import express from 'express';
@@ -136,10 +136,9 @@ export async function startSdkGrpcUpstream(): Promise<GrpcTestUpstream> {
   };
   const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
-  app.use(
-    '/a2a/jsonrpc',
-    jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }),
-  );
+  const httpUser = (async (req: express.Request) =>
+    userFrom(req.headers.authorization)) as unknown as typeof UserBuilder.noAuthentication;
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: httpUser }));
   const impl = grpcService({
     requestHandler,
     userBuilder: async (call) => userFrom(call.metadata.get('authorization')[0]?.toString()),

@@ -67,6 +67,26 @@ function relayedHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
 }
 
 /**
+ * A `grpc-message` value: printable ASCII as it is, every other byte (and `%`) percent-encoded,
+ * as the gRPC spec says.
+ *
+ * @example
+ * ```ts
+ * grpcMessageValue('retry in 1 s; ok'); // 'retry in 1 s; ok'
+ * ```
+ */
+export function grpcMessageValue(message: string): string {
+  let out = '';
+  for (const byte of Buffer.from(message, 'utf8')) {
+    out +=
+      byte >= 0x20 && byte <= 0x7e && byte !== 0x25
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/**
  * A gRPC status sent as Trailers-Only (one header block, end of stream) — or as trailers when
  * headers were already sent.
  *
@@ -83,7 +103,7 @@ export function sendGrpcStatus(
 ): void {
   if (stream.closed || stream.destroyed) return;
   const fields: OutgoingHttpHeaders = { 'grpc-status': String(code) };
-  if (message !== '') fields['grpc-message'] = encodeURIComponent(message);
+  if (message !== '') fields['grpc-message'] = grpcMessageValue(message);
   for (const [key, value] of Object.entries(metadata)) {
     fields[key] = typeof value === 'string' ? value : Buffer.from(value).toString('base64');
   }
@@ -213,7 +233,7 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
       else
         stream.sendTrailers({
           'grpc-status': '14',
-          'grpc-message': encodeURIComponent('the agent ended the call without a status'),
+          'grpc-message': 'the agent ended the call without a status',
         });
     });
     up.on('data', (chunk: Buffer) => {
