@@ -17,6 +17,11 @@ import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import {
+  gatewayBanner,
+  parseGatewayOptions,
+  startGateway,
+} from '../packages/cli/src/gateway-command.js';
 import type { GatewayRefusal } from '../packages/gateway/src/index.js';
 import { createRetryInterceptor } from '../src/client/grpc.js';
 import type { RatePolicy } from '../src/core/policy.js';
@@ -241,5 +246,31 @@ describe('gRPC through the gateway (upstream: SDK)', () => {
     expect(error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(error?.details).toMatch(/message too large/);
     expect(upstream.calls).toEqual([]);
+  });
+
+  it('the command: --grpc-port relays gRPC, advertises it on the card and in its banner; bad flags are named', async () => {
+    const upstream = await startSdkGrpcUpstream();
+    closers.push(upstream.close);
+    const options = parseGatewayOptions({ upstream: upstream.baseUrl, port: '0', grpcPort: '0' });
+    const running = await startGateway(options, undefined, () => undefined);
+    closers.push(async () => void (await running.stop(1000)));
+    const target = running.grpcTarget as string;
+    expect(target).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(gatewayBanner(running, options)).toContain(`gRPC        ${target}`);
+    const card = (await (await fetch(`${running.url}/.well-known/agent-card.json`)).json()) as {
+      supportedInterfaces: { url: string; protocolBinding: string }[];
+    };
+    expect(card.supportedInterfaces.find((i) => i.protocolBinding === 'GRPC')?.url).toBe(target);
+    const client = rawClient(target);
+    closers.push(() => client.close());
+    const { error } = await rawUnary(client, SEND, sendRequestBytes('cli-1'), bearer('ivy'));
+    expect(error).toBeUndefined();
+    expect(upstream.executions.get('cli-1')).toBe(1);
+    expect(() =>
+      parseGatewayOptions({ upstream: upstream.baseUrl, upstreamGrpc: '127.0.0.1:1' }),
+    ).toThrow('--upstream-grpc needs --grpc-port <port>');
+    expect(() =>
+      parseGatewayOptions({ upstream: upstream.baseUrl, grpcPort: '0', upstreamGrpc: 'nope' }),
+    ).toThrow(/--upstream-grpc must be host:port/);
   });
 });

@@ -23,6 +23,12 @@ import {
   parsePositiveNumber,
 } from './cli-options.js';
 import { type GatewayConfig, loadGatewayConfig } from './gateway-config.js';
+import {
+  advertisedGrpcTarget,
+  type GrpcFlags,
+  listenGrpc,
+  parseGrpcFlags,
+} from './gateway-grpc-listener.js';
 import { METRICS_NEED_PROM_CLIENT, metricsIfInstalled } from './optional-metrics.js';
 import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
 import {
@@ -34,7 +40,7 @@ import {
 } from './serve-command.js';
 
 /** Parsed options of `gateway`. */
-export interface GatewayCommandOptions {
+export interface GatewayCommandOptions extends GrpcFlags {
   readonly upstream: string;
   readonly host: string;
   readonly port: number;
@@ -76,6 +82,7 @@ export function parseGatewayOptions(flags: Record<string, unknown>): GatewayComm
     flags.publicUrl === undefined ? undefined : parseHttpUrl(flags.publicUrl, '--public-url').href;
   const adminPort =
     flags.adminPort === undefined ? undefined : parsePort(flags.adminPort, '--admin-port', 0);
+  const grpc = parseGrpcFlags(flags);
   return {
     upstream,
     host: parseOptionalString(flags.host, '--host') ?? '127.0.0.1',
@@ -89,6 +96,7 @@ export function parseGatewayOptions(flags: Record<string, unknown>): GatewayComm
     ...(redis === undefined ? {} : { redis }),
     ...(redisPrefix === undefined ? {} : { redisPrefix }),
     ...(publicUrl === undefined ? {} : { publicUrl }),
+    ...grpc,
   };
 }
 
@@ -152,6 +160,8 @@ export async function identityFromConfig(
 export interface RunningGateway {
   readonly url: string;
   readonly adminUrl: string | undefined;
+  /** The gRPC listener's `host:port` (`--grpc-port`), if any. */
+  readonly grpcTarget?: string | undefined;
   readonly gateway: Gateway;
   readonly limiter: Limiter;
   /** The identity resolver in force (`identity:`), swapped by a reload. */
@@ -214,6 +224,7 @@ export async function startGateway(
   });
   const server = createServer();
   let publicUrl = options.publicUrl ?? '';
+  let grpcPublic = options.publicGrpcTarget ?? '';
   const gateway = createGateway({
     upstream: options.upstream,
     limiter,
@@ -221,11 +232,21 @@ export async function startGateway(
     mirrorHttpStatus: options.mirrorHttpStatus,
     log,
     identify: identity.identify,
+    ...(options.grpcPort === undefined ? {} : { grpcPublicTarget: () => grpcPublic }),
+    ...(options.upstreamGrpc === undefined ? {} : { upstreamGrpc: options.upstreamGrpc }),
   });
   server.on('request', gateway.handler);
   const port = await listen(server, options.port, options.host);
   const url = urlOf(options.host, port);
   if (publicUrl === '') publicUrl = url;
+  // gRPC: an HTTP/2 (h2c) listener relaying lf.a2a.v1.A2AService calls.
+  const grpc =
+    options.grpcPort === undefined
+      ? undefined
+      : await listenGrpc(gateway, options.host, options.grpcPort);
+  if (grpc !== undefined && grpcPublic === '') {
+    grpcPublic = advertisedGrpcTarget(undefined, options.publicUrl, grpc.target);
+  }
   await gateway.ready();
   let admin: Server | undefined;
   let adminUrl: string | undefined;
@@ -250,13 +271,16 @@ export async function startGateway(
   return {
     url,
     adminUrl,
+    grpcTarget: grpc?.target,
     gateway,
     limiter,
     identity,
     async stop(deadlineMs) {
       server.close();
+      grpc?.stopAccepting();
       const drained = await gateway.drained(deadlineMs);
       server.closeAllConnections();
+      grpc?.close();
       admin?.close();
       admin?.closeAllConnections();
       await gateway.close();
@@ -281,6 +305,11 @@ export function gatewayBanner(running: RunningGateway, options: GatewayCommandOp
     `  upstream    ${options.upstream}${running.gateway.isReady() ? '' : ` (card not fetched yet: ${running.gateway.cardError()})`}`,
     `  agent card  ${running.url}/.well-known/agent-card.json`,
     `  listening   ${running.url}${options.mirrorHttpStatus ? ' (JSON-RPC rejections mirrored as HTTP 429/503)' : ''}`,
+    ...(running.grpcTarget === undefined
+      ? []
+      : [
+          `  gRPC        ${running.grpcTarget} (h2c; to the agent's gRPC interface${options.upstreamGrpc === undefined ? '' : ` at ${options.upstreamGrpc}`})`,
+        ]),
     `  admin       ${running.adminUrl === undefined ? '(off: --admin-port)' : `${running.adminUrl}/metrics ${running.adminUrl}/healthz ${running.adminUrl}/readyz`}`,
     ...(running.adminUrl === undefined ? [] : []),
     `  domain      ${running.limiter.domain}`,
@@ -355,6 +384,18 @@ export function registerGatewayCommand(cli: CAC): void {
     .option(
       '--redis-on-error <mode>',
       'When Redis fails: fail-open, fail-closed or insurance (default: insurance)',
+    )
+    .option(
+      '--grpc-port <port>',
+      'Also relay gRPC (HTTP/2, h2c) on this port; 0 = any (default: off)',
+    )
+    .option(
+      '--upstream-grpc <host:port>',
+      "The agent's gRPC server when its card's gRPC interface is not reachable as written",
+    )
+    .option(
+      '--public-grpc-target <host:port>',
+      'gRPC target the card advertises (default: the public URL’s host and the gRPC port)',
     )
     .option(
       '--drain-seconds <n>',

@@ -2,7 +2,8 @@
  * @module upstream-card
  * The upstream agent's card as the gateway serves it: fetched from
  * `<upstream>/.well-known/agent-card.json` (and refetched), every JSON-RPC and HTTP+JSON interface
- * URL rewritten to the gateway's public address, the rate-limit extension added and kept current
+ * URL rewritten to the gateway's public address (the gRPC one onto its public gRPC target when it
+ * relays gRPC), the rate-limit extension added and kept current
  * exactly as an in-process agent does (`withRateLimitExtension`, `followPolicyChanges`), and the
  * paths of those interfaces — the only paths the gateway proxies.
  */
