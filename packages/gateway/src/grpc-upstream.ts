@@ -128,7 +128,7 @@ export class GrpcUpstream {
     const origin = this.origin();
     if (origin === undefined || this.closed) throw new Error('no gRPC interface upstream');
     const open = this.session;
-    if (open !== undefined && !open.closed && !open.destroyed && open.connecting !== undefined) {
+    if (open !== undefined && !open.closed && !open.destroyed) {
       if ((open as { gatewayOrigin?: string }).gatewayOrigin === origin) return open;
       open.close();
     }
