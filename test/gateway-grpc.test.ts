@@ -22,11 +22,17 @@ import {
   parseGatewayOptions,
   startGateway,
 } from '../packages/cli/src/gateway-command.js';
-import type { GatewayRefusal } from '../packages/gateway/src/index.js';
+import {
+  createIdentityResolver,
+  type GatewayRefusal,
+  identifyWith,
+  parseIdentityConfig,
+} from '../packages/gateway/src/index.js';
 import { createRetryInterceptor } from '../src/client/grpc.js';
 import type { RatePolicy } from '../src/core/policy.js';
 import { textMessage } from '../src/testing/text-message.js';
 import { decodeGrpcRejection } from '../src/wire/grpc-rejection.js';
+import { decodeStatus } from '../src/wire/proto-binary.js';
 import {
   type GrpcTestGateway,
   type GrpcTestUpstream,
@@ -272,5 +278,40 @@ describe('gRPC through the gateway (upstream: SDK)', () => {
     expect(() =>
       parseGatewayOptions({ upstream: upstream.baseUrl, grpcPort: '0', upstreamGrpc: 'nope' }),
     ).toThrow(/--upstream-grpc must be host:port/);
+  });
+
+  it('identity: an API key is its caller, credentials reach the agent unchanged; an unknown key is UNAUTHENTICATED', async () => {
+    const upstream = await startSdkGrpcUpstream();
+    closers.push(upstream.close);
+    const key = 'a-key-of-16-or-more-chars';
+    const resolver = await createIdentityResolver(
+      parseIdentityConfig({ apiKeys: [{ key, caller: 'orchestrator-7' }] }),
+      { baseDir: process.cwd() },
+    );
+    closers.push(() => resolver.close());
+    const refusals: GatewayRefusal[] = [];
+    const gw = await startGrpcGateway(upstream.baseUrl, {
+      policies: [perCaller(5)],
+      gateway: { identify: identifyWith(() => resolver), onRefusal: (r) => refusals.push(r) },
+    });
+    closers.push(gw.close);
+    const client = rawClient(gw.grpcTarget);
+    closers.push(() => client.close());
+    const ok = await rawUnary(client, SEND, sendRequestBytes('id-1'), bearer(key));
+    expect(ok.error).toBeUndefined();
+    expect(upstream.authorizations).toEqual([`Bearer ${key}`]);
+    const { error } = await rawUnary(
+      client,
+      SEND,
+      sendRequestBytes('id-2'),
+      bearer('not-a-key-we-know-of'),
+    );
+    expect(error?.code).toBe(grpc.status.UNAUTHENTICATED);
+    const [bin] = (error as grpc.ServiceError).metadata.get('grpc-status-details-bin');
+    expect(decodeStatus(bin as Buffer).code).toBe(grpc.status.UNAUTHENTICATED);
+    expect(refusals).toEqual([
+      { caller: '', method: 'SendMessage', binding: 'grpc', status: 401, policy: 'identity' },
+    ]);
+    expect(upstream.calls).toEqual(['SendMessage']);
   });
 });
