@@ -191,7 +191,8 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
 
     // The caller's side: what was read, then the rest as it comes.
     for (const chunk of call.received) up.write(chunk);
-    if (call.clientEnded) up.end();
+    // The caller may have half-closed while the call was being decided (its stream paused).
+    if (call.clientEnded || stream.readableEnded) up.end();
     else {
       stream.on('data', (chunk: Buffer) => {
         if (!up.write(chunk)) stream.pause();
