@@ -26,6 +26,8 @@ export {
   type TaskListingStore,
   type TaskWithHistoryLike,
 } from './find-task-by-message-id.js';
+export { grpcMethodOf } from './grpc/grpc-method.js';
+export { type GrpcRequestFields, readGrpcRequestFields } from './grpc/grpc-request-fields.js';
 export {
   type AdmissionOutcome,
   type AdmissionRequest,

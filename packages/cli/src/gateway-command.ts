@@ -25,6 +25,12 @@ import {
   parsePositiveNumber,
 } from './cli-options.js';
 import { type GatewayConfig, gatewayPolicies, loadGatewayConfig } from './gateway-config.js';
+import {
+  advertisedGrpcTarget,
+  type GrpcFlags,
+  listenGrpc,
+  parseGrpcFlags,
+} from './gateway-grpc-listener.js';
 import { createTlsServer, parseTlsFlags, reloadTlsOnSignal, type TlsFiles } from './gateway-tls.js';
 import { METRICS_NEED_PROM_CLIENT, metricsIfInstalled } from './optional-metrics.js';
 import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
@@ -38,7 +44,7 @@ import {
 } from './serve-command.js';
 
 /** Parsed options of `gateway`. */
-export interface GatewayCommandOptions {
+export interface GatewayCommandOptions extends GrpcFlags {
   readonly upstream: string;
   readonly host: string;
   readonly port: number;
@@ -85,6 +91,7 @@ export function parseGatewayOptions(flags: Record<string, unknown>): GatewayComm
   const adminPort =
     flags.adminPort === undefined ? undefined : parsePort(flags.adminPort, '--admin-port', 0);
   const tls = parseTlsFlags(flags);
+  const grpc = parseGrpcFlags(flags);
   return {
     upstream,
     host: parseOptionalString(flags.host, '--host') ?? '127.0.0.1',
@@ -100,6 +107,7 @@ export function parseGatewayOptions(flags: Record<string, unknown>): GatewayComm
     ...(redis === undefined ? {} : { redis }),
     ...(redisPrefix === undefined ? {} : { redisPrefix }),
     ...(publicUrl === undefined ? {} : { publicUrl }),
+    ...grpc,
   };
 }
 
@@ -181,6 +189,8 @@ async function usageOption(
 export interface RunningGateway {
   readonly url: string;
   readonly adminUrl: string | undefined;
+  /** The gRPC listener's `host:port` (`--grpc-port`), if any. */
+  readonly grpcTarget?: string | undefined;
   readonly gateway: Gateway;
   readonly limiter: Limiter;
   /** The usage path in force (`usage.path`), swapped by a reload. */
@@ -260,6 +270,7 @@ export async function startGateway(
       : (await import('./gateway-metrics.js')).createGatewayMetrics(metrics.registry);
   const usage = { path: config?.usage?.path ?? '' };
   let publicUrl = options.publicUrl ?? '';
+  let grpcPublic = options.publicGrpcTarget ?? '';
   const gateway = createGateway({
     upstream: options.upstream,
     limiter,
@@ -274,11 +285,21 @@ export async function startGateway(
     ...(config?.usage === undefined
       ? {}
       : { usage: await usageOption(() => usage.path, metrics?.registry) }),
+    ...(options.grpcPort === undefined ? {} : { grpcPublicTarget: () => grpcPublic }),
+    ...(options.upstreamGrpc === undefined ? {} : { upstreamGrpc: options.upstreamGrpc }),
   });
   server.on('request', gateway.handler);
   const port = await listen(server, options.port, options.host);
   const url = urlOf(options.host, port, options.tls === undefined ? 'http' : 'https');
   if (publicUrl === '') publicUrl = url;
+  // gRPC: an HTTP/2 (h2c) listener relaying lf.a2a.v1.A2AService calls.
+  const grpc =
+    options.grpcPort === undefined
+      ? undefined
+      : await listenGrpc(gateway, options.host, options.grpcPort);
+  if (grpc !== undefined && grpcPublic === '') {
+    grpcPublic = advertisedGrpcTarget(undefined, options.publicUrl, grpc.target);
+  }
   await gateway.ready();
   let admin: Server | undefined;
   let adminUrl: string | undefined;
@@ -303,6 +324,7 @@ export async function startGateway(
   return {
     url,
     adminUrl,
+    grpcTarget: grpc?.target,
     gateway,
     limiter,
     usage,
@@ -313,8 +335,10 @@ export async function startGateway(
     async stop(deadlineMs) {
       stopTlsReload?.();
       server.close();
+      grpc?.stopAccepting();
       const drained = await gateway.drained(deadlineMs);
       server.closeAllConnections();
+      grpc?.close();
       admin?.close();
       admin?.closeAllConnections();
       await gateway.close();
@@ -339,6 +363,11 @@ export function gatewayBanner(running: RunningGateway, options: GatewayCommandOp
     `  upstream    ${options.upstream}${running.gateway.isReady() ? '' : ` (card not fetched yet: ${running.gateway.cardError()})`}`,
     `  agent card  ${running.url}/.well-known/agent-card.json`,
     `  listening   ${running.url}${options.mirrorHttpStatus ? ' (JSON-RPC rejections mirrored as HTTP 429/503)' : ''}`,
+    ...(running.grpcTarget === undefined
+      ? []
+      : [
+          `  gRPC        ${running.grpcTarget} (h2c; to the agent's gRPC interface${options.upstreamGrpc === undefined ? '' : ` at ${options.upstreamGrpc}`})`,
+        ]),
     `  admin       ${running.adminUrl === undefined ? '(off: --admin-port)' : `${running.adminUrl}/metrics ${running.adminUrl}/healthz ${running.adminUrl}/readyz`}`,
     ...(running.adminUrl === undefined ? [] : []),
     `  domain      ${running.limiter.domain}`,
@@ -419,6 +448,18 @@ export function registerGatewayCommand(cli: CAC): void {
     .option('--tls-cert <file>', 'Serve HTTPS with this certificate chain (PEM; needs --tls-key)')
     .option('--tls-key <file>', 'The private key of --tls-cert (PEM); both re-read on SIGHUP')
     .option('--log-refusals', 'One line per refused request on stderr (also logRefusals: true)')
+    .option(
+      '--grpc-port <port>',
+      'Also relay gRPC (HTTP/2, h2c) on this port; 0 = any (default: off)',
+    )
+    .option(
+      '--upstream-grpc <host:port>',
+      "The agent's gRPC server when its card's gRPC interface is not reachable as written",
+    )
+    .option(
+      '--public-grpc-target <host:port>',
+      'gRPC target the card advertises (default: the public URL’s host and the gRPC port)',
+    )
     .option(
       '--drain-seconds <n>',
       'On SIGINT/SIGTERM, wait this long for in-flight requests and streams (default: 10)',

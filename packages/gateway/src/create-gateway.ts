@@ -10,6 +10,7 @@
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { REASONS } from 'a2a-ratelimit';
 import type { WebhookPolicy } from 'a2a-ratelimit/push';
 import { createAddressKey } from 'a2a-ratelimit/server';
@@ -29,6 +30,8 @@ import {
   type GatewayOptions,
   type GatewayRefusal,
 } from './gateway-options.js';
+import { createGrpcHandler } from './grpc-gateway.js';
+import { GrpcUpstream, grpcOriginOf } from './grpc-upstream.js';
 import type { IdentityFailure } from './identity/identity-resolver.js';
 import {
   encodeJsonRpcUnauthenticated,
@@ -56,6 +59,11 @@ import { defaultWebhookPolicy, refusedWebhook, systemResolveHost } from './webho
 export interface Gateway {
   /** The request listener. */
   readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
+  /**
+   * The gRPC listener: give it to a `node:http2` server's `stream` event (h2c or TLS); it relays
+   * `lf.a2a.v1.A2AService` calls to the upstream's gRPC interface (see `docs/gateway.md`).
+   */
+  readonly grpcHandler: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void;
   /** Fetches the upstream's card once (resolves whether or not it succeeded; see `isReady`). */
   ready(): Promise<void>;
   /** Whether the upstream's card has been fetched (the gateway serves nothing before). */
@@ -161,6 +169,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     retryMs: GATEWAY_DEFAULTS.cardRetryMs,
     maxBytes: GATEWAY_DEFAULTS.maxCardBytes,
     log,
+    ...(options.grpcPublicTarget === undefined
+      ? {}
+      : {
+          grpcPublic:
+            typeof options.grpcPublicTarget === 'function'
+              ? options.grpcPublicTarget
+              : () => options.grpcPublicTarget as string,
+        }),
   });
   const usage =
     options.usage === undefined
@@ -472,6 +488,68 @@ export function createGateway(options: GatewayOptions): Gateway {
     });
   };
 
+  const grpcUpstream = new GrpcUpstream(() => {
+    const target = options.upstreamGrpc ?? card.grpcUrl;
+    return target === undefined ? undefined : grpcOriginOf(target);
+  });
+  const grpcHandler = createGrpcHandler({
+    upstream: grpcUpstream,
+    limiter,
+    watch,
+    upstreamTimeoutMs: timeoutMs,
+    unavailableRetryAfterMs: host.unavailableRetryAfterMs,
+    maxObservedAnswerBytes: GATEWAY_DEFAULTS.maxObservedAnswerBytes,
+    maxMessageBytes: maxBodyBytes,
+    identify,
+    ready: () => card.ready,
+    cardError: () => card.lastError,
+    log,
+    refused,
+    unavailable: (scope, method, retryAfterMs) =>
+      refused({
+        caller: scope.caller,
+        method,
+        binding: 'grpc',
+        status: 503,
+        policy: 'upstream',
+        retryAfterMs,
+      }),
+    async checkWebhooks(urls) {
+      if (!checkWebhooks) return undefined;
+      webhookPolicy ??= defaultWebhookPolicy();
+      return refusedWebhook(urls, await webhookPolicy, resolveHost ?? systemResolveHost);
+    },
+    // A task still running once its call ended is followed over the card's HTTP interface (GetTask
+    // with the admitting call's credentials), else held until its lease TTL.
+    running(taskId, call) {
+      const iface = card.interfaces[0];
+      const holds = limiter.policySet.policies.some(
+        (p) => p.kind === 'concurrency' && p.methods.has(call.method),
+      );
+      if (iface === undefined || !holds) return;
+      const query: TaskQuery = {
+        origin: upstream.origin,
+        binding: iface.binding,
+        ifacePath: iface.path,
+        legacy: false,
+        tenant: call.scope.tenant,
+        credentials: credentialsOf(call.headers),
+      };
+      if (!queries.has(taskId)) queries.set(taskId, query);
+      follower.follow(taskId, query);
+    },
+    begin() {
+      inFlight++;
+      let counted = true;
+      return () => {
+        if (!counted) return;
+        counted = false;
+        inFlight--;
+        if (inFlight === 0) for (const wake of idleWaiters) wake();
+      };
+    },
+  });
+
   // Forget the query of a task no longer watched (it ended or was given up).
   const sweep = setInterval(() => {
     for (const taskId of queries.keys()) if (!watch.watching(taskId)) queries.delete(taskId);
@@ -480,6 +558,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
   return {
     handler,
+    grpcHandler,
     ready: () => card.refresh(),
     isReady: () => card.ready,
     cardError: () => card.lastError,
@@ -501,6 +580,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       clearInterval(sweep);
       card.close();
       follower.close();
+      grpcUpstream.close();
       watch.finishAll();
       if (ownDispatcher) await dispatcher.close();
     },

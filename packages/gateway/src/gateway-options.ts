@@ -31,8 +31,8 @@ export type IdentifyRequest = (req: IncomingMessage) => GatewayIdentity | Promis
 export interface GatewayRefusal {
   readonly caller: string;
   readonly method: string;
-  readonly binding: 'jsonrpc' | 'rest';
-  /** HTTP status written. */
+  readonly binding: 'jsonrpc' | 'rest' | 'grpc';
+  /** HTTP status written (gRPC: 429 for RESOURCE_EXHAUSTED, 503 UNAVAILABLE, 401, 400). */
   readonly status: number;
   /** Policy name, `upstream`, or what was refused (`webhook`, `identity`). */
   readonly policy: string;
@@ -91,7 +91,21 @@ export interface GatewayOptions {
   readonly webhookPolicy?: WebhookPolicy | false;
   /** Resolves webhook host names. @defaultValue dns.lookup */
   readonly resolveHost?: ResolveHost;
-  /** Largest request body read, bytes (more is answered 413 in JSON). @defaultValue 1 MiB */
+  /**
+   * The upstream's gRPC target (`host:port`, or `http://` / `https://host:port`) when the card's
+   * gRPC interface is not reachable as written. @defaultValue the card's GRPC interface URL
+   */
+  readonly upstreamGrpc?: string;
+  /**
+   * The gateway's public gRPC target (`host:port`), written into the card's GRPC interface; set it
+   * when the gateway's `grpcHandler` is served (a function when known only once listening).
+   * @defaultValue unset: the card's gRPC interface is served as the agent wrote it
+   */
+  readonly grpcPublicTarget?: string | (() => string);
+  /**
+   * Largest request body read, bytes (more is answered 413 in JSON); on gRPC the largest first
+   * request message (more is RESOURCE_EXHAUSTED "message too large"). @defaultValue 1 MiB
+   */
   readonly maxBodyBytes?: number;
   /** Deepest JSON nesting accepted. @defaultValue 64 */
   readonly maxJsonDepth?: number;

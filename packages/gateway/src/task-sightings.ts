@@ -13,8 +13,11 @@ export type TaskSighting =
       readonly kind: 'task';
       readonly taskId: string;
       readonly state: number | undefined;
-      /** The Task or status update object itself (where the agent's usage report is read). */
-      readonly object: Record<string, unknown>;
+      /**
+       * The Task or status update object itself (where the agent's usage report is read);
+       * undefined where the answer was not decoded as JSON (gRPC, read only for id and state).
+       */
+      readonly object?: Record<string, unknown> | undefined;
     }
   | { readonly kind: 'message'; readonly message: Record<string, unknown> };
 

@@ -2,7 +2,8 @@
  * @module upstream-card
  * The upstream agent's card as the gateway serves it: fetched from
  * `<upstream>/.well-known/agent-card.json` (and refetched), every JSON-RPC and HTTP+JSON interface
- * URL rewritten to the gateway's public address, the rate-limit extension added and kept current
+ * URL rewritten to the gateway's public address (the gRPC one onto its public gRPC target when it
+ * relays gRPC), the rate-limit extension added and kept current
  * exactly as an in-process agent does (`withRateLimitExtension`, `followPolicyChanges`), and the
  * paths of those interfaces — the only paths the gateway proxies.
  */
@@ -54,10 +55,22 @@ function pathOf(url: unknown): string | undefined {
 export function rewriteCard(
   card: JsonCard,
   publicBase: string,
-): { readonly card: JsonCard; readonly interfaces: readonly ProxiedInterface[] } {
+  grpcPublic?: string,
+): {
+  readonly card: JsonCard;
+  readonly interfaces: readonly ProxiedInterface[];
+  /** The upstream's gRPC interface URL as the card wrote it, if it lists one. */
+  readonly grpcUrl?: string | undefined;
+} {
   const base = publicBase.endsWith('/') ? publicBase.slice(0, -1) : publicBase;
   const interfaces: ProxiedInterface[] = [];
+  let grpcUrl: string | undefined;
   const rewrite = (url: unknown, bindingName: unknown): unknown => {
+    // The gRPC interface: relayed when the gateway listens for gRPC (`grpcPublic`).
+    if (bindingName === 'GRPC' && typeof url === 'string') {
+      grpcUrl ??= url;
+      return grpcPublic ?? url;
+    }
     const binding =
       typeof bindingName === 'string' && Object.hasOwn(PROXIED_BINDINGS, bindingName)
         ? PROXIED_BINDINGS[bindingName as keyof typeof PROXIED_BINDINGS]
@@ -86,7 +99,7 @@ export function rewriteCard(
       url: rewrite(i?.url, i?.transport),
     }));
   }
-  return { card: copy, interfaces };
+  return { card: copy, interfaces, grpcUrl };
 }
 
 /** Options of {@link UpstreamCard}. */
@@ -105,6 +118,8 @@ export interface UpstreamCardOptions {
   readonly maxBytes: number;
   /** One line about a failed fetch. */
   readonly log: (line: string) => void;
+  /** The gateway's public gRPC target (`host:port`), when it relays gRPC. */
+  readonly grpcPublic?: () => string | undefined;
 }
 
 /**
@@ -128,6 +143,8 @@ export class UpstreamCard {
   interfaces: readonly ProxiedInterface[] = [];
   /** The last fetch error, when the last fetch failed. */
   lastError: string | undefined;
+  /** The upstream's gRPC interface URL as its card wrote it, if it lists one. */
+  grpcUrl: string | undefined;
 
   constructor(private readonly options: UpstreamCardOptions) {}
 
@@ -203,7 +220,12 @@ export class UpstreamCard {
   }
 
   private install(card: JsonCard): void {
-    const { card: rewritten, interfaces } = rewriteCard(card, this.options.publicBase());
+    const {
+      card: rewritten,
+      interfaces,
+      grpcUrl,
+    } = rewriteCard(card, this.options.publicBase(), this.options.grpcPublic?.());
+    this.grpcUrl = grpcUrl;
     const served = withRateLimitExtension(rewritten, this.options.limiter) as JsonCard;
     this.unfollow?.();
     const limiter = this.options.limiter;

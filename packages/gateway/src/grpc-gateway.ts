@@ -1,0 +1,353 @@
+/**
+ * @module grpc-gateway
+ * The gateway's gRPC listener: one `node:http2` stream per call, decided before the upstream
+ * sees a byte. The method comes from `:path` (`/lf.a2a.v1.A2AService/<rpc>`; anything else is
+ * UNIMPLEMENTED, never forwarded); the first request message is read (bounded; larger is
+ * RESOURCE_EXHAUSTED "message too large", as in-process) and its tenant and messageId read as the
+ * in-process interceptor reads them; the caller is identified from the call's headers and socket
+ * (a refusal is UNAUTHENTICATED), its webhooks checked, and the limiter decides. A rejection is
+ * the limiter's own gRPC encoding; a copy of an admitted message gets the first copy's task
+ * (GetTask on the upstream) without reaching it as a message again; an admitted call is relayed
+ * (`grpc-relay.ts`).
+ */
+
+import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { A2AMethod } from 'a2a-ratelimit';
+import { grpcMethodOf, readGrpcRequestFields } from 'a2a-ratelimit/server';
+import type { GatewayRefusal, IdentifyRequest } from './gateway-options.js';
+import { GrpcFrameReader, grpcFrame, messageBytes, READABLE_ENCODINGS } from './grpc-frames.js';
+import {
+  type GrpcCallToRelay,
+  type GrpcRelayHost,
+  relayGrpcCall,
+  sendGrpcStatus,
+} from './grpc-relay.js';
+import { encodeGetTaskRequest, grpcWebhookUrls, wrapTask } from './grpc-sightings.js';
+import { forwardGrpcHeaders, grpcTimeoutMs, unaryCall } from './grpc-upstream.js';
+import { encodeGrpcUnauthenticated } from './identity/unauthenticated-response.js';
+import { unavailableRejection } from './upstream-failure.js';
+
+/** The gRPC service the gateway relays. */
+export const GRPC_SERVICE_PREFIX = '/lf.a2a.v1.A2AService/';
+
+/** gRPC status codes the gateway answers with itself. */
+const CODE = {
+  invalidArgument: 3,
+  deadlineExceeded: 4,
+  alreadyExists: 6,
+  resourceExhausted: 8,
+  unimplemented: 12,
+  internal: 13,
+  unavailable: 14,
+} as const;
+
+/** What the gRPC listener needs from its gateway. */
+export interface GrpcGatewayHost extends GrpcRelayHost {
+  readonly identify: IdentifyRequest;
+  /** Whether the upstream's card has been fetched (and why not). */
+  readonly ready: () => boolean;
+  readonly cardError: () => string | undefined;
+  /** Largest request message read, bytes. */
+  readonly maxMessageBytes: number;
+  /** Why a webhook URL is refused, or undefined when all pass (or checks are off). */
+  readonly checkWebhooks: (urls: readonly string[]) => Promise<string | undefined>;
+  readonly refused: (refusal: GatewayRefusal) => void;
+  /** Counts a call in flight; the function returned ends it. */
+  readonly begin: () => () => void;
+  readonly log: (line: string) => void;
+}
+
+/** The first request message, the bytes it came in, and whether the caller ended its side. */
+type FirstMessage =
+  | {
+      readonly kind: 'message';
+      readonly message: Buffer;
+      readonly compressed: boolean;
+      readonly received: Buffer[];
+      readonly ended: boolean;
+    }
+  | { readonly kind: 'too-large'; readonly size: number }
+  | { readonly kind: 'none' };
+
+/** Reads until the first message is complete (or over the bound, or the caller ended / left). */
+function readFirstMessage(stream: ServerHttp2Stream, maxBytes: number): Promise<FirstMessage> {
+  return new Promise((resolve) => {
+    const reader = new GrpcFrameReader(maxBytes);
+    const received: Buffer[] = [];
+    let settled = false;
+    const settle = (value: FirstMessage): void => {
+      if (settled) return;
+      settled = true;
+      stream.pause();
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('close', onEnd);
+      resolve(value);
+    };
+    const onData = (chunk: Buffer): void => {
+      received.push(chunk);
+      const [frame] = reader.push(chunk);
+      if (frame === undefined) return;
+      if (frame.message === undefined) settle({ kind: 'too-large', size: frame.length });
+      else {
+        settle({
+          kind: 'message',
+          message: frame.message,
+          compressed: frame.compressed,
+          received,
+          ended: stream.readableEnded,
+        });
+      }
+    };
+    const onEnd = (): void => settle({ kind: 'none' });
+    stream.on('data', onData);
+    stream.on('end', onEnd);
+    stream.on('close', onEnd);
+  });
+}
+
+/** The request's headers and socket as `identify` reads them (an `IncomingMessage`'s shape). */
+function identityRequest(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): IncomingMessage {
+  const plain: IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers))
+    if (!name.startsWith(':')) plain[name] = value;
+  const authority = headers[':authority'];
+  if (typeof authority === 'string' && plain.host === undefined) plain.host = authority;
+  return {
+    headers: plain,
+    socket: stream.session?.socket ?? {},
+    url: headers[':path'],
+    method: 'POST',
+    httpVersion: '2.0',
+  } as unknown as IncomingMessage;
+}
+
+/**
+ * The gRPC listener of a gateway: give it to an `http2` server's `stream` event.
+ *
+ * @example
+ * ```ts
+ * http2.createServer().on('stream', createGrpcHandler(host)).listen(50051, '127.0.0.1');
+ * ```
+ */
+export function createGrpcHandler(
+  host: GrpcGatewayHost,
+): (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void {
+  const limiter = host.limiter;
+  const unavailableStatus = (stream: ServerHttp2Stream, method: A2AMethod, why: string): void => {
+    const encoded = limiter.encodeGrpc(
+      unavailableRejection(method, host.unavailableRetryAfterMs, why),
+    );
+    sendGrpcStatus(stream, encoded.code, encoded.message, encoded.trailers);
+  };
+
+  const handle = async (stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> => {
+    const path = String(headers[':path'] ?? '');
+    const method = path.startsWith(GRPC_SERVICE_PREFIX) ? grpcMethodOf(path) : undefined;
+    const type = String(headers['content-type'] ?? '');
+    if (headers[':method'] !== 'POST' || !/^application\/grpc(\+proto)?(;|$)/.test(type)) {
+      stream.respond({ ':status': 415, 'content-type': 'text/plain' }, { endStream: true });
+      return;
+    }
+    if (method === undefined) {
+      sendGrpcStatus(stream, CODE.unimplemented, `${path} is not a method of lf.a2a.v1.A2AService`);
+      return;
+    }
+    if (!host.ready() || host.upstream.target === undefined) {
+      const why = !host.ready()
+        ? `its card could not be fetched: ${host.cardError() ?? 'not yet fetched'}`
+        : 'its card lists no gRPC interface';
+      if (host.ready())
+        sendGrpcStatus(
+          stream,
+          CODE.unimplemented,
+          `the agent behind this gateway has no gRPC interface`,
+        );
+      else unavailableStatus(stream, method, why);
+      return;
+    }
+    const encoding =
+      typeof headers['grpc-encoding'] === 'string' ? headers['grpc-encoding'] : 'identity';
+    if (!READABLE_ENCODINGS.has(encoding)) {
+      sendGrpcStatus(stream, CODE.unimplemented, `grpc-encoding ${encoding} is not accepted`, {
+        'grpc-accept-encoding': [...READABLE_ENCODINGS].join(','),
+      });
+      return;
+    }
+    const timeoutMs = grpcTimeoutMs(headers['grpc-timeout']);
+    const deadlineAtMs = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+    const deadline =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(
+            () => sendGrpcStatus(stream, CODE.deadlineExceeded, 'Deadline Exceeded'),
+            timeoutMs,
+          );
+    try {
+      await decide(stream, headers, path, method, encoding, deadlineAtMs, () =>
+        clearTimeout(deadline),
+      );
+    } finally {
+      clearTimeout(deadline);
+    }
+  };
+
+  const decide = async (
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    path: string,
+    method: A2AMethod,
+    encoding: string,
+    deadlineAtMs: number | undefined,
+    stopDeadline: () => void,
+  ): Promise<void> => {
+    const gone = (): boolean => stream.closed || stream.destroyed || stream.headersSent;
+    const first = await readFirstMessage(stream, host.maxMessageBytes);
+    if (gone()) return;
+    if (first.kind === 'too-large') {
+      sendGrpcStatus(
+        stream,
+        CODE.resourceExhausted,
+        `message too large: ${first.size} bytes, the limit is ${host.maxMessageBytes}`,
+      );
+      return;
+    }
+    if (first.kind === 'none') {
+      sendGrpcStatus(stream, CODE.invalidArgument, 'the call carried no request message');
+      return;
+    }
+    const bytes = messageBytes(
+      { compressed: first.compressed, length: first.message.length, message: first.message },
+      encoding,
+      host.maxMessageBytes,
+    );
+    const fields = bytes === undefined ? undefined : readGrpcRequestFields(method, bytes);
+    const webhooks = bytes === undefined ? undefined : grpcWebhookUrls(method, bytes);
+    if (bytes === undefined || fields === undefined || webhooks === undefined) {
+      sendGrpcStatus(stream, CODE.invalidArgument, `the ${method} request message cannot be read`);
+      return;
+    }
+    const identity = await host.identify(identityRequest(stream, headers));
+    if (gone()) return;
+    const refusal = (caller: string, status: number, policy: string, retryAfterMs?: number): void =>
+      host.refused({
+        caller,
+        method,
+        binding: 'grpc',
+        status,
+        policy,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      });
+    if ('unauthenticated' in identity) {
+      const failure = identity.unauthenticated;
+      refusal('', failure.reason === 'jwks-unavailable' ? 503 : 401, 'identity');
+      if (failure.reason === 'jwks-unavailable') {
+        sendGrpcStatus(stream, CODE.unavailable, failure.message, { 'retry-after': '1' });
+      } else {
+        const encoded = encodeGrpcUnauthenticated(failure, { domain: limiter.domain });
+        sendGrpcStatus(stream, encoded.code, encoded.message, encoded.trailers);
+      }
+      return;
+    }
+    if (webhooks.length > 0) {
+      const why = await host.checkWebhooks(webhooks);
+      if (gone()) return;
+      if (why !== undefined) {
+        refusal(identity.caller, 400, 'webhook');
+        sendGrpcStatus(stream, CODE.invalidArgument, `push notification URL refused: ${why}`);
+        return;
+      }
+    }
+    const outcome = await limiter.admit({
+      caller: identity.caller,
+      method,
+      binding: 'grpc',
+      ...(identity.tier === undefined ? {} : { tier: identity.tier }),
+      ...(fields.tenant === undefined ? {} : { tenant: fields.tenant }),
+      ...(fields.messageId === undefined ? {} : { messageId: fields.messageId }),
+    });
+    if (outcome.status === 'rejected') {
+      const encoded = limiter.encodeGrpc(outcome.rejection, outcome.limits);
+      refusal(
+        identity.caller,
+        encoded.code === CODE.resourceExhausted ? 429 : 503,
+        outcome.rejection.policy,
+        outcome.rejection.retryAfterMs,
+      );
+      sendGrpcStatus(stream, encoded.code, encoded.message, encoded.trailers);
+      return;
+    }
+    if (outcome.status === 'duplicate') {
+      await answerDuplicate(stream, headers, method, fields, outcome.taskId);
+      return;
+    }
+    stopDeadline();
+    if (gone()) {
+      outcome.ticket.end();
+      return;
+    }
+    const call: GrpcCallToRelay = {
+      stream,
+      headers,
+      path,
+      method,
+      received: first.received,
+      clientEnded: first.ended,
+      deadlineAtMs,
+      ticket: outcome.ticket,
+      scope: {
+        ticketId: outcome.ticket.needsEnd ? outcome.ticket.id : undefined,
+        tenant: fields.tenant,
+        caller: identity.caller,
+      },
+    };
+    await relayGrpcCall(host, call);
+  };
+
+  /** A retried copy: the first copy's task (GetTask on the upstream, this copy's credentials). */
+  const answerDuplicate = async (
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    method: A2AMethod,
+    fields: { readonly tenant: string | undefined; readonly messageId: string | undefined },
+    taskId: string | undefined,
+  ): Promise<void> => {
+    if (taskId === undefined) {
+      sendGrpcStatus(
+        stream,
+        CODE.alreadyExists,
+        `Message ${fields.messageId ?? ''} was already received and processed without creating a task; it is not run again`,
+      );
+      return;
+    }
+    const found = await unaryCall(
+      host.upstream,
+      `${GRPC_SERVICE_PREFIX}GetTask`,
+      forwardGrpcHeaders(headers, undefined),
+      encodeGetTaskRequest(taskId, fields.tenant),
+      host.upstreamTimeoutMs,
+    );
+    if (stream.closed || stream.destroyed) return;
+    if (found.code !== 0 || found.message === undefined) {
+      unavailableStatus(stream, method, 'the first copy’s task could not be read');
+      return;
+    }
+    stream.respond(
+      { ':status': 200, 'content-type': 'application/grpc' },
+      { waitForTrailers: true },
+    );
+    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.end(grpcFrame(wrapTask(found.message)));
+  };
+
+  return (stream, headers) => {
+    const end = host.begin();
+    stream.on('error', () => undefined);
+    stream.once('close', end);
+    handle(stream, headers).catch((error: unknown) => {
+      host.log(`a2a-ratelimit gateway (gRPC): ${(error as Error).stack ?? String(error)}`);
+      sendGrpcStatus(stream, CODE.internal, 'the gateway could not decide this call');
+    });
+  };
+}

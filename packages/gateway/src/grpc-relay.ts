@@ -1,0 +1,279 @@
+/**
+ * @module grpc-relay
+ * Relays one admitted gRPC call to the upstream frame by frame, re-encoding nothing: the bytes the
+ * gateway read (and decided on) first, then the rest of the caller's stream as it arrives; the
+ * upstream's headers (plus the admission's `RateLimit`), each message as it arrives (read on the
+ * side for task states) and its trailers back. The caller leaving (RST_STREAM) cancels the
+ * upstream stream; the deadline (`grpc-timeout`) is passed on as what is left of it and enforced
+ * here too; an upstream that cannot be reached, or sends no headers in time, is UNAVAILABLE with
+ * `AGENT_UNAVAILABLE` details. The admission's ticket ends when the call ends on either side.
+ */
+
+import {
+  constants,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+  type ServerHttp2Stream,
+} from 'node:http2';
+import type { A2AMethod } from 'a2a-ratelimit';
+import type { AdmissionTicket, Limiter } from 'a2a-ratelimit/server';
+import { GrpcFrameReader, messageBytes } from './grpc-frames.js';
+import { GRPC_OBSERVED, grpcSightingOf } from './grpc-sightings.js';
+import { forwardGrpcHeaders, type GrpcUpstream } from './grpc-upstream.js';
+import type { TaskSighting } from './task-sightings.js';
+import type { TaskWatch, WatchScope } from './task-watch.js';
+import { unavailableRejection } from './upstream-failure.js';
+
+/** What the relay needs from its gateway. */
+export interface GrpcRelayHost {
+  readonly upstream: GrpcUpstream;
+  readonly limiter: Limiter;
+  readonly watch: TaskWatch;
+  readonly upstreamTimeoutMs: number;
+  readonly unavailableRetryAfterMs: number;
+  readonly maxObservedAnswerBytes: number;
+  /** The upstream could not be reached (for a log line / metric). */
+  readonly unavailable: (scope: WatchScope, method: A2AMethod, retryAfterMs: number) => void;
+  /** A task of this admission is still running once its call ended. */
+  readonly running: (taskId: string, call: GrpcCallToRelay) => void;
+}
+
+/** One admitted call to relay. */
+export interface GrpcCallToRelay {
+  readonly stream: ServerHttp2Stream;
+  readonly headers: IncomingHttpHeaders;
+  readonly path: string;
+  readonly method: A2AMethod;
+  /** The bytes read so far, as received (the first message and whatever came with it). */
+  readonly received: readonly Buffer[];
+  /** Whether the caller already ended its side. */
+  readonly clientEnded: boolean;
+  /** When the caller's deadline passes (ms on `Date.now()`'s clock), if it set one. */
+  readonly deadlineAtMs: number | undefined;
+  readonly ticket: AdmissionTicket;
+  readonly scope: WatchScope;
+}
+
+/** Response headers never relayed (hop-by-hop). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade']);
+
+function relayedHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.startsWith(':') || HOP_BY_HOP.has(name) || value === undefined) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * A `grpc-message` value: printable ASCII as it is, every other byte (and `%`) percent-encoded,
+ * as the gRPC spec says.
+ *
+ * @example
+ * ```ts
+ * grpcMessageValue('retry in 1 s; ok'); // 'retry in 1 s; ok'
+ * ```
+ */
+export function grpcMessageValue(message: string): string {
+  let out = '';
+  for (const byte of Buffer.from(message, 'utf8')) {
+    out +=
+      byte >= 0x20 && byte <= 0x7e && byte !== 0x25
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/**
+ * A gRPC status sent as Trailers-Only (one header block, end of stream) — or as trailers when
+ * headers were already sent.
+ *
+ * @example
+ * ```ts
+ * sendGrpcStatus(stream, 4, 'Deadline Exceeded');
+ * ```
+ */
+export function sendGrpcStatus(
+  stream: ServerHttp2Stream,
+  code: number,
+  message: string,
+  metadata: Readonly<Record<string, string | Uint8Array>> = {},
+): void {
+  if (stream.closed || stream.destroyed) return;
+  const fields: OutgoingHttpHeaders = { 'grpc-status': String(code) };
+  if (message !== '') fields['grpc-message'] = grpcMessageValue(message);
+  for (const [key, value] of Object.entries(metadata)) {
+    fields[key] = typeof value === 'string' ? value : Buffer.from(value).toString('base64');
+  }
+  if (!stream.headersSent) {
+    stream.respond(
+      { ':status': 200, 'content-type': 'application/grpc', ...fields },
+      { endStream: true },
+    );
+    return;
+  }
+  // Headers already went: the status goes as trailers once the data is flushed.
+  stream.once('wantTrailers', () => stream.sendTrailers(fields));
+  stream.end();
+}
+
+/**
+ * Relays an admitted call; resolves when it has ended on both sides (its ticket has then ended).
+ *
+ * @example
+ * ```ts
+ * await relayGrpcCall(host, { stream, headers, path, method, received, clientEnded, deadlineAtMs, ticket, scope });
+ * ```
+ */
+export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promise<void> {
+  const { stream, ticket, scope } = call;
+  return new Promise<void>((resolve) => {
+    let finished = false;
+    let responded = false;
+    let trailers: IncomingHttpHeaders | undefined;
+    let last: TaskSighting | undefined;
+    const timers: NodeJS.Timeout[] = [];
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      for (const t of timers) clearTimeout(t);
+      ticket.end();
+      if (last?.kind === 'task' && host.watch.watching(last.taskId))
+        host.running(last.taskId, call);
+      resolve();
+    };
+    const remainingMs =
+      call.deadlineAtMs === undefined ? undefined : call.deadlineAtMs - Date.now();
+    if (remainingMs !== undefined && remainingMs <= 0) {
+      sendGrpcStatus(stream, 4, 'Deadline Exceeded');
+      finish();
+      return;
+    }
+    const unavailable = (why: string): void => {
+      if (responded) {
+        sendGrpcStatus(stream, 14, `the agent behind this gateway failed mid-call (${why})`);
+        return;
+      }
+      const rejection = unavailableRejection(call.method, host.unavailableRetryAfterMs, why);
+      host.unavailable(scope, call.method, rejection.retryAfterMs);
+      const encoded = host.limiter.encodeGrpc(rejection);
+      sendGrpcStatus(stream, encoded.code, encoded.message, encoded.trailers);
+    };
+    let up: ReturnType<GrpcUpstream['request']>;
+    try {
+      up = host.upstream.request(forwardGrpcHeaders(call.headers, remainingMs), call.path);
+    } catch (error) {
+      unavailable((error as Error).message);
+      finish();
+      return;
+    }
+    const cancelUpstream = (): void => {
+      if (!up.closed && !up.destroyed) up.close(constants.NGHTTP2_CANCEL);
+    };
+    // No headers from the upstream in time: it is unavailable.
+    timers.push(
+      setTimeout(() => {
+        if (responded) return;
+        cancelUpstream();
+        unavailable(`no answer within ${host.upstreamTimeoutMs} ms`);
+      }, host.upstreamTimeoutMs),
+    );
+    if (remainingMs !== undefined) {
+      timers.push(
+        setTimeout(() => {
+          cancelUpstream();
+          sendGrpcStatus(stream, 4, 'Deadline Exceeded');
+        }, remainingMs),
+      );
+    }
+
+    // The caller's side: what was read, then the rest as it comes.
+    for (const chunk of call.received) up.write(chunk);
+    // The caller may have half-closed while the call was being decided (its stream paused).
+    if (call.clientEnded || stream.readableEnded) up.end();
+    else {
+      stream.on('data', (chunk: Buffer) => {
+        if (!up.write(chunk)) stream.pause();
+      });
+      up.on('drain', () => stream.resume());
+      stream.on('end', () => up.end());
+      stream.resume();
+    }
+    // The caller left (RST_STREAM, connection gone) before the upstream ended: cancel it there.
+    stream.on('close', () => {
+      cancelUpstream();
+      finish();
+    });
+    stream.on('error', () => undefined);
+
+    // The upstream's side.
+    const shape = GRPC_OBSERVED[call.method];
+    const reader = new GrpcFrameReader(host.maxObservedAnswerBytes);
+    let encoding: string | undefined;
+    up.on('response', (headers, flags) => {
+      if (stream.closed || stream.destroyed) return;
+      responded = true;
+      const out: OutgoingHttpHeaders = {
+        ...relayedHeaders(headers),
+        ...ticket.headers,
+        ':status': headers[':status'] ?? 200,
+      };
+      const enc = headers['grpc-encoding'];
+      encoding = typeof enc === 'string' ? enc : undefined;
+      if ((flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0) {
+        stream.respond(out, { endStream: true });
+        return;
+      }
+      stream.respond(out, { waitForTrailers: true });
+    });
+    stream.on('wantTrailers', () => {
+      const fields = trailers === undefined ? undefined : relayedHeaders(trailers);
+      if (fields !== undefined && fields['grpc-status'] !== undefined) stream.sendTrailers(fields);
+      else
+        stream.sendTrailers({
+          'grpc-status': '14',
+          'grpc-message': 'the agent ended the call without a status',
+        });
+    });
+    up.on('data', (chunk: Buffer) => {
+      if (shape !== undefined) {
+        for (const frame of reader.push(chunk)) {
+          const bytes = messageBytes(frame, encoding, host.maxObservedAnswerBytes);
+          const sighting = bytes === undefined ? undefined : grpcSightingOf(shape, bytes);
+          if (sighting?.kind !== 'task') continue;
+          // The first sighting binds the admission; later ones only report states.
+          host.watch.task(last === undefined ? scope : undefined, sighting.taskId, sighting.state);
+          last = sighting;
+        }
+      }
+      if (stream.closed || stream.destroyed) return;
+      if (!stream.write(chunk)) up.pause();
+    });
+    stream.on('drain', () => up.resume());
+    up.on('trailers', (headers) => {
+      trailers = headers;
+    });
+    up.on('end', () => {
+      if (responded && !stream.closed && !stream.destroyed && stream.headersSent) {
+        if (!stream.writableEnded) stream.end();
+      }
+    });
+    up.on('error', (error: Error & { code?: string }) => {
+      if (!responded) unavailable(error.code ?? error.message);
+    });
+    up.on('close', () => {
+      if (!responded && !stream.closed && !stream.destroyed && !stream.headersSent) {
+        unavailable(`the upstream stream closed (HTTP/2 code ${up.rstCode ?? 0})`);
+      } else if (responded && trailers === undefined && !stream.writableEnded) {
+        // Reset mid-answer: the wantTrailers handler sends UNAVAILABLE.
+        if (!stream.closed && !stream.destroyed) stream.end();
+      }
+      if (stream.closed || stream.destroyed || stream.writableEnded) {
+        if (stream.closed) finish();
+        else stream.once('close', finish);
+      }
+    });
+  });
+}

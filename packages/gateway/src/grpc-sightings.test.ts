@@ -1,0 +1,115 @@
+import { A2AService } from '@a2a-js/sdk/server/grpc';
+import { describe, expect, it } from 'vitest';
+import {
+  encodeGetTaskRequest,
+  grpcSightingOf,
+  grpcWebhookUrls,
+  wrapTask,
+} from './grpc-sightings.js';
+import { grpcOriginOf, grpcTimeoutMs } from './grpc-upstream.js';
+
+const task = {
+  id: 't-1',
+  contextId: 'c-1',
+  status: { state: 2, message: undefined, timestamp: undefined },
+  artifacts: [],
+  history: [],
+  metadata: { big: 'x'.repeat(1000) },
+};
+
+describe('grpc-sightings (read with the SDK’s own encoder on the other side)', () => {
+  it('reads a Task, a status update and a Message answer', () => {
+    const wrapped = A2AService.sendMessage.responseSerialize({
+      payload: { $case: 'task', value: task },
+    } as never);
+    expect(grpcSightingOf('wrapped', wrapped)).toEqual({ kind: 'task', taskId: 't-1', state: 2 });
+    const update = A2AService.sendStreamingMessage.responseSerialize({
+      payload: {
+        $case: 'statusUpdate',
+        value: { taskId: 't-1', contextId: 'c-1', status: { state: 3 }, metadata: undefined },
+      },
+    } as never);
+    expect(grpcSightingOf('wrapped', update)).toEqual({ kind: 'task', taskId: 't-1', state: 3 });
+    const bare = A2AService.getTask.responseSerialize(task as never);
+    expect(grpcSightingOf('task', bare)).toEqual({ kind: 'task', taskId: 't-1', state: 2 });
+    const message = A2AService.sendMessage.responseSerialize({
+      payload: {
+        $case: 'message',
+        value: {
+          messageId: 'm',
+          contextId: '',
+          taskId: '',
+          parts: [],
+          role: 2,
+          metadata: undefined,
+          extensions: [],
+          referenceTaskIds: [],
+        },
+      },
+    } as never);
+    expect(grpcSightingOf('wrapped', message)).toBeUndefined();
+    expect(grpcSightingOf('wrapped', Buffer.from([0x0a, 0x50, 1]))).toBeUndefined();
+  });
+
+  it('encodes GetTask and wraps a Task as the SDK decodes them', () => {
+    expect(
+      A2AService.getTask.requestDeserialize(Buffer.from(encodeGetTaskRequest('t-9', 'acme'))),
+    ).toMatchObject({
+      id: 't-9',
+      tenant: 'acme',
+    });
+    const bare = A2AService.getTask.responseSerialize(task as never);
+    const decoded = A2AService.sendMessage.responseDeserialize(Buffer.from(wrapTask(bare))) as {
+      payload: { $case: string; value: { id: string } };
+    };
+    expect(decoded.payload.$case).toBe('task');
+    expect(decoded.payload.value.id).toBe('t-1');
+  });
+
+  it('finds the push URLs a request would have the agent call', () => {
+    const push = {
+      tenant: '',
+      id: 'p',
+      taskId: '',
+      url: 'http://10.0.0.1/hook',
+      token: '',
+      authentication: undefined,
+    };
+    const send = A2AService.sendMessage.requestSerialize({
+      tenant: '',
+      message: {
+        messageId: 'm',
+        contextId: '',
+        taskId: '',
+        parts: [],
+        role: 1,
+        metadata: undefined,
+        extensions: [],
+        referenceTaskIds: [],
+      },
+      configuration: {
+        acceptedOutputModes: [],
+        taskPushNotificationConfig: push,
+        returnImmediately: false,
+      },
+    } as never);
+    expect(grpcWebhookUrls('SendMessage', send)).toEqual(['http://10.0.0.1/hook']);
+    const create = A2AService.createTaskPushNotificationConfig.requestSerialize(push as never);
+    expect(grpcWebhookUrls('CreateTaskPushNotificationConfig', create)).toEqual([
+      'http://10.0.0.1/hook',
+    ]);
+    expect(grpcWebhookUrls('GetTask', create)).toEqual([]);
+  });
+
+  it('reads grpc-timeout and upstream targets', () => {
+    expect(grpcTimeoutMs('3S')).toBe(3000);
+    expect(grpcTimeoutMs('250m')).toBe(250);
+    expect(grpcTimeoutMs('1H')).toBe(3_600_000);
+    expect(grpcTimeoutMs('123456789m')).toBeUndefined();
+    expect(grpcTimeoutMs('5x')).toBeUndefined();
+    expect(grpcOriginOf('127.0.0.1:50051')).toBe('http://127.0.0.1:50051');
+    expect(grpcOriginOf('dns:///agent.example:443')).toBe('http://agent.example:443');
+    expect(grpcOriginOf('https://agent.example:443')).toBe('https://agent.example:443');
+    expect(grpcOriginOf('agent.example')).toBeUndefined();
+  });
+});

@@ -1,0 +1,160 @@
+/**
+ * @module grpc-sightings
+ * What a relayed gRPC answer says about tasks, read on the side with `@bufbuild/protobuf`'s wire
+ * reader from the A2A 1.0 proto (`lf.a2a.v1`): a `SendMessageResponse` / `StreamResponse` (task 1,
+ * message 2, status_update 3), a bare `Task` (GetTask, CancelTask); a Task's id (1) and
+ * `status.state` (3 → 1), a status update's task_id (1) and `status.state`. Every other field is
+ * skipped undecoded. And the one request the gateway writes itself: `GetTaskRequest`.
+ */
+
+import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import type { TaskSighting } from './task-sightings.js';
+
+/** How a method's answer message is laid out. */
+export type GrpcAnswerShape = 'wrapped' | 'task';
+
+/** The answer shape of the methods whose answers name tasks (others are not read). */
+export const GRPC_OBSERVED: Readonly<Record<string, GrpcAnswerShape>> = {
+  SendMessage: 'wrapped',
+  SendStreamingMessage: 'wrapped',
+  SubscribeToTask: 'wrapped',
+  GetTask: 'task',
+  CancelTask: 'task',
+};
+
+/** The fields of one message: length-delimited ones as sub-readers, varints as numbers. */
+function readFields(
+  bytes: Uint8Array,
+  onField: (field: number, reader: BinaryReader, wireType: WireType) => boolean,
+): void {
+  const reader = new BinaryReader(bytes);
+  while (reader.pos < reader.len) {
+    const [field, wireType] = reader.tag();
+    if (!onField(field, reader, wireType)) reader.skip(wireType, field);
+  }
+}
+
+/** The state of a `TaskStatus` message. */
+function stateOf(status: Uint8Array): number | undefined {
+  let state: number | undefined;
+  readFields(status, (field, reader, wireType) => {
+    if (field !== 1 || wireType !== WireType.Varint) return false;
+    state = reader.int32();
+    return true;
+  });
+  return state;
+}
+
+/** A Task's (or a status update's) id (field 1) and status state (field 3). */
+function taskOf(bytes: Uint8Array): TaskSighting | undefined {
+  let id = '';
+  let state: number | undefined;
+  readFields(bytes, (field, reader, wireType) => {
+    if (wireType !== WireType.LengthDelimited) return false;
+    if (field === 1) id = reader.string();
+    else if (field === 3) state = stateOf(reader.bytes());
+    else return false;
+    return true;
+  });
+  return id === '' ? undefined : { kind: 'task', taskId: id, state: state ?? 0 };
+}
+
+/**
+ * The task one answer message of a method of `shape` names; undefined when it names none (a
+ * Message answer, which the gateway does not keep for copies on gRPC) or cannot be read.
+ *
+ * @example
+ * ```ts
+ * grpcSightingOf('task', taskBytes); // { kind: 'task', taskId: 't-1', state: 2 }
+ * ```
+ */
+export function grpcSightingOf(
+  shape: GrpcAnswerShape,
+  bytes: Uint8Array,
+): TaskSighting | undefined {
+  try {
+    if (shape === 'task') return taskOf(bytes);
+    let sighting: TaskSighting | undefined;
+    readFields(bytes, (field, reader, wireType) => {
+      if (wireType !== WireType.LengthDelimited || (field !== 1 && field !== 3)) return false;
+      sighting = taskOf(reader.bytes());
+      return true;
+    });
+    return sighting;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A `GetTaskRequest{tenant = 1, id = 2}`, encoded.
+ *
+ * @example
+ * ```ts
+ * encodeGetTaskRequest('t-1', undefined);
+ * ```
+ */
+export function encodeGetTaskRequest(taskId: string, tenant: string | undefined): Uint8Array {
+  const writer = new BinaryWriter();
+  if (tenant !== undefined && tenant !== '') writer.tag(1, WireType.LengthDelimited).string(tenant);
+  writer.tag(2, WireType.LengthDelimited).string(taskId);
+  return writer.finish();
+}
+
+/**
+ * A `SendMessageResponse` / `StreamResponse` whose payload is the encoded Task `task` (field 1),
+ * the Task's bytes as the upstream sent them.
+ *
+ * @example
+ * ```ts
+ * stream.write(grpcFrame(wrapTask(taskBytes)));
+ * ```
+ */
+export function wrapTask(task: Uint8Array): Uint8Array {
+  return new BinaryWriter().tag(1, WireType.LengthDelimited).bytes(task).finish();
+}
+
+/** The `url` (4) of an encoded `TaskPushNotificationConfig`. */
+function pushUrlOf(config: Uint8Array): string | undefined {
+  let url: string | undefined;
+  readFields(config, (field, reader, wireType) => {
+    if (field !== 4 || wireType !== WireType.LengthDelimited) return false;
+    url = reader.string();
+    return true;
+  });
+  return url === '' ? undefined : url;
+}
+
+/**
+ * The webhook URLs a request would have the agent call: a SendMessage's
+ * `configuration.task_push_notification_config.url` (3 → 2 → 4) and a
+ * CreateTaskPushNotificationConfig's `url` (4). Undefined when the bytes cannot be read.
+ *
+ * @example
+ * ```ts
+ * grpcWebhookUrls('CreateTaskPushNotificationConfig', bytes); // ['https://hooks.example/a']
+ * ```
+ */
+export function grpcWebhookUrls(method: string, bytes: Uint8Array): string[] | undefined {
+  try {
+    if (method === 'CreateTaskPushNotificationConfig') {
+      const url = pushUrlOf(bytes);
+      return url === undefined ? [] : [url];
+    }
+    if (method !== 'SendMessage' && method !== 'SendStreamingMessage') return [];
+    const urls: string[] = [];
+    readFields(bytes, (field, reader, wireType) => {
+      if (field !== 3 || wireType !== WireType.LengthDelimited) return false;
+      readFields(reader.bytes(), (inner, innerReader, innerType) => {
+        if (inner !== 2 || innerType !== WireType.LengthDelimited) return false;
+        const url = pushUrlOf(innerReader.bytes());
+        if (url !== undefined) urls.push(url);
+        return true;
+      });
+      return true;
+    });
+    return urls;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * @module server/grpc/grpc-request-fields
+ * What admission reads from a gRPC request message that is still encoded — the tenant and the
+ * message's messageId, read exactly as the in-process interceptor reads them
+ * (`scanRequestFields`) — for a proxy that forwards the bytes it decided on (the gateway).
+ */
+
+import type { A2AMethod } from '../../core/a2a-methods.js';
+import { requestLayoutOf, scanRequestFields } from './encoded-request.js';
+
+/** The fields admission reads from an A2A request message. */
+export interface GrpcRequestFields {
+  /** The request's tenant, if it names one. */
+  readonly tenant: string | undefined;
+  /** The messageId of a send request's message, if any. */
+  readonly messageId: string | undefined;
+}
+
+/**
+ * Reads the tenant and messageId of an encoded A2A request message of `method` (1.0
+ * `lf.a2a.v1`; `legacy` for the v0.3 `a2a.v1` service), skipping every other field undecoded.
+ * Undefined when the bytes are not a protobuf message that can be followed (refuse it).
+ *
+ * @example
+ * ```ts
+ * const method = grpcMethodOf(':path value'); // 'SendMessage'
+ * readGrpcRequestFields('SendMessage', messageBytes)?.messageId; // 'm-1'
+ * ```
+ */
+export function readGrpcRequestFields(
+  method: A2AMethod,
+  message: Uint8Array,
+  legacy = false,
+): GrpcRequestFields | undefined {
+  return scanRequestFields(message, requestLayoutOf(method, legacy));
+}

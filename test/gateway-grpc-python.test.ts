@@ -1,0 +1,134 @@
+/**
+ * gRPC through the gateway in front of the stdlib Python test agent's gRPC server (Debian's
+ * python3-grpcio; `test/fixtures/python-agent/grpc_service.py`), found from its card: a call
+ * relayed with its credentials; a spent caller makes the agent run nothing; a server stream
+ * relayed to its terminal message; a deadline reaches the agent (it sees the call's deadline and
+ * the caller leaving). Skipped without python3-grpcio, failed under CI=true.
+ */
+
+import { A2AService } from '@a2a-js/sdk/server/grpc';
+import * as grpc from '@grpc/grpc-js';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RatePolicy } from '../src/core/policy.js';
+import { textMessage } from '../src/testing/text-message.js';
+import { decodeGrpcRejection } from '../src/wire/grpc-rejection.js';
+import { rawClient, rawUnary, startGrpcGateway } from './gateway-grpc.helpers.js';
+import {
+  type PythonAgent,
+  type PythonAgentOptions,
+  pythonAgentRequired,
+  pythonAgentSupport,
+  startPythonAgent,
+} from './python-agent.helpers.js';
+
+const SEND = '/lf.a2a.v1.A2AService/SendMessage';
+const STREAM = '/lf.a2a.v1.A2AService/SendStreamingMessage';
+const run = pythonAgentSupport(true).available || pythonAgentRequired;
+
+const perCaller: RatePolicy = {
+  name: 'per-caller',
+  kind: 'rate',
+  scope: 'caller',
+  methods: ['SendMessage', 'SendStreamingMessage'],
+  limit: 2,
+  windowSeconds: 3600,
+  burst: 2,
+};
+
+const closers: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+async function setup(options: PythonAgentOptions) {
+  const agent: PythonAgent = await startPythonAgent({ ...options, grpc: true });
+  closers.push(() => agent.stop());
+  const gw = await startGrpcGateway(agent.url, { policies: [perCaller] });
+  closers.push(gw.close);
+  const client = rawClient(gw.grpcTarget);
+  closers.push(() => client.close());
+  return { agent, gw, client };
+}
+
+function md(caller: string): grpc.Metadata {
+  const m = new grpc.Metadata();
+  m.set('a2a-version', '1.0');
+  m.set('authorization', `Bearer ${caller}`);
+  return m;
+}
+
+function request(messageId: string): Buffer {
+  return A2AService.sendMessage.requestSerialize({
+    tenant: '',
+    message: textMessage({ messageId, text: 'hi' }),
+  } as never);
+}
+
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+describe.skipIf(!run)('gRPC through the gateway (upstream: Python stdlib agent)', () => {
+  it('relays a call with its credentials; a spent caller makes the agent run nothing', async () => {
+    const { agent, client } = await setup({ answer: 'task' });
+    for (const id of ['py-1', 'py-2']) {
+      const { error, answer } = await rawUnary(client, SEND, request(id), md('zoe'));
+      expect(error).toBeUndefined();
+      const decoded = A2AService.sendMessage.responseDeserialize(answer as Buffer) as {
+        payload?: { $case: string };
+      };
+      expect(decoded.payload?.$case).toBe('task');
+    }
+    for (let i = 3; i <= 6; i++) {
+      const { error } = await rawUnary(client, SEND, request(`py-${i}`), md('zoe'));
+      expect(error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      const decoded = decodeGrpcRejection(
+        error?.code ?? 0,
+        error?.details ?? '',
+        (error as grpc.ServiceError).metadata.getMap(),
+      );
+      expect(decoded?.policy).toBe('per-caller');
+    }
+    const counts = await agent.counts();
+    expect(counts.byBinding.GRPC).toBe(2);
+    expect(counts.runsByMessageId).toEqual({ 'py-1': 1, 'py-2': 1 });
+    expect(counts.byAuthorization['Bearer zoe']).toBe(2);
+  });
+
+  it('relays a server stream to its terminal message', async () => {
+    const { client } = await setup({ taskSeconds: 0.3, updateSeconds: 0.1 });
+    const states: number[] = [];
+    const call = client.makeServerStreamRequest(
+      STREAM,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      request('py-s1'),
+      md('yan'),
+      {},
+    );
+    call.on('data', (b: Buffer) => {
+      const event = A2AService.sendStreamingMessage.responseDeserialize(b) as unknown as {
+        payload?: { value: { status?: { state: number } } };
+      };
+      states.push(event.payload?.value.status?.state ?? -1);
+    });
+    const code = await new Promise<number>((resolve) => {
+      call.on('error', (e: grpc.ServiceError) => resolve(e.code));
+      call.on('status', (s: grpc.StatusObject) => resolve(s.code));
+    });
+    expect(code).toBe(grpc.status.OK);
+    expect(states.length).toBeGreaterThanOrEqual(2);
+    expect(states.at(-1)).toBe(3);
+  });
+
+  it('a deadline reaches the agent: it sees grpc-timeout, and the caller leaving', async () => {
+    const { agent, client } = await setup({ taskSeconds: 30, blocking: true });
+    const { error } = await rawUnary(client, SEND, request('py-d1'), md('xia'), {
+      deadline: Date.now() + 500,
+    });
+    expect(error?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    const counts = await agent.counts();
+    expect(counts.grpcCallsWithDeadline).toBe(1);
+    await until(async () => (await agent.counts()).callsClosedByClient >= 1);
+  });
+});
