@@ -22,8 +22,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGatewayOptions, startGateway } from '../packages/cli/src/gateway-command.js';
 import { loadGatewayConfig } from '../packages/cli/src/gateway-config.js';
 import {
-  type SdkUpstream,
   jsonRpcSend,
+  type SdkUpstream,
   startSdkUpstream,
   startTestGateway,
   type TestGateway,

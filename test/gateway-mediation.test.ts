@@ -233,100 +233,103 @@ describe.each(UPSTREAMS)('mediation through the gateway (upstream: %s)', (_name,
   });
 });
 
-describe.each(UPSTREAMS)('the upstream’s failures in the seed’s shape (upstream: %s)', (_n, start) => {
-  const unlimited: RatePolicy = { ...spent, limit: 1000, burst: 1000 };
+describe.each(UPSTREAMS)(
+  'the upstream’s failures in the seed’s shape (upstream: %s)',
+  (_n, start) => {
+    const unlimited: RatePolicy = { ...spent, limit: 1000, burst: 1000 };
 
-  it('upstream down → 503 with Retry-After and AGENT_UNAVAILABLE, in each binding’s format', async () => {
-    const upstream = await start();
-    const gw = await startTestGateway(upstream.baseUrl, {
-      policies: [unlimited],
-      gateway: { unavailableRetryAfterMs: 2_000 },
-    });
-    try {
-      await upstream.die();
-      const rest = await send(
-        gw,
-        'POST',
-        '/a2a/rest/message:send',
-        JSON.stringify({ message: textMessageJson('d-1', 'hi') }),
-      );
-      expect(rest.status).toBe(503);
-      expect(rest.headers.get('retry-after')).toBe('2');
-      const restDecoded = decodeRestRejection(rest.status, rest.headers, rest.text);
-      expect(restDecoded).toMatchObject({ kind: 'overload', delaySeconds: 2 });
-      expect(rest.text).toContain('"reason":"AGENT_UNAVAILABLE"');
-      expect(rest.text).toContain('"domain":"gateway.example.com"');
-      const rpc = await send(gw, 'POST', '/a2a/jsonrpc', jsonRpcSend('d-2'));
-      expect(rpc.status).toBe(200);
-      expect(rpc.headers.get('retry-after')).toBe('2');
-      const body = JSON.parse(rpc.text);
-      expect(body.id).toBe('d-2');
-      expect(rpc.text).toContain('AGENT_UNAVAILABLE');
-      expect(decodeJsonRpcRejection(rpc.status, rpc.headers, rpc.text)).toMatchObject({
-        kind: 'overload',
-        delaySeconds: 2,
+    it('upstream down → 503 with Retry-After and AGENT_UNAVAILABLE, in each binding’s format', async () => {
+      const upstream = await start();
+      const gw = await startTestGateway(upstream.baseUrl, {
+        policies: [unlimited],
+        gateway: { unavailableRetryAfterMs: 2_000 },
       });
-    } finally {
-      await gw.close();
-      await upstream.close();
-    }
-  });
-
-  describe('an upstream that answers 429 / 503 with Retry-After', () => {
-    let upstream: GatewayUpstream;
-    let gw: TestGateway;
-    beforeAll(async () => {
-      upstream = await start();
-      gw = await startTestGateway(upstream.baseUrl, { policies: [unlimited] });
-    });
-    afterAll(async () => {
-      await gw?.close();
-      await upstream?.close();
+      try {
+        await upstream.die();
+        const rest = await send(
+          gw,
+          'POST',
+          '/a2a/rest/message:send',
+          JSON.stringify({ message: textMessageJson('d-1', 'hi') }),
+        );
+        expect(rest.status).toBe(503);
+        expect(rest.headers.get('retry-after')).toBe('2');
+        const restDecoded = decodeRestRejection(rest.status, rest.headers, rest.text);
+        expect(restDecoded).toMatchObject({ kind: 'overload', delaySeconds: 2 });
+        expect(rest.text).toContain('"reason":"AGENT_UNAVAILABLE"');
+        expect(rest.text).toContain('"domain":"gateway.example.com"');
+        const rpc = await send(gw, 'POST', '/a2a/jsonrpc', jsonRpcSend('d-2'));
+        expect(rpc.status).toBe(200);
+        expect(rpc.headers.get('retry-after')).toBe('2');
+        const body = JSON.parse(rpc.text);
+        expect(body.id).toBe('d-2');
+        expect(rpc.text).toContain('AGENT_UNAVAILABLE');
+        expect(decodeJsonRpcRejection(rpc.status, rpc.headers, rpc.text)).toMatchObject({
+          kind: 'overload',
+          delaySeconds: 2,
+        });
+      } finally {
+        await gw.close();
+        await upstream.close();
+      }
     });
 
-    it('its 429 Retry-After: 3 → our 429 with RetryInfo 3 s (REST) and our JSON-RPC rejection', async () => {
-      await upstream.reject(429, 3);
-      const rest = await send(gw, 'GET', '/a2a/rest/tasks/t-1');
-      expect(rest.status).toBe(429);
-      expect(rest.headers.get('retry-after')).toBe('3');
-      expect(decodeRestRejection(rest.status, rest.headers, rest.text)).toMatchObject({
-        kind: 'quota',
-        delaySeconds: 3,
+    describe('an upstream that answers 429 / 503 with Retry-After', () => {
+      let upstream: GatewayUpstream;
+      let gw: TestGateway;
+      beforeAll(async () => {
+        upstream = await start();
+        gw = await startTestGateway(upstream.baseUrl, { policies: [unlimited] });
       });
-      expect(rest.text).toContain('"retryDelay":"3s"');
-      const rpc = await send(
-        gw,
-        'POST',
-        '/a2a/jsonrpc',
-        '{"jsonrpc":"2.0","id":9,"method":"GetTask","params":{"id":"t"}}',
-      );
-      const body = JSON.parse(rpc.text);
-      expect(body.id).toBe(9);
-      expect(rpc.text).toContain('"retryDelay":"3s"');
-      expect(decodeJsonRpcRejection(rpc.status, rpc.headers, rpc.text)).toMatchObject({
-        kind: 'quota',
-        delaySeconds: 3,
+      afterAll(async () => {
+        await gw?.close();
+        await upstream?.close();
       });
-    });
 
-    it('its 503 Retry-After: 3 → our overload rejection with 3 s, in each binding’s format', async () => {
-      await upstream.reject(503, 3);
-      const rest = await send(gw, 'GET', '/a2a/rest/tasks/t-1');
-      expect(rest.status).toBe(503);
-      expect(decodeRestRejection(rest.status, rest.headers, rest.text)).toMatchObject({
-        kind: 'overload',
-        delaySeconds: 3,
+      it('its 429 Retry-After: 3 → our 429 with RetryInfo 3 s (REST) and our JSON-RPC rejection', async () => {
+        await upstream.reject(429, 3);
+        const rest = await send(gw, 'GET', '/a2a/rest/tasks/t-1');
+        expect(rest.status).toBe(429);
+        expect(rest.headers.get('retry-after')).toBe('3');
+        expect(decodeRestRejection(rest.status, rest.headers, rest.text)).toMatchObject({
+          kind: 'quota',
+          delaySeconds: 3,
+        });
+        expect(rest.text).toContain('"retryDelay":"3s"');
+        const rpc = await send(
+          gw,
+          'POST',
+          '/a2a/jsonrpc',
+          '{"jsonrpc":"2.0","id":9,"method":"GetTask","params":{"id":"t"}}',
+        );
+        const body = JSON.parse(rpc.text);
+        expect(body.id).toBe(9);
+        expect(rpc.text).toContain('"retryDelay":"3s"');
+        expect(decodeJsonRpcRejection(rpc.status, rpc.headers, rpc.text)).toMatchObject({
+          kind: 'quota',
+          delaySeconds: 3,
+        });
       });
-      const rpc = await send(
-        gw,
-        'POST',
-        '/a2a/jsonrpc',
-        '{"jsonrpc":"2.0","id":10,"method":"GetTask","params":{"id":"t"}}',
-      );
-      expect(decodeJsonRpcRejection(rpc.status, rpc.headers, rpc.text)).toMatchObject({
-        kind: 'overload',
-        delaySeconds: 3,
+
+      it('its 503 Retry-After: 3 → our overload rejection with 3 s, in each binding’s format', async () => {
+        await upstream.reject(503, 3);
+        const rest = await send(gw, 'GET', '/a2a/rest/tasks/t-1');
+        expect(rest.status).toBe(503);
+        expect(decodeRestRejection(rest.status, rest.headers, rest.text)).toMatchObject({
+          kind: 'overload',
+          delaySeconds: 3,
+        });
+        const rpc = await send(
+          gw,
+          'POST',
+          '/a2a/jsonrpc',
+          '{"jsonrpc":"2.0","id":10,"method":"GetTask","params":{"id":"t"}}',
+        );
+        expect(decodeJsonRpcRejection(rpc.status, rpc.headers, rpc.text)).toMatchObject({
+          kind: 'overload',
+          delaySeconds: 3,
+        });
       });
     });
-  });
-});
+  },
+);

@@ -30,7 +30,11 @@ import type { Policy } from '../src/core/policy.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';
-import { pythonAgentRequired, pythonAgentSupport, startPythonAgent } from './python-agent.helpers.js';
+import {
+  pythonAgentRequired,
+  pythonAgentSupport,
+  startPythonAgent,
+} from './python-agent.helpers.js';
 
 /** What an upstream received, read from wherever it keeps count (its process or another). */
 export interface UpstreamSeen {
@@ -74,7 +78,8 @@ export type StartUpstream = () => Promise<GatewayUpstream>;
 export async function requestsSince(upstream: GatewayUpstream, before: number): Promise<string[]> {
   const seen = await upstream.seen();
   const count = seen.requests - before;
-  if (count > seen.recent.length) throw new Error(`upstream log holds ${seen.recent.length} < ${count}`);
+  if (count > seen.recent.length)
+    throw new Error(`upstream log holds ${seen.recent.length} < ${count}`);
   return seen.recent.slice(seen.recent.length - count);
 }
 
@@ -106,7 +111,6 @@ export const startPythonUpstream: StartUpstream = async () => {
     close: () => agent.stop(),
   };
 };
-
 
 function userFrom(value: unknown): User {
   const text = Array.isArray(value) ? value[0] : value;
@@ -194,26 +198,33 @@ export const startSdkUpstream = async (): Promise<SdkUpstream> => {
   app.use((req, res, next) => {
     requests.push(`${req.method} ${req.originalUrl}`);
     if (rejecting === null) return next();
-    res.status(rejecting.status).set('retry-after', String(rejecting.retryAfter)).type('text/plain');
+    res
+      .status(rejecting.status)
+      .set('retry-after', String(rejecting.retryAfter))
+      .type('text/plain');
     res.send(rejecting.status === 429 ? 'API rate limit exceeded' : 'Service Unavailable');
   });
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder }));
   const close = () =>
-      new Promise<void>((resolve) => {
-        for (const [id, release] of held) {
-          held.delete(id);
-          release(true);
-        }
-        server.closeAllConnections();
-        server.close(() => resolve());
-      });
+    new Promise<void>((resolve) => {
+      for (const [id, release] of held) {
+        held.delete(id);
+        release(true);
+      }
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return {
     baseUrl,
     requests,
     executions,
     async seen() {
-      return { requests: requests.length, recent: [...requests], runs: Object.fromEntries(executions) };
+      return {
+        requests: requests.length,
+        recent: [...requests],
+        runs: Object.fromEntries(executions),
+      };
     },
     async releaseHeld() {
       for (const [id, resolve] of held) {
