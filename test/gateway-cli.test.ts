@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnCli } from './cli-process.helpers.js';
-import { type GatewayUpstream, jsonRpcSend, startSdkUpstream } from './gateway.helpers.js';
+import { jsonRpcSend, type SdkUpstream, startSdkUpstream } from './gateway.helpers.js';
 
 const policyYaml = (burst: number) => `policies:
   - name: per-caller
@@ -24,7 +24,7 @@ const policyYaml = (burst: number) => `policies:
 `;
 
 describe('a2a-ratelimit gateway (process)', () => {
-  let upstream: GatewayUpstream;
+  let upstream: SdkUpstream;
   let dir: string;
   let child: ChildProcess;
   let out = '';

@@ -22,8 +22,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGatewayOptions, startGateway } from '../packages/cli/src/gateway-command.js';
 import { loadGatewayConfig } from '../packages/cli/src/gateway-config.js';
 import {
-  type GatewayUpstream,
   jsonRpcSend,
+  type SdkUpstream,
   startSdkUpstream,
   startTestGateway,
   type TestGateway,
@@ -46,7 +46,7 @@ const perCaller: Policy = {
 };
 
 describe('gateway identity (identity: of the config)', () => {
-  let upstream: GatewayUpstream;
+  let upstream: SdkUpstream;
   let gw: TestGateway;
   let resolver: IdentityResolver;
   let dir: string;

@@ -8,8 +8,6 @@
  * RetryInfo 3 s) on both bindings.
  */
 
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_A2A_METHODS } from '../src/core/a2a-methods.js';
@@ -17,16 +15,16 @@ import type { RatePolicy } from '../src/core/policy.js';
 import { RATE_LIMIT_EXTENSION_URI } from '../src/server/card-extension.js';
 import { decodeJsonRpcRejection, decodeRestRejection } from '../src/wire/index.js';
 import {
+  GATEWAY_UPSTREAMS,
   type GatewayUpstream,
   jsonRpcSend,
-  type StartUpstream,
-  startSdkUpstream,
+  requestsSince,
   startTestGateway,
   type TestGateway,
   textMessageJson,
 } from './gateway.helpers.js';
 
-const UPSTREAMS: readonly (readonly [string, StartUpstream])[] = [['sdk', startSdkUpstream]];
+const UPSTREAMS = GATEWAY_UPSTREAMS;
 const V1 = { 'a2a-version': '1.0' };
 
 /** One request per caller per hour on every method. */
@@ -89,7 +87,7 @@ describe.each(UPSTREAMS)('mediation through the gateway (upstream: %s)', (_name,
     // Spend the caller's one request.
     const first = await send(gw, 'GET', '/a2a/rest/tasks/none', undefined, auth);
     expect(first.status).toBe(404); // the upstream's own answer: it does not know the task
-    const seen = upstream.requests.length;
+    const seen = (await upstream.seen()).requests;
     const message = (id: string) => JSON.stringify({ message: textMessageJson(id, 'hi') });
     const fixed: [string, string, string | undefined, Record<string, string>?][] = [
       ['POST', '/a2a/jsonrpc', jsonRpcSend('j1')],
@@ -144,8 +142,8 @@ describe.each(UPSTREAMS)('mediation through the gateway (upstream: %s)', (_name,
       const answer = await send(gw, method, path, body, { ...auth, ...headers });
       expect(answer.status, `${method} ${path}`).not.toBe(500);
     }
-    expect(upstream.requests.slice(seen)).toEqual([]);
-    expect(upstream.executions.size).toBe(0);
+    expect(await requestsSince(upstream, seen)).toEqual([]);
+    expect((await upstream.seen()).runs).toEqual({});
 
     // And any spelling of the REST path: case flips, doubled or trailing slashes, escapes.
     const spellings = fc.array(
@@ -177,15 +175,15 @@ describe.each(UPSTREAMS)('mediation through the gateway (upstream: %s)', (_name,
           const body = verb === 'POST' ? jsonRpcSend(`f-${path}`) : undefined;
           await send(gw, verb, path + tail, body, auth);
         }
-        return upstream.requests.length === seen;
+        return (await upstream.seen()).requests === seen;
       }),
       { numRuns: 25 },
     );
-    expect(upstream.requests.slice(seen)).toEqual([]);
+    expect(await requestsSince(upstream, seen)).toEqual([]);
   });
 
   it('an admitted request is forwarded in its canonical spelling', async () => {
-    const before = upstream.requests.length;
+    const before = (await upstream.seen()).requests;
     const one = await send(gw, 'GET', '/A2A/REST/Tasks/t%2D9/', undefined, {
       authorization: 'Bearer canon-1',
     });
@@ -198,14 +196,14 @@ describe.each(UPSTREAMS)('mediation through the gateway (upstream: %s)', (_name,
       { authorization: 'Bearer canon-2' },
     );
     expect(two.status).toBe(200);
-    expect(upstream.requests.slice(before)).toEqual([
+    expect(await requestsSince(upstream, before)).toEqual([
       'GET /a2a/rest/tasks/t-9',
       'POST /a2a/jsonrpc',
     ]);
   });
 
   it('a push config whose webhook fails the SSRF policy never reaches the agent', async () => {
-    const before = upstream.requests.length;
+    const before = (await upstream.seen()).requests;
     const jsonRpc = await send(
       gw,
       'POST',
@@ -231,115 +229,107 @@ describe.each(UPSTREAMS)('mediation through the gateway (upstream: %s)', (_name,
     );
     expect(rest.status).toBe(400);
     expect(JSON.parse(rest.text).error.message).toMatch(/push notification URL refused/);
-    expect(upstream.requests.slice(before)).toEqual([]);
+    expect(await requestsSince(upstream, before)).toEqual([]);
   });
 });
 
-describe('the upstream’s failures in the seed’s shape', () => {
-  const unlimited: RatePolicy = { ...spent, limit: 1000, burst: 1000 };
+describe.each(UPSTREAMS)(
+  'the upstream’s failures in the seed’s shape (upstream: %s)',
+  (_n, start) => {
+    const unlimited: RatePolicy = { ...spent, limit: 1000, burst: 1000 };
 
-  it('upstream down → 503 with Retry-After and AGENT_UNAVAILABLE, in each binding’s format', async () => {
-    const upstream = await startSdkUpstream();
-    const gw = await startTestGateway(upstream.baseUrl, {
-      policies: [unlimited],
-      gateway: { unavailableRetryAfterMs: 2_000 },
-    });
-    try {
-      await upstream.close();
-      const rest = await send(
-        gw,
-        'POST',
-        '/a2a/rest/message:send',
-        JSON.stringify({ message: textMessageJson('d-1', 'hi') }),
-      );
-      expect(rest.status).toBe(503);
-      expect(rest.headers.get('retry-after')).toBe('2');
-      const restDecoded = decodeRestRejection(rest.status, rest.headers, rest.text);
-      expect(restDecoded).toMatchObject({ kind: 'overload', delaySeconds: 2 });
-      expect(rest.text).toContain('"reason":"AGENT_UNAVAILABLE"');
-      expect(rest.text).toContain('"domain":"gateway.example.com"');
-      const rpc = await send(gw, 'POST', '/a2a/jsonrpc', jsonRpcSend('d-2'));
-      expect(rpc.status).toBe(200);
-      expect(rpc.headers.get('retry-after')).toBe('2');
-      const body = JSON.parse(rpc.text);
-      expect(body.id).toBe('d-2');
-      expect(decodeJsonRpcRejection(rpc.status, rpc.headers, rpc.text)).toMatchObject({
-        kind: 'overload',
-        delaySeconds: 2,
-      });
-    } finally {
-      await gw.close();
-    }
-  });
-
-  describe('an upstream that answers 429 / 503 with Retry-After', () => {
-    let server: ReturnType<typeof createServer>;
-    let gw: TestGateway;
-    let status = 429;
-    beforeAll(async () => {
-      server = createServer((req, res) => {
-        const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-        if (req.url === '/.well-known/agent-card.json') {
-          res.setHeader('content-type', 'application/json');
-          res.end(
-            JSON.stringify({
-              name: 'busy',
-              supportedInterfaces: [
-                { url: `${base}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-                { url: `${base}/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
-              ],
-              capabilities: {},
-            }),
-          );
-          return;
-        }
-        req.resume();
-        res.writeHead(status, { 'retry-after': '3', 'content-type': 'text/plain' });
-        res.end('API rate limit exceeded');
-      });
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-      gw = await startTestGateway(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, {
+    it('upstream down → 503 with Retry-After and AGENT_UNAVAILABLE, in each binding’s format', async () => {
+      const upstream = await start();
+      const gw = await startTestGateway(upstream.baseUrl, {
         policies: [unlimited],
+        gateway: { unavailableRetryAfterMs: 2_000 },
       });
-    });
-    afterAll(async () => {
-      await gw?.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      try {
+        await upstream.die();
+        const rest = await send(
+          gw,
+          'POST',
+          '/a2a/rest/message:send',
+          JSON.stringify({ message: textMessageJson('d-1', 'hi') }),
+        );
+        expect(rest.status).toBe(503);
+        expect(rest.headers.get('retry-after')).toBe('2');
+        const restDecoded = decodeRestRejection(rest.status, rest.headers, rest.text);
+        expect(restDecoded).toMatchObject({ kind: 'overload', delaySeconds: 2 });
+        expect(rest.text).toContain('"reason":"AGENT_UNAVAILABLE"');
+        expect(rest.text).toContain('"domain":"gateway.example.com"');
+        const rpc = await send(gw, 'POST', '/a2a/jsonrpc', jsonRpcSend('d-2'));
+        expect(rpc.status).toBe(200);
+        expect(rpc.headers.get('retry-after')).toBe('2');
+        const body = JSON.parse(rpc.text);
+        expect(body.id).toBe('d-2');
+        expect(rpc.text).toContain('AGENT_UNAVAILABLE');
+        expect(decodeJsonRpcRejection(rpc.status, rpc.headers, rpc.text)).toMatchObject({
+          kind: 'overload',
+          delaySeconds: 2,
+        });
+      } finally {
+        await gw.close();
+        await upstream.close();
+      }
     });
 
-    it('its 429 Retry-After: 3 → our 429 with RetryInfo 3 s (REST) and our JSON-RPC rejection', async () => {
-      status = 429;
-      const rest = await send(gw, 'GET', '/rest/tasks/t-1');
-      expect(rest.status).toBe(429);
-      expect(rest.headers.get('retry-after')).toBe('3');
-      expect(decodeRestRejection(rest.status, rest.headers, rest.text)).toMatchObject({
-        kind: 'quota',
-        delaySeconds: 3,
+    describe('an upstream that answers 429 / 503 with Retry-After', () => {
+      let upstream: GatewayUpstream;
+      let gw: TestGateway;
+      beforeAll(async () => {
+        upstream = await start();
+        gw = await startTestGateway(upstream.baseUrl, { policies: [unlimited] });
       });
-      expect(rest.text).toContain('"retryDelay":"3s"');
-      const rpc = await send(
-        gw,
-        'POST',
-        '/rpc',
-        '{"jsonrpc":"2.0","id":9,"method":"GetTask","params":{"id":"t"}}',
-      );
-      const body = JSON.parse(rpc.text);
-      expect(body.id).toBe(9);
-      expect(decodeJsonRpcRejection(rpc.status, rpc.headers, rpc.text)).toMatchObject({
-        kind: 'quota',
-        delaySeconds: 3,
+      afterAll(async () => {
+        await gw?.close();
+        await upstream?.close();
       });
-    });
 
-    it('its 503 Retry-After: 3 → our overload rejection with 3 s', async () => {
-      status = 503;
-      const rest = await send(gw, 'GET', '/rest/tasks/t-1');
-      expect(rest.status).toBe(503);
-      expect(decodeRestRejection(rest.status, rest.headers, rest.text)).toMatchObject({
-        kind: 'overload',
-        delaySeconds: 3,
+      it('its 429 Retry-After: 3 → our 429 with RetryInfo 3 s (REST) and our JSON-RPC rejection', async () => {
+        await upstream.reject(429, 3);
+        const rest = await send(gw, 'GET', '/a2a/rest/tasks/t-1');
+        expect(rest.status).toBe(429);
+        expect(rest.headers.get('retry-after')).toBe('3');
+        expect(decodeRestRejection(rest.status, rest.headers, rest.text)).toMatchObject({
+          kind: 'quota',
+          delaySeconds: 3,
+        });
+        expect(rest.text).toContain('"retryDelay":"3s"');
+        const rpc = await send(
+          gw,
+          'POST',
+          '/a2a/jsonrpc',
+          '{"jsonrpc":"2.0","id":9,"method":"GetTask","params":{"id":"t"}}',
+        );
+        const body = JSON.parse(rpc.text);
+        expect(body.id).toBe(9);
+        expect(rpc.text).toContain('"retryDelay":"3s"');
+        expect(decodeJsonRpcRejection(rpc.status, rpc.headers, rpc.text)).toMatchObject({
+          kind: 'quota',
+          delaySeconds: 3,
+        });
+      });
+
+      it('its 503 Retry-After: 3 → our overload rejection with 3 s, in each binding’s format', async () => {
+        await upstream.reject(503, 3);
+        const rest = await send(gw, 'GET', '/a2a/rest/tasks/t-1');
+        expect(rest.status).toBe(503);
+        expect(decodeRestRejection(rest.status, rest.headers, rest.text)).toMatchObject({
+          kind: 'overload',
+          delaySeconds: 3,
+        });
+        const rpc = await send(
+          gw,
+          'POST',
+          '/a2a/jsonrpc',
+          '{"jsonrpc":"2.0","id":10,"method":"GetTask","params":{"id":"t"}}',
+        );
+        expect(decodeJsonRpcRejection(rpc.status, rpc.headers, rpc.text)).toMatchObject({
+          kind: 'overload',
+          delaySeconds: 3,
+        });
       });
     });
-  });
-});
+  },
+);

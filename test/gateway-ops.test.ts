@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGatewayOptions } from '../packages/cli/src/gateway-command.js';
 import { parseGatewayConfig } from '../packages/cli/src/gateway-config.js';
-import { type GatewayUpstream, startSdkUpstream, textMessageJson } from './gateway.helpers.js';
+import { type SdkUpstream, startSdkUpstream, textMessageJson } from './gateway.helpers.js';
 import { type GatewayProcess, startGatewayProcess } from './gateway-process.helpers.js';
 
 const config = `logRefusals: true
@@ -42,7 +42,7 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 }
 
 describe('a2a-ratelimit gateway operations (process)', () => {
-  let upstream: GatewayUpstream;
+  let upstream: SdkUpstream;
   let dir: string;
   let gw: GatewayProcess;
 

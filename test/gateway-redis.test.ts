@@ -18,10 +18,8 @@ import {
   runPrefix,
 } from './fixtures/redis/redis-env.js';
 import {
+  GATEWAY_UPSTREAMS,
   type GatewayUpstream,
-  jsonRpcSend,
-  type StartUpstream,
-  startSdkUpstream,
   startTestGateway,
   type TestGateway,
   textMessageJson,
@@ -30,7 +28,7 @@ import {
 const redisUp = await probeRedis();
 requireOrSkip(redisUp, `Redis at ${REDIS_URL}`);
 
-const UPSTREAMS: readonly (readonly [string, StartUpstream])[] = [['sdk', startSdkUpstream]];
+const UPSTREAMS = GATEWAY_UPSTREAMS;
 const POLICIES: Policy[] = [
   {
     name: 'per-caller',
@@ -79,46 +77,68 @@ describe.skipIf(!redisUp).each(UPSTREAMS)(
       for (const c of clients) c.disconnect();
     });
 
-    const post = async (gw: TestGateway, body: string, caller: string) => {
-      const r = await fetch(`${gw.baseUrl}/a2a/jsonrpc`, {
+    /** SendMessage through `gw` on `binding`; its result (JSON-RPC `result`, the REST body). */
+    const send = async (
+      gw: TestGateway,
+      binding: 'jsonrpc' | 'rest',
+      caller: string,
+      messageId: string,
+      text = 'hi',
+    ) => {
+      const params = {
+        message: textMessageJson(messageId, text),
+        configuration: { returnImmediately: true },
+      };
+      const rest = binding === 'rest';
+      const r = await fetch(`${gw.baseUrl}/a2a/${rest ? 'rest/message:send' : 'jsonrpc'}`, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
           'a2a-version': '1.0',
           authorization: `Bearer ${caller}`,
         },
-        body,
+        body: JSON.stringify(
+          rest ? params : { jsonrpc: '2.0', id: messageId, method: 'SendMessage', params },
+        ),
       });
-      return (await r.json()) as { result?: { task?: { id: string } }; error?: unknown };
+      const answer = (await r.json()) as Record<string, unknown>;
+      return {
+        text: JSON.stringify(answer),
+        result: (rest ? (r.ok ? answer : undefined) : answer.result) as
+          | { task?: { id: string } }
+          | undefined,
+      };
     };
+    const runsOf = async (prefix: string) =>
+      Object.entries((await upstream.seen()).runs).filter(([id]) => id.startsWith(prefix));
 
-    it('share a caller’s limit', async () => {
-      expect((await post(one, jsonRpcSend('l-1'), 'carol')).result).toBeDefined();
-      expect((await post(two, jsonRpcSend('l-2'), 'carol')).result).toBeDefined();
-      expect(JSON.stringify(await post(one, jsonRpcSend('l-3'), 'carol'))).toContain(
+    it.each(['jsonrpc', 'rest'] as const)('%s: share a caller’s limit', async (binding) => {
+      const caller = `carol-${binding}`;
+      expect((await send(one, binding, caller, `${binding}-l-1`)).result).toBeDefined();
+      expect((await send(two, binding, caller, `${binding}-l-2`)).result).toBeDefined();
+      expect((await send(one, binding, caller, `${binding}-l-3`)).text).toContain(
         'RATE_LIMIT_EXCEEDED',
       );
-      expect(JSON.stringify(await post(two, jsonRpcSend('l-4'), 'carol'))).toContain(
+      expect((await send(two, binding, caller, `${binding}-l-4`)).text).toContain(
         'RATE_LIMIT_EXCEEDED',
       );
-      expect(upstream.executions.size).toBe(2);
+      expect(await runsOf(`${binding}-l-`)).toEqual([
+        [`${binding}-l-1`, 1],
+        [`${binding}-l-2`, 1],
+      ]);
     });
 
-    it('deduplicate a message across each other', async () => {
-      const body = JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'SendMessage',
-        params: {
-          message: textMessageJson('x-1', 'hold'),
-          configuration: { returnImmediately: true },
-        },
-      });
-      const first = await post(one, body, 'dave');
-      const copy = await post(two, body, 'dave');
-      expect(copy.result?.task?.id).toBe(first.result?.task?.id);
-      expect(upstream.executions.get('x-1')).toBe(1);
-      upstream.releaseHeld();
-    });
+    it.each(['jsonrpc', 'rest'] as const)(
+      '%s: deduplicate a message across each other',
+      async (binding) => {
+        const caller = `dave-${binding}`;
+        const first = await send(one, binding, caller, `${binding}-x-1`, 'hold');
+        const copy = await send(two, binding, caller, `${binding}-x-1`, 'hold');
+        expect(first.result?.task?.id).toBeDefined();
+        expect(copy.result?.task?.id).toBe(first.result?.task?.id);
+        expect(await runsOf(`${binding}-x-`)).toEqual([[`${binding}-x-1`, 1]]);
+        await upstream.releaseHeld();
+      },
+    );
   },
 );

@@ -15,9 +15,9 @@ import {
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ConcurrencyPolicy } from '../src/core/policy.js';
 import { textMessage } from '../src/testing/text-message.js';
-import { type StartUpstream, startSdkUpstream, startTestGateway } from './gateway.helpers.js';
+import { GATEWAY_UPSTREAMS, startTestGateway } from './gateway.helpers.js';
 
-const UPSTREAMS: readonly (readonly [string, StartUpstream])[] = [['sdk', startSdkUpstream]];
+const UPSTREAMS = GATEWAY_UPSTREAMS;
 const BINDINGS = ['JSONRPC', 'HTTP+JSON'] as const;
 
 const streams: ConcurrencyPolicy = {
@@ -64,9 +64,9 @@ describe.each(UPSTREAMS)('streams through the gateway (upstream: %s)', (_name, s
         expect(first.done).toBe(false);
         expect(JSON.stringify(first.value)).toContain('"state":2');
       }
-      expect(upstream.executions.size).toBe(3);
+      expect(Object.keys((await upstream.seen()).runs)).toHaveLength(3);
 
-      const before = upstream.requests.length;
+      const before = (await upstream.seen()).requests;
       const refused = await (async () => {
         try {
           for await (const _ of client.sendMessageStream({
@@ -80,10 +80,10 @@ describe.each(UPSTREAMS)('streams through the gateway (upstream: %s)', (_name, s
         }
       })();
       expect(refused).not.toBe('admitted');
-      expect(upstream.requests.length).toBe(before);
+      expect((await upstream.seen()).requests).toBe(before);
 
       // The upstream completes the tasks: each stream relays the COMPLETED event, then ends.
-      upstream.releaseHeld();
+      await upstream.releaseHeld();
       for (const it of open) {
         const rest: unknown[] = [];
         for (let next = await it.next(); !next.done; next = await it.next()) rest.push(next.value);

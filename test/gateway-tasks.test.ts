@@ -13,15 +13,16 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ConcurrencyPolicy } from '../src/core/policy.js';
 import { decodeJsonRpcRejection, decodeRestRejection } from '../src/wire/index.js';
 import {
+  GATEWAY_UPSTREAMS,
   type GatewayUpstream,
   type StartUpstream,
-  startSdkUpstream,
   startTestGateway,
   type TestGateway,
   textMessageJson,
+  until,
 } from './gateway.helpers.js';
 
-const UPSTREAMS: readonly (readonly [string, StartUpstream])[] = [['sdk', startSdkUpstream]];
+const UPSTREAMS = GATEWAY_UPSTREAMS;
 const BINDINGS = ['jsonrpc', 'rest'] as const;
 type Binding = (typeof BINDINGS)[number];
 
@@ -104,9 +105,9 @@ function rejectionOf(binding: Binding, answer: Answer) {
     : decodeRestRejection(answer.status, answer.headers, answer.text);
 }
 
-/** Waits (polling, no timed assertion) until `condition` holds. */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 20));
+/** How many times the upstream ran `messageId`. */
+async function runsOf(upstream: GatewayUpstream, messageId: string): Promise<number | undefined> {
+  return (await upstream.seen()).runs[messageId];
 }
 
 async function setup(
@@ -138,7 +139,7 @@ describe.each(UPSTREAMS)('task life through the gateway (upstream: %s)', (_name,
       const refused = rejectionOf(binding, fourth);
       expect(refused?.kind).toBe('quota');
       expect(refused?.delaySeconds).toBeGreaterThanOrEqual(1);
-      expect(upstream.executions.has(`${binding}-h4`)).toBe(false);
+      expect(await runsOf(upstream, `${binding}-h4`)).toBeUndefined();
 
       // Cancelled through the gateway: the CANCELED answer frees its slot.
       const cancelled = await call(gw, binding, 'alice', 'CancelTask', {
@@ -152,7 +153,7 @@ describe.each(UPSTREAMS)('task life through the gateway (upstream: %s)', (_name,
       ).toBe('quota');
 
       // Completed on the upstream: the gateway's GetTask polls see it and free the slots.
-      upstream.releaseHeld();
+      await upstream.releaseHeld();
       await until(() => gw.gateway.tasksFollowed() === 0);
       const again = await Promise.all(
         [7, 8, 9].map((i) => send(gw, binding, 'alice', `${binding}-h${i}`, 'hold')),
@@ -162,8 +163,9 @@ describe.each(UPSTREAMS)('task life through the gateway (upstream: %s)', (_name,
         rejectionOf(binding, await send(gw, binding, 'alice', `${binding}-h10`, 'hold'))?.kind,
       ).toBe('quota');
 
-      // The upstream dies with 3 tasks WORKING: the polls run out and the slots are freed.
-      await upstream.close();
+      // The upstream dies with 3 tasks WORKING: the polls (the gateway's lease TTL) run out and
+      // the slots are freed.
+      await upstream.die();
       await until(() => gw.gateway.tasksFollowed() === 0);
       const after = await send(gw, binding, 'alice', `${binding}-h11`, 'hold');
       // Admitted (no slot held any more); the upstream is gone, so: 503 AGENT_UNAVAILABLE.
@@ -184,10 +186,10 @@ describe.each(UPSTREAMS)('task life through the gateway (upstream: %s)', (_name,
 
       // While the first copy is unanswered (a blocking send): MESSAGE_IN_PROGRESS.
       const blocking = send(gw, binding, 'bob', `${binding}-d2`, 'hold', false);
-      await until(() => upstream.executions.has(`${binding}-d2`));
+      await until(async () => (await runsOf(upstream, `${binding}-d2`)) === 1);
       const early = await send(gw, binding, 'bob', `${binding}-d2`, 'hold', false);
       expect(early.text).toContain('MESSAGE_IN_PROGRESS');
-      upstream.releaseHeld();
+      await upstream.releaseHeld();
       const done = await blocking;
       // After it: the copy gets the finished task.
       const late = await send(gw, binding, 'bob', `${binding}-d2`, 'hold', false);
@@ -199,8 +201,8 @@ describe.each(UPSTREAMS)('task life through the gateway (upstream: %s)', (_name,
       const replyCopy = await send(gw, binding, 'bob', `${binding}-d3`, 'hi');
       expect(resultOf(binding, replyCopy).message).toEqual(resultOf(binding, reply).message);
 
-      for (const id of ['d1', 'd2', 'd3'])
-        expect(upstream.executions.get(`${binding}-${id}`)).toBe(1);
+      const { runs } = await upstream.seen();
+      for (const id of ['d1', 'd2', 'd3']) expect(runs[`${binding}-${id}`]).toBe(1);
     },
   );
 });

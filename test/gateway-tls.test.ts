@@ -17,8 +17,8 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCliProcess } from './cli-process.helpers.js';
 import {
-  type GatewayUpstream,
   jsonRpcSend,
+  type SdkUpstream,
   startSdkUpstream,
   textMessageJson,
 } from './gateway.helpers.js';
@@ -84,7 +84,7 @@ function withoutDelay(text: string): string {
 }
 
 describe('a2a-ratelimit gateway over TLS (process)', () => {
-  let upstream: GatewayUpstream;
+  let upstream: SdkUpstream;
   let dir: string;
   let tls: GatewayProcess;
   let plain: GatewayProcess;

@@ -2,8 +2,8 @@
  * Gateway tests' parts: an upstream A2A agent with NO limiter of ours (the SDK's
  * `DefaultRequestHandler` behind its own JSON-RPC and REST routers, on 127.0.0.1) that counts every
  * request it sees and every execution, and the gateway engine in front of it on 127.0.0.1 (port 0).
- * The upstream is a parameter of every test (`GatewayUpstream`), so another agent — the Python
- * test agent — can stand in for the SDK's.
+ * The upstream is a parameter of every test (`GatewayUpstream`, its counts read asynchronously):
+ * the Python test agent stands in for the SDK's (`GATEWAY_UPSTREAMS`).
  */
 
 import { createServer, type Server } from 'node:http';
@@ -30,21 +30,87 @@ import type { Policy } from '../src/core/policy.js';
 import { createLimiter, type Limiter, type LimiterOptions } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';
+import {
+  pythonAgentRequired,
+  pythonAgentSupport,
+  startPythonAgent,
+} from './python-agent.helpers.js';
 
-/** An upstream agent as the gateway tests see it: whatever its language. */
+/** What an upstream received, read from wherever it keeps count (its process or another). */
+export interface UpstreamSeen {
+  /** Requests that reached the agent's A2A routes (the card aside), counted exactly. */
+  readonly requests: number;
+  /** The latest requests, oldest first, `METHOD path` (a bounded log: the Python agent's last 500). */
+  readonly recent: readonly string[];
+  /** Messages the agent ran (executions), by messageId, counted exactly. */
+  readonly runs: Readonly<Record<string, number>>;
+}
+
+/**
+ * An upstream agent as the gateway tests see it, whatever its language. Message text: `hold` (a
+ * task WORKING until released or cancelled), `task` (a task completed at once), anything else a
+ * direct Message reply; SendMessage blocks until the task ends unless `returnImmediately`.
+ */
 export interface GatewayUpstream {
   readonly baseUrl: string;
+  seen(): Promise<UpstreamSeen>;
+  /** Completes every task held WORKING by a `hold` message. */
+  releaseHeld(): Promise<void>;
+  /** Answers every A2A call with a plain `status` and `Retry-After: seconds` (null: stop). */
+  reject(status: 429 | 503 | null, retryAfterSeconds?: number): Promise<void>;
+  /** Dies at once, connections cut (the SDK's server closed; the Python process SIGKILLed). */
+  die(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The SDK upstream, whose counts also live in this process. */
+export interface SdkUpstream extends GatewayUpstream {
   /** Requests that reached the agent's A2A routes (the card aside), in order: `METHOD path`. */
   readonly requests: string[];
   /** Messages the agent ran (executions), by messageId. */
   readonly executions: Map<string, number>;
-  /** Completes every task held WORKING by a `hold` message. */
-  releaseHeld(): void;
-  close(): Promise<void>;
 }
 
 /** Starts an upstream. */
 export type StartUpstream = () => Promise<GatewayUpstream>;
+
+/** The requests `upstream` received since it had counted `before` (throws if its log lost some). */
+export async function requestsSince(upstream: GatewayUpstream, before: number): Promise<string[]> {
+  const seen = await upstream.seen();
+  const count = seen.requests - before;
+  if (count > seen.recent.length)
+    throw new Error(`upstream log holds ${seen.recent.length} < ${count}`);
+  return seen.recent.slice(seen.recent.length - count);
+}
+
+/** Polls (no timed assertion) until `condition` holds. */
+export async function until(condition: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+/**
+ * The Python standard-library agent (test/fixtures/python-agent) in its scripted mode
+ * (`--answer by-text --blocking`): the same text commands as the SDK upstream.
+ */
+export const startPythonUpstream: StartUpstream = async () => {
+  const agent = await startPythonAgent({ answer: 'by-text', blocking: true });
+  return {
+    baseUrl: agent.url,
+    async seen() {
+      const [counts, log] = await Promise.all([agent.counts(), agent.requests()]);
+      return {
+        requests: counts.requests,
+        recent: log.map((r) => `${r.httpMethod ?? 'GRPC'} ${r.path}`),
+        runs: counts.runsByMessageId,
+      };
+    },
+    releaseHeld: () => agent.releaseHeld(),
+    reject: (status, retryAfterSeconds = 0) =>
+      agent.setMode({ reject: status, retryAfter: retryAfterSeconds }),
+    die: () => agent.kill(),
+    close: () => agent.stop(),
+  };
+};
 
 function userFrom(value: unknown): User {
   const text = Array.isArray(value) ? value[0] : value;
@@ -82,9 +148,8 @@ function usageOf(message: { metadata?: unknown }, options: SdkUpstreamOptions): 
  * The SDK's agent with no limiter. Message text: `hold` (a task WORKING until released or
  * cancelled), `task` (a task completed at once), anything else a direct Message reply.
  */
-export const startSdkUpstream = async (
-  options: SdkUpstreamOptions = {},
-): Promise<GatewayUpstream> => {
+export const startSdkUpstream = async (options: SdkUpstreamOptions = {}): Promise<SdkUpstream> => {
+  let rejecting: { status: number; retryAfter: number } | null = null;
   const executions = new Map<string, number>();
   /** Tasks held WORKING: resolve(true) when cancelled, resolve(false) when released. */
   const held = new Map<string, (canceled: boolean) => void>();
@@ -177,31 +242,48 @@ export const startSdkUpstream = async (
   const userBuilder = (async (req: express.Request) =>
     userFrom(req.headers.authorization)) as unknown as typeof ExpressUserBuilder.noAuthentication;
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
-  app.use((req, _res, next) => {
+  app.use((req, res, next) => {
     requests.push(`${req.method} ${req.originalUrl}`);
-    next();
+    if (rejecting === null) return next();
+    res
+      .status(rejecting.status)
+      .set('retry-after', String(rejecting.retryAfter))
+      .type('text/plain');
+    res.send(rejecting.status === 429 ? 'API rate limit exceeded' : 'Service Unavailable');
   });
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder }));
+  const close = () =>
+    new Promise<void>((resolve) => {
+      for (const [id, release] of held) {
+        held.delete(id);
+        release(true);
+      }
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return {
     baseUrl,
     requests,
     executions,
-    releaseHeld() {
+    async seen() {
+      return {
+        requests: requests.length,
+        recent: [...requests],
+        runs: Object.fromEntries(executions),
+      };
+    },
+    async releaseHeld() {
       for (const [id, resolve] of held) {
         held.delete(id);
         resolve(false);
       }
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const [id, release] of held) {
-          held.delete(id);
-          release(true);
-        }
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    async reject(status, retryAfterSeconds = 0) {
+      rejecting = status === null ? null : { status, retryAfter: retryAfterSeconds };
+    },
+    die: close,
+    close,
   };
 };
 
@@ -282,3 +364,14 @@ export function jsonRpcSend(messageId: string, text = 'hi', method = 'SendMessag
 export function textMessageJson(messageId: string, text: string): Record<string, unknown> {
   return { messageId, role: 'ROLE_USER', parts: [{ text }] };
 }
+
+/**
+ * The upstreams every upstream-specific gateway test runs against: the SDK's, and the Python
+ * agent where a python3 is here (always under CI=true, where a missing one fails).
+ */
+export const GATEWAY_UPSTREAMS: readonly (readonly [string, StartUpstream])[] = [
+  ['sdk', startSdkUpstream as StartUpstream],
+  ...(pythonAgentSupport().available || pythonAgentRequired
+    ? [['python', startPythonUpstream] as const]
+    : []),
+];

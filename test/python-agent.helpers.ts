@@ -12,8 +12,11 @@ const SCRIPT = resolve(import.meta.dirname, 'fixtures/python-agent/agent.py');
 export interface PythonAgentOptions {
   /** Seconds a task stays WORKING before COMPLETED (`--task-seconds`; 0 = completed at once). */
   readonly taskSeconds?: number;
-  /** Answer SendMessage with a Task (default) or a Message (`--answer`). */
-  readonly answer?: 'task' | 'message';
+  /**
+   * Answer SendMessage with a Task (default) or a Message, or by its text (`by-text`: `hold` stays
+   * WORKING until `releaseHeld`, `task` completed at once, else a Message) (`--answer`).
+   */
+  readonly answer?: 'task' | 'message' | 'by-text';
   /** `metadata.usage.totalTokens` of a completed task and its final stream event (`--usage-tokens`). */
   readonly usageTokens?: number;
   /** Answer every A2A call with a plain 429 and this `Retry-After` in seconds (`--reject-429`). */
@@ -87,7 +90,7 @@ export interface PythonAgentMode {
   readonly reject?: 429 | 503 | null;
   readonly retryAfter?: number;
   readonly taskSeconds?: number;
-  readonly answer?: 'task' | 'message';
+  readonly answer?: 'task' | 'message' | 'by-text';
   readonly usageTokens?: number | null;
   readonly delaySeconds?: number;
 }
@@ -106,6 +109,8 @@ export interface PythonAgent {
   /** The last 500 calls, oldest first. */
   requests(): Promise<PythonAgentRequest[]>;
   reset(): Promise<void>;
+  /** Completes every task held WORKING by a `hold` message (`POST /_test/release`). */
+  releaseHeld(): Promise<void>;
   setMode(mode: PythonAgentMode): Promise<void>;
   /** SIGTERM, then SIGKILL if it has not exited within 3 s. */
   stop(): Promise<void>;
@@ -226,6 +231,7 @@ export async function startPythonAgent(options: PythonAgentOptions = {}): Promis
       return ((await res.json()) as { requests: PythonAgentRequest[] }).requests;
     },
     reset: () => post('/_test/reset', {}),
+    releaseHeld: () => post('/_test/release', {}),
     setMode: (mode) => post('/_test/mode', mode),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
