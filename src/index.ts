@@ -56,12 +56,9 @@ export {
   type MemoryStoreOptions,
   type MemoryStoreStats,
 } from './store/memory-store.js';
-export type {
-  MessageRecord,
-  PendingMessageOptions,
-  Store,
-  SynchronousStore,
-} from './store/store.js';
+export type { MessageRecord, PendingMessageOptions } from './store/message-records.js';
+export type { Store } from './store/store.js';
+export type { SynchronousStore } from './store/synchronous-store.js';
 // What a client reads off the wire: hints, headers, error bodies, google.rpc details.
 export {
   A2A_DOMAIN,

@@ -15,8 +15,8 @@ import { rateLimitExtension } from '../src/server/card-extension.js';
 import { createLimiter } from '../src/server/limiter.js';
 import { MemoryStore } from '../src/store/memory-store.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
-import { seededRandom } from '../src/testing/store-contract.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
+import { seededRandom } from '../src/simulation/seeded-random.js';
+import { createVirtualTime } from '../src/simulation/virtual-time.js';
 import { RATE_LIMIT_CARD_URI, readRateLimitCard } from '../src/wire/rate-limit-card.js';
 import { rateLimitHeaders, readRateLimitHeaders } from '../src/wire/ratelimit-headers.js';
 

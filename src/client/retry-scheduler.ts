@@ -27,7 +27,8 @@ import {
   RateLimitedError,
   RetryBudgetExceededError,
 } from './retry-errors.js';
-import { type Sleep, systemClock, systemSleep } from './sleep.js';
+import { type Sleep, systemSleep } from './sleep.js';
+import { systemClock } from '../platform/system-clock.js';
 
 /**
  * What a response announced about the limits (`RateLimit-Policy` and `RateLimit`).

@@ -27,31 +27,6 @@ import { graceUs, holdKeyOf, isEmptyExtra, reservableSlotUs, settleExtra } from 
 import type { Decision, LeaseRef, LimitState } from './rejection.js';
 import { rejectedDecision } from './rejection-of.js';
 
-export { chargeUsage } from './charge-usage.js';
-export type {
-  DecisionInput,
-  DecisionState,
-  Hold,
-  Lease,
-  LeasePolicy,
-  LeaseSet,
-  RateExtra,
-} from './decision-state.js';
-export { OVERFLOW_KEY } from './decision-state.js';
-export {
-  LEASE_EWMA_ALPHA,
-  LEASE_MIN_DELAY_MS,
-  LEASE_OVERDUE_FRACTION,
-  pruneLeases,
-  releaseLease,
-  renewLease,
-} from './lease-step.js';
-export { limitStateOf, rejectingLimitState } from './limit-state.js';
-export { policiesOf } from './policies-of.js';
-export { holdKeyOf } from './rate-holds.js';
-export { retryAfterMsOf } from './rejection.js';
-export { rejectedDecision, rejectionOf } from './rejection-of.js';
-
 /**
  * Evaluation of one policy for one request (phase 1). Steps are pooled and overwritten by each
  * decision (decisions are synchronous and never nested), so the general path allocates none.

@@ -11,18 +11,6 @@ import type { A2AMethod } from './a2a-methods.js';
 import type { BUILTIN_SCOPES } from './policy-scope.js';
 import type { RateTierLimits } from './policy-tiers.js';
 
-export { compilePolicies } from './compile-policies.js';
-export type {
-  CompiledConcurrencyPolicy,
-  CompiledHoldOptions,
-  CompiledOverloadPolicy,
-  CompiledPolicy,
-  CompiledPolicySet,
-  CompiledRatePolicy,
-} from './compiled-policy.js';
-export { isPolicyError, POLICY_ERROR_CODES, PolicyError } from './policy-error.js';
-export { BUILTIN_SCOPES } from './policy-scope.js';
-
 /**
  * Who a request is, as the limiter sees it. Built by the server adapters from the authenticated
  * user and the request body; pure data.

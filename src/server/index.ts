@@ -26,23 +26,11 @@ export {
   type TaskListingStore,
   type TaskWithHistoryLike,
 } from './find-task-by-message-id.js';
-export {
-  type AdmissionOutcome,
-  type AdmissionRequest,
-  type AdmissionTicket,
-  type AnswerLimits,
-  type Binding,
-  createLimiter,
-  DEFAULT_LIMITER_OPTIONS,
-  type DedupOptions,
-  type LeaseHoldUntil,
-  type Limiter,
-  type LimiterGauges,
-  type LimiterObserver,
-  type LimiterOptions,
-  type MessageAnswer,
-  TICKET_HEADER,
-} from './limiter.js';
+export { type AdmissionOutcome, type AdmissionTicket, type Limiter, TICKET_HEADER } from './limiter-api.js';
+export { type AdmissionRequest, type Binding, DEFAULT_LIMITER_OPTIONS, type DedupOptions, type LeaseHoldUntil, type LimiterGauges, type LimiterObserver, type LimiterOptions } from './limiter-options.js';
+export { type AnswerLimits } from './answer-budget.js';
+export { createLimiter } from './limiter.js';
+export { type MessageAnswer } from './message-answer.js';
 export type { AgentCardLike } from './operator-domain.js';
 export { isRestRoute, matchRestRoute, type RestRoute, type RestRouteMiss } from './rest-route.js';
 export {

@@ -13,25 +13,14 @@
  */
 
 import type { Clock } from '../core/clock.js';
-import {
-  chargeUsage,
-  type DecisionInput,
-  decide,
-  type LeasePolicy,
-  type LeaseSet,
-  OVERFLOW_KEY,
-  policiesOf,
-  type RateExtra,
-  releaseLease,
-  renewLease,
-} from '../core/decide.js';
-import {
-  type CompiledPolicySet,
-  type CompiledRatePolicy,
-  compilePolicies,
-  type HoldOptions,
-  type Policy,
-} from '../core/policy.js';
+import { chargeUsage } from '../core/charge-usage.js';
+import { type DecisionInput, type LeasePolicy, type LeaseSet, OVERFLOW_KEY, type RateExtra } from '../core/decision-state.js';
+import { decide } from '../core/decide.js';
+import { policiesOf } from '../core/policies-of.js';
+import { releaseLease, renewLease } from '../core/lease-step.js';
+import { type CompiledPolicySet, type CompiledRatePolicy } from '../core/compiled-policy.js';
+import { compilePolicies } from '../core/compile-policies.js';
+import { type HoldOptions, type Policy } from '../core/policy.js';
 import { reservedUnitsOf } from '../core/policy-tiers.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
 import { systemClock } from '../platform/system-clock.js';

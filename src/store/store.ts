@@ -5,14 +5,11 @@
  * must decide identically; `a2a-ratelimit/testing` ships the contract suite both pass.
  */
 
-import type { DecisionInput } from '../core/decide.js';
-import type { CompiledPolicySet } from '../core/policy.js';
+import type { DecisionInput } from '../core/decision-state.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
 import type { MessageRecord, PendingMessageOptions } from './message-records.js';
 import type { SynchronousStore } from './synchronous-store.js';
-
-export type { MessageRecord, PendingMessageOptions } from './message-records.js';
-export { type SynchronousStore, synchronousStore } from './synchronous-store.js';
 
 /**
  * Where limiter state lives. Every method is safe to call concurrently; `decide` is atomic over

@@ -7,7 +7,7 @@
  * no class check, so two installed copies of this package still agree.
  */
 
-import type { DecisionInput } from '../core/decide.js';
+import type { DecisionInput } from '../core/decision-state.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
 import type { MessageRecord } from './message-records.js';
 import type { Store } from './store.js';

@@ -20,8 +20,6 @@ import { fail, firstErrorInfo, grpcBody, httpBody, pass } from './probe-body.js'
 import { describeContent, GRPC_NAMES } from './probe-response.js';
 import type { CapturedResponse } from './probe-transport.js';
 
-export { describeContent, summarizeResponse } from './probe-response.js';
-
 /**
  * A check's verdict: `fail` when a required part is missing or wrong, `warn` when a recommended
  * one is (it does not fail the probe), `skip` when there was nothing to check it on.

@@ -16,7 +16,7 @@ import {
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { RequestHandler, Response } from 'express';
 import { type BindingSteps, resolveDuplicate } from '../admission-pipeline.js';
-import { type AdmissionTicket, type Limiter, TICKET_HEADER } from '../limiter.js';
+import { type AdmissionTicket, type Limiter, TICKET_HEADER } from '../limiter-api.js';
 import type { Binding } from '../limiter-options.js';
 import { markAdmitted } from '../mediation.js';
 import { WriteWatch, writeDeadlineOf } from '../write-watch.js';
