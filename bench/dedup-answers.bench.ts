@@ -12,8 +12,8 @@
 import { Message } from '@a2a-js/sdk';
 import type { Policy } from '../src/core/policy.js';
 import { createLimiter } from '../src/server/limiter.js';
-import { type Limiter } from '../src/server/limiter-api.js';
-import { type MessageAnswer } from '../src/server/message-answer.js';
+import type { Limiter } from '../src/server/limiter-api.js';
+import type { MessageAnswer } from '../src/server/message-answer.js';
 import { MemoryStore } from '../src/store/memory-store.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
 

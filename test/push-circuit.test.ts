@@ -17,8 +17,8 @@ import {
   type RateLimitedPushSenderOptions,
 } from '../src/push/index.js';
 import { seededRandom } from '../src/simulation/seeded-random.js';
-import { textMessage } from '../src/testing/text-message.js';
 import { createVirtualTime } from '../src/simulation/virtual-time.js';
+import { textMessage } from '../src/testing/text-message.js';
 import {
   callContext,
   countingTransport,

@@ -18,8 +18,8 @@ import {
   type RateLimitedPushSenderOptions,
 } from '../src/push/index.js';
 import { seededRandom } from '../src/simulation/seeded-random.js';
-import { textMessage } from '../src/testing/text-message.js';
 import { createVirtualTime, type VirtualClock } from '../src/simulation/virtual-time.js';
+import { textMessage } from '../src/testing/text-message.js';
 import { encodeRestRejection } from '../src/wire/rest-rejection.js';
 import {
   callContext,

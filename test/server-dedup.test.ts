@@ -6,10 +6,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLimiter } from '../src/server/limiter.js';
-import { type Limiter } from '../src/server/limiter-api.js';
+import type { Limiter } from '../src/server/limiter-api.js';
+import { WORKED_EXAMPLE_POLICY } from '../src/simulation/worked-example-policy.js';
 import { MemoryStore } from '../src/store/memory-store.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
-import { WORKED_EXAMPLE_POLICY } from '../src/simulation/worked-example-policy.js';
 
 const limiters: Limiter[] = [];
 afterEach(async () => {

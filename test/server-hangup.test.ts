@@ -22,7 +22,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { withRateLimitExtension } from '../src/server/card-extension.js';
 import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../src/server/express/index.js';
 import { createLimiter } from '../src/server/limiter.js';
-import { type Limiter } from '../src/server/limiter-api.js';
+import type { Limiter } from '../src/server/limiter-api.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';
 

@@ -11,6 +11,7 @@
  */
 
 import type { Clock } from '../core/clock.js';
+import { systemClock } from '../platform/system-clock.js';
 import { readRateLimitCard } from '../wire/rate-limit-card.js';
 import type { AnnouncedPolicy, AnnouncedState, RetryHint } from '../wire/retry-hint.js';
 import { agentCardTargets } from './agent-card-targets.js';
@@ -28,7 +29,6 @@ import {
   RetryBudgetExceededError,
 } from './retry-errors.js';
 import { type Sleep, systemSleep } from './sleep.js';
-import { systemClock } from '../platform/system-clock.js';
 
 /**
  * What a response announced about the limits (`RateLimit-Policy` and `RateLimit`).

@@ -3,7 +3,7 @@ import { MemoryStore } from '../store/memory-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import { rejectionDetails } from '../wire/rejection-details.js';
 import { compilePolicies } from './compile-policies.js';
-import { type Policy } from './policy.js';
+import type { Policy } from './policy.js';
 import { PolicyError } from './policy-error.js';
 import type { Decision } from './rejection.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compilePolicies } from './compile-policies.js';
+import type { Policy } from './policy.js';
 import { isPolicyError, POLICY_ERROR_CODES, PolicyError } from './policy-error.js';
-import { type Policy } from './policy.js';
 
 function errorOf(policies: unknown[]): PolicyError {
   try {

@@ -11,9 +11,9 @@
 import { randomUUID } from 'node:crypto';
 import { backoffDelayMs } from '../client/plan-retry.js';
 import { type Sleep, systemSleep } from '../client/sleep.js';
-import { systemClock } from '../platform/system-clock.js';
 import type { Clock } from '../core/clock.js';
 import { hasErrorBrand } from '../core/error-brand.js';
+import { systemClock } from '../platform/system-clock.js';
 import { extractRetryHint, type RetryHint, type RetrySource } from '../wire/index.js';
 
 /**

@@ -20,7 +20,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../core/clock.js';
 import type { RatePolicy } from '../core/policy.js';
 import { createLimiter } from '../server/limiter.js';
-import { type Limiter } from '../server/limiter-api.js';
+import type { Limiter } from '../server/limiter-api.js';
 
 /**
  * What the sender presented: the `Authorization` header split into scheme and credentials, or

@@ -19,8 +19,12 @@
  */
 
 import { createHash } from 'node:crypto';
-import { LEASE_EWMA_ALPHA, LEASE_MIN_DELAY_MS, LEASE_OVERDUE_FRACTION } from '../core/lease-step.js';
 import type { CompiledPolicy, CompiledPolicySet } from '../core/compiled-policy.js';
+import {
+  LEASE_EWMA_ALPHA,
+  LEASE_MIN_DELAY_MS,
+  LEASE_OVERDUE_FRACTION,
+} from '../core/lease-step.js';
 import { LUA_DECISION } from './lua-decision.js';
 import { LUA_LEASES_AND_RECORDS } from './lua-leases-and-records.js';
 

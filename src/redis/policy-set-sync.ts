@@ -9,9 +9,9 @@
  */
 
 import { createHash } from 'node:crypto';
-import { type CompiledPolicySet } from '../core/compiled-policy.js';
 import { compilePolicies } from '../core/compile-policies.js';
-import { type HoldOptions, type Policy } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { HoldOptions, Policy } from '../core/policy.js';
 import { policySetVersion } from '../core/policy-set-version.js';
 import type { DecisionScript } from './decision-script.js';
 import { policySetKey } from './redis-keys.js';

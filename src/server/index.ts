@@ -6,6 +6,8 @@
  * `a2a-ratelimit/server/express`, `a2a-ratelimit/server/grpc`; metrics:
  * `a2a-ratelimit/server/metrics`.
  */
+
+export type { AnswerLimits } from './answer-budget.js';
 export {
   type AddressKeyOptions,
   addressCallerKey,
@@ -26,11 +28,24 @@ export {
   type TaskListingStore,
   type TaskWithHistoryLike,
 } from './find-task-by-message-id.js';
-export { type AdmissionOutcome, type AdmissionTicket, type Limiter, TICKET_HEADER } from './limiter-api.js';
-export { type AdmissionRequest, type Binding, DEFAULT_LIMITER_OPTIONS, type DedupOptions, type LeaseHoldUntil, type LimiterGauges, type LimiterObserver, type LimiterOptions } from './limiter-options.js';
-export { type AnswerLimits } from './answer-budget.js';
 export { createLimiter } from './limiter.js';
-export { type MessageAnswer } from './message-answer.js';
+export {
+  type AdmissionOutcome,
+  type AdmissionTicket,
+  type Limiter,
+  TICKET_HEADER,
+} from './limiter-api.js';
+export {
+  type AdmissionRequest,
+  type Binding,
+  DEFAULT_LIMITER_OPTIONS,
+  type DedupOptions,
+  type LeaseHoldUntil,
+  type LimiterGauges,
+  type LimiterObserver,
+  type LimiterOptions,
+} from './limiter-options.js';
+export type { MessageAnswer } from './message-answer.js';
 export type { AgentCardLike } from './operator-domain.js';
 export { isRestRoute, matchRestRoute, type RestRoute, type RestRouteMiss } from './rest-route.js';
 export {

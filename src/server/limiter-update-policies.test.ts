@@ -5,8 +5,8 @@
  * end harmlessly.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CompiledPolicySet } from '../core/compiled-policy.js';
-import { type Policy } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { Policy } from '../core/policy.js';
 import { PolicyError } from '../core/policy-error.js';
 import { MemoryStore } from '../store/memory-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
@@ -17,9 +17,8 @@ import {
   withRateLimitExtension,
 } from './card-extension.js';
 import { createLimiter } from './limiter.js';
-import { type Limiter } from './limiter-api.js';
-import { type LimiterOptions } from './limiter-options.js';
-import type { AdmissionOutcome } from './limiter-api.js';
+import type { AdmissionOutcome, Limiter } from './limiter-api.js';
+import type { LimiterOptions } from './limiter-options.js';
 
 const T0 = 1_760_000_000_000;
 const limiters: Limiter[] = [];

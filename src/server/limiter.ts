@@ -9,14 +9,14 @@
  * changes (`updatePolicies`).
  */
 
-import type { DecisionInput } from '../core/decision-state.js';
-import { type CompiledPolicySet } from '../core/compiled-policy.js';
 import { compilePolicies } from '../core/compile-policies.js';
-import { type HoldOptions } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { DecisionInput } from '../core/decision-state.js';
+import type { HoldOptions } from '../core/policy.js';
 import type { Decision } from '../core/rejection.js';
 import { systemClock } from '../platform/system-clock.js';
 import { MemoryStore } from '../store/memory-store.js';
-import { type Store } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { synchronousStore } from '../store/synchronous-store.js';
 import { encodeGrpcRejection, encodeJsonRpcRejection, encodeRestRejection } from '../wire/index.js';
 import { Ticket, type TicketHost } from './admission-ticket.js';

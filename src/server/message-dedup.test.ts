@@ -5,17 +5,16 @@
  * with half the capability is refused.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DecisionInput } from '../core/decision-state.js';
 import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { DecisionInput } from '../core/decision-state.js';
 import type { LeaseRef } from '../core/rejection.js';
+import { WORKED_EXAMPLE_POLICY } from '../simulation/worked-example-policy.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import type { SynchronousStore } from '../store/synchronous-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
-import { WORKED_EXAMPLE_POLICY } from '../simulation/worked-example-policy.js';
 import { createLimiter } from './limiter.js';
-import { type Limiter } from './limiter-api.js';
-import type { AdmissionOutcome } from './limiter-api.js';
+import type { AdmissionOutcome, Limiter } from './limiter-api.js';
 
 /** Forwards every call to a MemoryStore it is not an instance of (as a second installed copy). */
 class ForwardingStore implements Store, SynchronousStore {

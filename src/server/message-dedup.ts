@@ -14,8 +14,8 @@
 
 import type { Rejection } from '../core/rejection.js';
 import { REASONS } from '../core/rejection.js';
-import { messageRecordKey } from '../store/message-records.js';
 import type { MessageRecord } from '../store/message-records.js';
+import { messageRecordKey } from '../store/message-records.js';
 import type { Store } from '../store/store.js';
 import type { SynchronousStore } from '../store/synchronous-store.js';
 import { AnswerBudget } from './answer-budget.js';

@@ -5,7 +5,7 @@
  * expired (no timer per lease).
  */
 
-import { type LeaseSet } from '../core/decision-state.js';
+import type { LeaseSet } from '../core/decision-state.js';
 import { pruneLeases } from '../core/lease-step.js';
 
 /** Lease tables by policy index (a rate policy's table stays empty). */

@@ -12,15 +12,21 @@
  * (`bounded-key.ts`). A policy-set change keeps each policy's tables by name (`updatePolicies`).
  */
 
-import type { Clock } from '../core/clock.js';
 import { chargeUsage } from '../core/charge-usage.js';
-import { type DecisionInput, type LeasePolicy, type LeaseSet, OVERFLOW_KEY, type RateExtra } from '../core/decision-state.js';
-import { decide } from '../core/decide.js';
-import { policiesOf } from '../core/policies-of.js';
-import { releaseLease, renewLease } from '../core/lease-step.js';
-import { type CompiledPolicySet, type CompiledRatePolicy } from '../core/compiled-policy.js';
+import type { Clock } from '../core/clock.js';
 import { compilePolicies } from '../core/compile-policies.js';
-import { type HoldOptions, type Policy } from '../core/policy.js';
+import type { CompiledPolicySet, CompiledRatePolicy } from '../core/compiled-policy.js';
+import { decide } from '../core/decide.js';
+import {
+  type DecisionInput,
+  type LeasePolicy,
+  type LeaseSet,
+  OVERFLOW_KEY,
+  type RateExtra,
+} from '../core/decision-state.js';
+import { releaseLease, renewLease } from '../core/lease-step.js';
+import { policiesOf } from '../core/policies-of.js';
+import type { HoldOptions, Policy } from '../core/policy.js';
 import { reservedUnitsOf } from '../core/policy-tiers.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
 import { systemClock } from '../platform/system-clock.js';

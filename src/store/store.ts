@@ -5,8 +5,8 @@
  * must decide identically; `a2a-ratelimit/testing` ships the contract suite both pass.
  */
 
-import type { DecisionInput } from '../core/decision-state.js';
 import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { DecisionInput } from '../core/decision-state.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
 import type { MessageRecord, PendingMessageOptions } from './message-records.js';
 import type { SynchronousStore } from './synchronous-store.js';

@@ -6,9 +6,9 @@
  */
 
 import { strict as assert } from 'node:assert';
-import type { DecisionInput } from '../core/decision-state.js';
 import { compilePolicies } from '../core/compile-policies.js';
-import { type Policy } from '../core/policy.js';
+import type { DecisionInput } from '../core/decision-state.js';
+import type { Policy } from '../core/policy.js';
 import { rejected, type StoreContractCase, setup } from './store-contract-kit.js';
 
 const call = (method: DecisionInput['method'], caller = 'a'): DecisionInput => ({ caller, method });

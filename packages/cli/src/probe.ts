@@ -18,11 +18,15 @@ import { CliError } from './cli-error.js';
 import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
 import { type CardReading, grpcTargetOf, joinBasePath, readCard } from './probe-card.js';
 import { checkRejection, type ProbeCheck } from './probe-checks.js';
-import { summarizeResponse } from './probe-response.js';
+import { grpcProbeTransport } from './probe-grpc-transport.js';
 import type { ProbeMethod } from './probe-methods.js';
 import { type LossOrigin, originsOf } from './probe-origins.js';
-import { type CapturedResponse, httpProbeTransport, type ProbeTransport } from './probe-transport.js';
-import { grpcProbeTransport } from './probe-grpc-transport.js';
+import { summarizeResponse } from './probe-response.js';
+import {
+  type CapturedResponse,
+  httpProbeTransport,
+  type ProbeTransport,
+} from './probe-transport.js';
 import type { StatusLine } from './status-line.js';
 
 /**

@@ -8,8 +8,8 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { A2AMethod } from '../../core/a2a-methods.js';
 import type { PipelineCall } from '../admission-pipeline.js';
-import { type Binding } from '../limiter-options.js';
 import { TICKET_HEADER } from '../limiter-api.js';
+import type { Binding } from '../limiter-options.js';
 import { ADMISSION_HEADER } from '../mediation.js';
 import type { PendingBody } from './json-body.js';
 
