@@ -1,12 +1,8 @@
 /**
  * @module decide
- * The admission decision over every policy that applies to a request (`docs/architecture.md`,
- * "The decision"): all-or-nothing, queue-aware delays with held slots for caller-scoped rate
- * policies, lazy refunds of expired holds, no-show credit, lease-based concurrency and overload.
- * Pure: time is an argument and the state lives behind {@link DecisionState}, which a store
- * implements over its own tables. The rules it applies live in their own rooms (`rate-holds`,
- * `lease-step`, `limit-state`, `rejection-of`, `policies-of`); this module re-exports them so one
- * import path serves the whole decision API.
+ * The admission decision over every policy that applies to a request: all-or-nothing,
+ * queue-aware delays with held slots, lazy refunds of expired holds, no-show credit, leases and
+ * overload. Pure: time is an argument, the state lives behind a `DecisionState`.
  */
 
 import type { CompiledPolicy, CompiledPolicySet, CompiledRatePolicy } from './compiled-policy.js';

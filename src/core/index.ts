@@ -38,7 +38,7 @@ export { limitStateOf, rejectingLimitState } from './limit-state.js';
 export { policiesOf } from './policies-of.js';
 export * from './policy.js';
 export { isPolicyError, POLICY_ERROR_CODES, PolicyError } from './policy-error.js';
-export { BUILTIN_SCOPES } from './policy-scope.js';
+
 export { holdKeyOf } from './rate-holds.js';
 export * from './rejection.js';
 export { rejectedDecision, rejectionOf } from './rejection-of.js';

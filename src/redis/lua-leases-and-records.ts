@@ -54,7 +54,7 @@ if mode == 'g' then
   loadRate(s, p, '')
   local t = s.tat
   if t == nil or t < nowUs then t = nowUs end
-  -- At most MAX_USAGE_DEBT_US (core/charge-usage.ts) ahead: a huge report must not overflow.
+  -- At most MAX_USAGE_DEBT_US (core/compiled-policy.ts) ahead: a huge report must not overflow.
   -- Negative units (a settled reservation) refund down to a full bucket, never past it.
   s.tat = math.max(math.min(t + tonumber(ARGV[4]) * p.u, nowUs + 315360000000000), nowUs)
   putRate(s, p)

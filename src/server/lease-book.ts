@@ -7,8 +7,7 @@
 
 import type { CompiledPolicySet } from '../core/compiled-policy.js';
 import type { LeaseRef } from '../core/rejection.js';
-import type { Store } from '../store/store.js';
-import type { SynchronousStore } from '../store/synchronous-store.js';
+import type { Store, SynchronousStore } from '../store/store.js';
 import type { LimiterObserver } from './limiter-options.js';
 
 /**

@@ -35,8 +35,7 @@ import { LeaseTables } from './lease-tables.js';
 import { type MessageRecord, MessageRecords, messageRecordKey } from './message-records.js';
 import { positiveOption } from './positive-option.js';
 import { RateTable } from './rate-table.js';
-import type { Store } from './store.js';
-import type { SynchronousStore } from './synchronous-store.js';
+import type { Store, SynchronousStore } from './store.js';
 
 /**
  * Options of {@link MemoryStore}.
