@@ -13,7 +13,7 @@
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../platform/system-clock.js';
 import { readRateLimitCard } from '../wire/rate-limit-card.js';
-import type { AnnouncedPolicy, AnnouncedState, RetryHint } from '../wire/retry-hint.js';
+import type { RateLimitInfo, RetryHint } from '../wire/retry-hint.js';
 import { agentCardTargets } from './agent-card-targets.js';
 import { PacerTable } from './pacer-table.js';
 import {
@@ -29,14 +29,6 @@ import {
   RetryBudgetExceededError,
 } from './retry-errors.js';
 import { type Sleep, systemSleep } from './sleep.js';
-
-/**
- * What a response announced about the limits (`RateLimit-Policy` and `RateLimit`).
- */
-export interface RateLimitInfo {
-  readonly policies: readonly AnnouncedPolicy[];
-  readonly states: readonly AnnouncedState[];
-}
 
 /**
  * Options of {@link RetryScheduler}: the retry rules plus the caller's default budget and the
