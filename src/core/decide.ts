@@ -26,8 +26,8 @@ import { rejectedDecision } from './rejection-of.js';
 /**
  * Evaluation of one policy for one request (phase 1). Steps are pooled and overwritten by each
  * decision (decisions are synchronous and never nested), so the general path allocates none.
- * Measured (bench:decide, alternating runs): fresh steps per decision cost 15–25 % on the
- * multi-policy and rejected paths, so the pool stays; one conforming rate policy needs no step.
+ * The pool stays because `bench:decide` shows it pays (`docs/architecture.md`); one conforming
+ * rate policy needs no step.
  */
 interface Step {
   policy: CompiledPolicy;

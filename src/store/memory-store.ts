@@ -88,7 +88,7 @@ const SWEEP_EVERY = 64;
 /**
  * Most decisions between background steps: a step that freed nothing doubles the wait up to this,
  * one that freed something sets it back to {@link SWEEP_EVERY}. Tables of live keys (nothing to
- * free) are then examined 16× less often (bench:decide, 100k keys: 1.1×); a key that can be
+ * free) are then examined 16× less often (`bench:decide`); a key that can be
  * dropped waits at most one backed-off step longer, and rate tables stay bounded by `maxKeys`.
  */
 const SWEEP_EVERY_MAX = 16 * SWEEP_EVERY;
