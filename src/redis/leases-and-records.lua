@@ -1,16 +1,4 @@
-/**
- * @module lua-leases-and-records
- * The Lua script's other modes (text only): the cross-slot refund (`u`) and reservation (`r`),
- * reported usage (`g`), lease release (`l`) and renewal (`n`), and the deduplication records
- * (`m`, `k`, `p`, `x`). It runs after `lua-decision.ts`, whose helpers it uses.
- */
-
-/**
- * Lua: modes `u`, `g`, `r`, `l`, `n`, `m`, `k`, `p`, `x`, and the error of an unknown mode.
- *
- * @internal
- */
-export const LUA_LEASES_AND_RECORDS = `if mode == 'u' then
+if mode == 'u' then
   local hk = ARGV[3]
   local n = #KEYS
   local out = { nowUs }
@@ -157,4 +145,3 @@ if mode == 'p' or mode == 'x' then
 end
 
 return redis.error_reply('a2a-ratelimit: unknown script mode ' .. tostring(mode))
-`;
