@@ -11,7 +11,9 @@
 
 import { Message } from '@a2a-js/sdk';
 import type { Policy } from '../src/core/policy.js';
-import { createLimiter, type Limiter, type MessageAnswer } from '../src/server/limiter.js';
+import { createLimiter } from '../src/server/limiter.js';
+import type { Limiter } from '../src/server/limiter-api.js';
+import type { MessageAnswer } from '../src/server/message-answer.js';
 import { MemoryStore } from '../src/store/memory-store.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
 

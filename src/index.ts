@@ -49,19 +49,15 @@ export {
   type RequestIdentity,
   toA2AMethod,
 } from './core/index.js';
-export type { RateTierLimits } from './core/policy-tiers.js';
+export type { RateTierLimits } from './core/policy.js';
 // The store contract and the in-process store.
 export {
   MemoryStore,
   type MemoryStoreOptions,
   type MemoryStoreStats,
 } from './store/memory-store.js';
-export type {
-  MessageRecord,
-  PendingMessageOptions,
-  Store,
-  SynchronousStore,
-} from './store/store.js';
+export type { MessageRecord, PendingMessageOptions } from './store/message-records.js';
+export type { Store, SynchronousStore } from './store/store.js';
 // What a client reads off the wire: hints, headers, error bodies, google.rpc details.
 export {
   A2A_DOMAIN,

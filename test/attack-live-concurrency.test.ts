@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
-import { type AdmissionOutcome, createLimiter, type Limiter } from '../src/server/limiter.js';
+import { createLimiter } from '../src/server/limiter.js';
+import type { AdmissionOutcome, Limiter } from '../src/server/limiter-api.js';
 import { bothStores } from './fixtures/redis/both-stores.js';
 import { probeRedis, REDIS_URL, requireOrSkip } from './fixtures/redis/redis-env.js';
 

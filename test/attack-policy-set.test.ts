@@ -7,7 +7,7 @@
 
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DecisionInput } from '../src/core/decide.js';
+import type { DecisionInput } from '../src/core/decision-state.js';
 import type { Policy } from '../src/core/policy.js';
 import { policySetKey } from '../src/redis/redis-keys.js';
 import { RedisStore } from '../src/redis/redis-store.js';

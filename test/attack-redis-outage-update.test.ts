@@ -7,7 +7,8 @@
 
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilePolicies, type Policy } from '../src/core/policy.js';
+import { compilePolicies } from '../src/core/compile-policies.js';
+import type { Policy } from '../src/core/policy.js';
 import { policySetVersion } from '../src/core/policy-set-version.js';
 import type { RedisLike } from '../src/redis/redis-like.js';
 import { RedisStore } from '../src/redis/redis-store.js';

@@ -8,7 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
 import type { EventBusLike, EventBusManagerLike } from '../src/core/task-events.js';
-import { type AdmissionOutcome, createLimiter, TICKET_HEADER } from '../src/server/limiter.js';
+import { createLimiter } from '../src/server/limiter.js';
+import { type AdmissionOutcome, TICKET_HEADER } from '../src/server/limiter-api.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
 
 const TOKENS: Policy = {

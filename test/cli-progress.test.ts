@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { runProbe } from '../packages/cli/src/probe.js';
 import { runSimulateCommand, type SimulateIo } from '../packages/cli/src/simulate-command.js';
 import { createStatusLine } from '../packages/cli/src/status-line.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
+import { createVirtualTime } from '../src/simulation/virtual-time.js';
 import { runCliProcess, startServeProcess } from './cli-process.helpers.js';
 
 const CLEAR = '\r\u001b[2K';

@@ -18,8 +18,8 @@ import {
   type SimulateCommandOptions,
   type SimulateIo,
 } from '../packages/cli/src/simulate-command.js';
-import type { ClientKind } from '../packages/cli/src/simulation.js';
 import type { OutcomeSummary, SimulationJson } from '../packages/cli/src/simulation-report.js';
+import type { ClientKind } from '../packages/cli/src/simulation-summary.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'a2a-simulate-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

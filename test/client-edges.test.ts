@@ -34,7 +34,7 @@ import {
   startSdkAgent,
   userMessage,
 } from '../src/client/sdk-agent.test-helpers.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
+import { createVirtualTime } from '../src/simulation/virtual-time.js';
 import { encodeStatus } from '../src/wire/proto-binary.js';
 
 const closers: (() => Promise<void>)[] = [];

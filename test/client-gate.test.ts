@@ -6,9 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { SimulatedAgent } from '../packages/cli/src/simulated-agent.js';
 import { RetryScheduler } from '../src/client/retry-scheduler.js';
 import type { RatePolicy } from '../src/core/policy.js';
+import { seededRandom } from '../src/simulation/seeded-random.js';
+import { createVirtualTime } from '../src/simulation/virtual-time.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import { seededRandom } from '../src/testing/store-contract.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
 
 /** 5 per minute, burst 1: one call every 12 s. */
 const slowPolicy: RatePolicy = {

@@ -24,8 +24,8 @@ import {
   userMessage,
 } from '../src/client/sdk-agent.test-helpers.js';
 import type { RatePolicy } from '../src/core/policy.js';
+import { createVirtualTime } from '../src/simulation/virtual-time.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
 import { encodeGrpcRejection } from '../src/wire/grpc-rejection.js';
 
 interface Arrival {

@@ -20,8 +20,8 @@ import {
   userMessage,
 } from '../src/client/sdk-agent.test-helpers.js';
 import type { RatePolicy } from '../src/core/policy.js';
+import { createVirtualTime, type VirtualClock } from '../src/simulation/virtual-time.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import { createVirtualTime, type VirtualClock } from '../src/testing/virtual-time.js';
 import { encodeJsonRpcRejection } from '../src/wire/json-rpc-rejection.js';
 import { encodeRestRejection } from '../src/wire/rest-rejection.js';
 

@@ -17,10 +17,10 @@ import {
 import { isRetryBudgetExceededError } from '../src/client/retry-errors.js';
 import { RetryScheduler, type RetrySchedulerOptions } from '../src/client/retry-scheduler.js';
 import type { Policy } from '../src/core/policy.js';
+import { seededRandom } from '../src/simulation/seeded-random.js';
+import { createVirtualTime, type VirtualClock } from '../src/simulation/virtual-time.js';
+import { WORKED_EXAMPLE_POLICY } from '../src/simulation/worked-example-policy.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import { seededRandom } from '../src/testing/store-contract.js';
-import { createVirtualTime, type VirtualClock } from '../src/testing/virtual-time.js';
-import { WORKED_EXAMPLE_POLICY } from '../src/testing/worked-example-policy.js';
 
 const MESSAGES = ['SendMessage', 'SendStreamingMessage'] as const;
 /** The README's server policies. */

@@ -6,7 +6,9 @@
 
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilePolicies, type Policy, PolicyError } from '../src/core/policy.js';
+import { compilePolicies } from '../src/core/compile-policies.js';
+import type { Policy } from '../src/core/policy.js';
+import { PolicyError } from '../src/core/policy-error.js';
 import type { Decision } from '../src/core/rejection.js';
 import { RedisStore } from '../src/redis/redis-store.js';
 import { MemoryStore } from '../src/store/memory-store.js';

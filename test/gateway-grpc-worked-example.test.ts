@@ -10,12 +10,10 @@
 import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import * as grpc from '@grpc/grpc-js';
+import { createRetryInterceptor } from 'a2a-ratelimit/client/grpc';
+import { createVirtualTime, seededRandom, WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
+import { textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRetryInterceptor } from '../src/client/grpc.js';
-import { WORKED_EXAMPLE_POLICY } from '../src/simulation/index.js';
-import { seededRandom } from '../src/testing/store-contract.js';
-import { textMessage } from '../src/testing/text-message.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
 import { startGrpcGateway, startSdkGrpcUpstream } from './gateway-grpc.helpers.js';
 import {
   pythonAgentRequired,

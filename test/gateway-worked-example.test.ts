@@ -18,9 +18,9 @@ import {
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
 import { WORKED_EXAMPLE_POLICY } from '../src/simulation/index.js';
-import { seededRandom } from '../src/testing/store-contract.js';
+import { seededRandom } from '../src/simulation/seeded-random.js';
+import { createVirtualTime, type VirtualClock } from '../src/simulation/virtual-time.js';
 import { textMessage } from '../src/testing/text-message.js';
-import { createVirtualTime, type VirtualClock } from '../src/testing/virtual-time.js';
 import {
   GATEWAY_UPSTREAMS,
   type GatewayUpstream,

@@ -10,8 +10,8 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import type { AdmissionOutcome } from '../src/server/limiter.js';
-import { createLimiter, type Limiter } from '../src/server/limiter.js';
+import { createLimiter } from '../src/server/limiter.js';
+import type { AdmissionOutcome, Limiter } from '../src/server/limiter-api.js';
 
 /**
  * Blocks the event loop for `ms` (a real stall), from the check phase as an I/O callback would

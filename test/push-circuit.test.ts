@@ -16,9 +16,9 @@ import {
   RateLimitedPushSender,
   type RateLimitedPushSenderOptions,
 } from '../src/push/index.js';
-import { seededRandom } from '../src/testing/store-contract.js';
+import { seededRandom } from '../src/simulation/seeded-random.js';
+import { createVirtualTime } from '../src/simulation/virtual-time.js';
 import { textMessage } from '../src/testing/text-message.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
 import {
   callContext,
   countingTransport,

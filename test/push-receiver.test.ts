@@ -21,9 +21,9 @@ import {
   RateLimitedPushSender,
 } from '../src/push/index.js';
 import { createLimiter } from '../src/server/limiter.js';
-import { seededRandom } from '../src/testing/store-contract.js';
+import { seededRandom } from '../src/simulation/seeded-random.js';
+import { createVirtualTime } from '../src/simulation/virtual-time.js';
 import { textMessage } from '../src/testing/text-message.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
 import { extractRetryHint } from '../src/wire/extract-retry-hint.js';
 import { callContext, countingTransport, driveUntil, pushConfig } from './push-webhook.helpers.js';
 

@@ -19,7 +19,7 @@ import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/serve
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { agentCard, userMessage } from '../src/client/sdk-agent.test-helpers.js';
-import { systemClock } from '../src/client/sleep.js';
+import { systemClock } from '../src/platform/system-clock.js';
 import { RateLimitedPushSender } from '../src/push/index.js';
 import { textMessage } from '../src/testing/text-message.js';
 import { limitedResponder, startWebhook } from './push-webhook.helpers.js';

@@ -17,9 +17,9 @@ import {
   RateLimitedPushSender,
   type RateLimitedPushSenderOptions,
 } from '../src/push/index.js';
-import { seededRandom } from '../src/testing/store-contract.js';
+import { seededRandom } from '../src/simulation/seeded-random.js';
+import { createVirtualTime, type VirtualClock } from '../src/simulation/virtual-time.js';
 import { textMessage } from '../src/testing/text-message.js';
-import { createVirtualTime, type VirtualClock } from '../src/testing/virtual-time.js';
 import { encodeRestRejection } from '../src/wire/rest-rejection.js';
 import {
   callContext,

@@ -14,8 +14,8 @@ import { ServerCallContext, type StoredPushNotificationConfig } from '@a2a-js/sd
 import type { Clock } from '../src/core/clock.js';
 import type { RatePolicy } from '../src/core/policy.js';
 import { createWebhookTransport, type WebhookTransport } from '../src/push/webhook-transport.js';
+import type { VirtualClock } from '../src/simulation/virtual-time.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import type { VirtualClock } from '../src/testing/virtual-time.js';
 import { rateLimitHeaders } from '../src/wire/ratelimit-headers.js';
 import { encodeRestRejection } from '../src/wire/rest-rejection.js';
 

@@ -13,10 +13,10 @@ import type { Policy } from '../src/core/policy.js';
 import type { LimitState } from '../src/core/rejection.js';
 import { rateLimitExtension } from '../src/server/card-extension.js';
 import { createLimiter } from '../src/server/limiter.js';
+import { seededRandom } from '../src/simulation/seeded-random.js';
+import { createVirtualTime } from '../src/simulation/virtual-time.js';
 import { MemoryStore } from '../src/store/memory-store.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
-import { seededRandom } from '../src/testing/store-contract.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
 import { RATE_LIMIT_CARD_URI, readRateLimitCard } from '../src/wire/rate-limit-card.js';
 import { rateLimitHeaders, readRateLimitHeaders } from '../src/wire/ratelimit-headers.js';
 

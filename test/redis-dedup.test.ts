@@ -13,15 +13,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
 import { RedisStore } from '../src/redis/redis-store.js';
 import type { FailurePolicy } from '../src/redis/redis-store-options.js';
+import { createLimiter } from '../src/server/limiter.js';
 import {
   type AdmissionOutcome,
-  type AdmissionRequest,
-  createLimiter,
   DEDUP_UNAVAILABLE_POLICY,
   type Limiter,
-  type LimiterOptions,
   TICKET_HEADER,
-} from '../src/server/limiter.js';
+} from '../src/server/limiter-api.js';
+import type { AdmissionRequest, LimiterOptions } from '../src/server/limiter-options.js';
 import { PendingRecordLostError } from '../src/server/task-lease-tracker.js';
 import {
   connectRedis,

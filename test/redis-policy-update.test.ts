@@ -1,7 +1,9 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DecisionInput } from '../src/core/decide.js';
-import { type CompiledPolicySet, compilePolicies, type Policy } from '../src/core/policy.js';
+import { compilePolicies } from '../src/core/compile-policies.js';
+import type { CompiledPolicySet } from '../src/core/compiled-policy.js';
+import type { DecisionInput } from '../src/core/decision-state.js';
+import type { Policy } from '../src/core/policy.js';
 import { policySetVersion } from '../src/core/policy-set-version.js';
 import { RedisStore } from '../src/redis/redis-store.js';
 import type { RedisStoreLogger } from '../src/redis/redis-store-options.js';

@@ -44,7 +44,9 @@ import {
   rateLimitedGrpcService,
   rateLimitedServiceDefinition,
 } from '../src/server/grpc/index.js';
-import { createLimiter, type Limiter, type LimiterOptions } from '../src/server/limiter.js';
+import { createLimiter } from '../src/server/limiter.js';
+import type { Limiter } from '../src/server/limiter-api.js';
+import type { LimiterOptions } from '../src/server/limiter-options.js';
 import { guardContextBuilder, guardRequestHandler } from '../src/server/mediation.js';
 import { createRateLimitMetrics, type RateLimitMetrics } from '../src/server/metrics.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';

@@ -17,7 +17,8 @@ import {
   rateLimitedJsonRpcHandler,
 } from '../src/server/express/index.js';
 import { grpcAdmissionInterceptor } from '../src/server/grpc/index.js';
-import { createLimiter, type Limiter } from '../src/server/limiter.js';
+import { createLimiter } from '../src/server/limiter.js';
+import type { Limiter } from '../src/server/limiter-api.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';
 import { countingEchoExecutor } from './echo-executor.helpers.js';

@@ -17,7 +17,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
 import { RedisStore } from '../src/redis/redis-store.js';
-import type { LimiterOptions } from '../src/server/limiter.js';
+import type { LimiterOptions } from '../src/server/limiter-options.js';
 import {
   connectRedis,
   deletePrefix,

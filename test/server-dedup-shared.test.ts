@@ -11,13 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
 import { RedisStore } from '../src/redis/redis-store.js';
 import { findTaskByMessageId } from '../src/server/find-task-by-message-id.js';
-import {
-  type AdmissionOutcome,
-  type AdmissionRequest,
-  createLimiter,
-  type Limiter,
-  type LimiterOptions,
-} from '../src/server/limiter.js';
+import { createLimiter } from '../src/server/limiter.js';
+import type { AdmissionOutcome, Limiter } from '../src/server/limiter-api.js';
+import type { AdmissionRequest, LimiterOptions } from '../src/server/limiter-options.js';
 import {
   connectRedis,
   deletePrefix,

@@ -5,10 +5,11 @@
  * told so; and a flood of rejected messages keeps no records.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLimiter, type Limiter } from '../src/server/limiter.js';
+import { createLimiter } from '../src/server/limiter.js';
+import type { Limiter } from '../src/server/limiter-api.js';
+import { WORKED_EXAMPLE_POLICY } from '../src/simulation/worked-example-policy.js';
 import { MemoryStore } from '../src/store/memory-store.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
-import { WORKED_EXAMPLE_POLICY } from '../src/testing/worked-example-policy.js';
 
 const limiters: Limiter[] = [];
 afterEach(async () => {

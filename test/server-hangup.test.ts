@@ -21,7 +21,8 @@ import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { withRateLimitExtension } from '../src/server/card-extension.js';
 import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../src/server/express/index.js';
-import { createLimiter, type Limiter } from '../src/server/limiter.js';
+import { createLimiter } from '../src/server/limiter.js';
+import type { Limiter } from '../src/server/limiter-api.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { textMessage } from '../src/testing/text-message.js';
 

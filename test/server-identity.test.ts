@@ -14,7 +14,8 @@ import {
   rateLimitedJsonRpcHandler,
   shareUserBuilder,
 } from '../src/server/express/index.js';
-import { createLimiter, type Limiter } from '../src/server/limiter.js';
+import { createLimiter } from '../src/server/limiter.js';
+import type { Limiter } from '../src/server/limiter-api.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { countingEchoExecutor } from './echo-executor.helpers.js';
 

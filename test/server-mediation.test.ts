@@ -11,7 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Policy } from '../src/core/policy.js';
-import { TICKET_HEADER } from '../src/server/limiter.js';
+import { TICKET_HEADER } from '../src/server/limiter-api.js';
 import { ADMISSION_HEADER } from '../src/server/mediation.js';
 import { MOUNTS, startAgent, type TestAgent } from './server-agent.helpers.js';
 

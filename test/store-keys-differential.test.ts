@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { A2AMethod } from '../src/core/a2a-methods.js';
-import type { DecisionInput } from '../src/core/decide.js';
+import type { DecisionInput } from '../src/core/decision-state.js';
 import type { Policy } from '../src/core/policy.js';
 import type { Decision } from '../src/core/rejection.js';
 import { RedisStore } from '../src/redis/redis-store.js';

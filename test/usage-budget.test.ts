@@ -7,9 +7,11 @@
 
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilePolicies, type Policy } from '../src/core/policy.js';
+import { compilePolicies } from '../src/core/compile-policies.js';
+import type { Policy } from '../src/core/policy.js';
 import { RedisStore } from '../src/redis/redis-store.js';
-import { type AdmissionOutcome, createLimiter } from '../src/server/limiter.js';
+import { createLimiter } from '../src/server/limiter.js';
+import type { AdmissionOutcome } from '../src/server/limiter-api.js';
 import type { Store } from '../src/store/store.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
 import { findDetail } from '../src/wire/google-rpc.js';

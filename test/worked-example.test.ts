@@ -9,9 +9,9 @@ import { SimulatedAgent, type SimulatedResult } from '../packages/cli/src/simula
 import { isRetryError } from '../src/client/retry-errors.js';
 import { RetryScheduler } from '../src/client/retry-scheduler.js';
 import type { RatePolicy } from '../src/core/policy.js';
+import { seededRandom } from '../src/simulation/seeded-random.js';
+import { createVirtualTime } from '../src/simulation/virtual-time.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import { seededRandom } from '../src/testing/store-contract.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
 
 const perCaller: RatePolicy = {
   name: 'per-caller',

@@ -7,6 +7,8 @@
  * The gRPC interceptor lives in `a2a-ratelimit/client/grpc` so that this entry never loads
  * grpc-js.
  */
+
+export type { RateLimitInfo } from '../wire/retry-hint.js';
 export { createRetryingFetch, type RetryingFetchOptions } from './create-retrying-fetch.js';
 export type { RetryRules } from './plan-retry.js';
 export {
@@ -21,7 +23,6 @@ export {
   type RetryError,
   retryErrorOf,
 } from './retry-errors.js';
-export type { RateLimitInfo } from './retry-scheduler.js';
 export {
   type Attempt,
   type AttemptOutcome,

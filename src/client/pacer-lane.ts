@@ -15,10 +15,14 @@
  */
 
 import type { Clock } from '../core/clock.js';
-import type { AnnouncedPolicy, AnnouncedState, RetryHint } from '../wire/retry-hint.js';
+import type {
+  AnnouncedPolicy,
+  AnnouncedState,
+  RateLimitInfo,
+  RetryHint,
+} from '../wire/retry-hint.js';
 import type { CallPlan } from './policy-plan.js';
 import { type BudgetOption, RetryBudgetExceededError } from './retry-errors.js';
-import type { RateLimitInfo } from './retry-scheduler.js';
 import type { Sleep } from './sleep.js';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createVirtualTime } from '../testing/virtual-time.js';
+import { createVirtualTime } from '../simulation/virtual-time.js';
 import type { CardRateLimits } from '../wire/rate-limit-card.js';
 import type { RetryHint } from '../wire/retry-hint.js';
 import { MAX_POLICIES_PER_PACER } from './pacer.js';

@@ -12,10 +12,9 @@
  */
 
 import type { CardPolicy } from '../wire/rate-limit-card.js';
-import type { RetryHint } from '../wire/retry-hint.js';
+import type { RateLimitInfo, RetryHint } from '../wire/retry-hint.js';
 import { type LaneWaitLimits, PacerLane, type PacerLaneDeps } from './pacer-lane.js';
 import { CallPlan, ConcurrencyPlan, RatePlan } from './policy-plan.js';
-import type { RateLimitInfo } from './retry-scheduler.js';
 
 /**
  * Lanes (method groups) per pacer, policies planned per call, and learned method → policy

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { limitStateOf } from '../core/decide.js';
+import { compilePolicies } from '../core/compile-policies.js';
+import type { CompiledRatePolicy } from '../core/compiled-policy.js';
 import { chargeTatUs, conformDelayUs } from '../core/gcra.js';
-import { type CompiledRatePolicy, compilePolicies } from '../core/policy.js';
+import { limitStateOf } from '../core/limit-state.js';
 import type { CardRatePolicy } from '../wire/rate-limit-card.js';
 import { CallPlan, ConcurrencyPlan, RatePlan } from './policy-plan.js';
 

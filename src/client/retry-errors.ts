@@ -14,10 +14,10 @@
  */
 
 import { hasErrorBrand } from '../core/error-brand.js';
+import { systemClock } from '../platform/system-clock.js';
 import { kindOfReason } from '../wire/decoded-rejection.js';
 import { extractRetryHint } from '../wire/extract-retry-hint.js';
 import type { RetryHint } from '../wire/retry-hint.js';
-import { systemClock } from './sleep.js';
 
 /**
  * Stable `code` strings of the client's errors.

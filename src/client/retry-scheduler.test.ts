@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createVirtualTime } from '../testing/virtual-time.js';
+import { createVirtualTime } from '../simulation/virtual-time.js';
 import type { RetryHint } from '../wire/retry-hint.js';
 import {
   isAgentOverloadedError,

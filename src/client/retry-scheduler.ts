@@ -11,8 +11,9 @@
  */
 
 import type { Clock } from '../core/clock.js';
+import { systemClock } from '../platform/system-clock.js';
 import { readRateLimitCard } from '../wire/rate-limit-card.js';
-import type { AnnouncedPolicy, AnnouncedState, RetryHint } from '../wire/retry-hint.js';
+import type { RateLimitInfo, RetryHint } from '../wire/retry-hint.js';
 import { agentCardTargets } from './agent-card-targets.js';
 import { PacerTable } from './pacer-table.js';
 import {
@@ -27,15 +28,7 @@ import {
   RateLimitedError,
   RetryBudgetExceededError,
 } from './retry-errors.js';
-import { type Sleep, systemClock, systemSleep } from './sleep.js';
-
-/**
- * What a response announced about the limits (`RateLimit-Policy` and `RateLimit`).
- */
-export interface RateLimitInfo {
-  readonly policies: readonly AnnouncedPolicy[];
-  readonly states: readonly AnnouncedState[];
-}
+import { type Sleep, systemSleep } from './sleep.js';
 
 /**
  * Options of {@link RetryScheduler}: the retry rules plus the caller's default budget and the

@@ -17,9 +17,6 @@
  */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
-/** The wall clock (one home: `src/platform/system-clock.ts`), re-exported for the client's users. */
-export { systemClock } from '../platform/system-clock.js';
-
 /**
  * A real timer-based {@link Sleep}: `setTimeout` for `ms` milliseconds (0 for negative or NaN),
  * cancelled by `signal`.

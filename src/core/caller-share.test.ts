@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../store/memory-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import { callerShareOf } from './caller-share.js';
-import { compilePolicies, isPolicyError, type Policy } from './policy.js';
+import { compilePolicies } from './compile-policies.js';
+import type { Policy } from './policy.js';
+import { isPolicyError } from './policy-error.js';
 import type { Decision, Rejection } from './rejection.js';
 
 const T0 = 1_760_000_000_000;

@@ -4,16 +4,9 @@
  * possibly into debt. The same rule as the Redis script's mode `g`.
  */
 
-import type { CompiledRatePolicy } from './compiled-policy.js';
+import { type CompiledRatePolicy, MAX_USAGE_DEBT_US } from './compiled-policy.js';
 import type { DecisionState } from './decision-state.js';
 import { isSteppedBack } from './gcra.js';
-
-/**
- * The deepest a usage budget goes into debt: ten years of its window's worth, µs past now. A
- * report beyond it (a runaway or hostile count) leaves the caller refused for ten years rather
- * than overflowing the timestamp; the Redis script's mode `g` caps with the same number.
- */
-export const MAX_USAGE_DEBT_US = 315_360_000_000_000;
 
 /**
  * Charges `units` of reported usage to a usage policy's key (`policy.keyOf` of the request that

@@ -358,8 +358,7 @@ export function compilePolicies(
   const tiered = byTier.size > 0;
   // One function for tiered and untiered sets alike: a process holding both (a tiered store beside
   // a plain one) keeps the decision's call monomorphic, so engines still inline it. `plain`'s lookup
-  // is written in place, one call fewer on every decision (bench:decide, A/B with limitStateOf's
-  // split: 1.15–1.17×).
+  // is written in place, one call fewer on every decision (`bench:decide`).
   const forMethod = (method: A2AMethod, tier?: string) => {
     if (tiered && tier !== undefined) {
       const variants = byTier.get(tier)?.get(method);

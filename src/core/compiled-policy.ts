@@ -7,7 +7,6 @@
  */
 
 import type { A2AMethod } from './a2a-methods.js';
-import { MAX_USAGE_DEBT_US } from './charge-usage.js';
 import type { Policy, RejectionKind, RequestIdentity } from './policy.js';
 
 /** Fields every compiled policy shares. */
@@ -38,6 +37,13 @@ interface CompiledBase {
   readonly keyOf: (request: RequestIdentity) => string | undefined;
   readonly source: Policy;
 }
+
+/**
+ * The deepest a usage budget goes into debt: ten years of its window's worth, µs past now. A
+ * report beyond it (a runaway or hostile count) leaves the caller refused for ten years rather
+ * than overflowing the timestamp; the Redis script's mode `g` caps with the same number.
+ */
+export const MAX_USAGE_DEBT_US = 315_360_000_000_000;
 
 /**
  * A validated rate policy with its GCRA parameters in integer microseconds. The emission interval

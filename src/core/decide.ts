@@ -1,12 +1,8 @@
 /**
  * @module decide
- * The admission decision over every policy that applies to a request (`docs/architecture.md`,
- * "The decision"): all-or-nothing, queue-aware delays with held slots for caller-scoped rate
- * policies, lazy refunds of expired holds, no-show credit, lease-based concurrency and overload.
- * Pure: time is an argument and the state lives behind {@link DecisionState}, which a store
- * implements over its own tables. The rules it applies live in their own rooms (`rate-holds`,
- * `lease-step`, `limit-state`, `rejection-of`, `policies-of`); this module re-exports them so one
- * import path serves the whole decision API.
+ * The admission decision over every policy that applies to a request: all-or-nothing,
+ * queue-aware delays with held slots, lazy refunds of expired holds, no-show credit, leases and
+ * overload. Pure: time is an argument, the state lives behind a `DecisionState`.
  */
 
 import type { CompiledPolicy, CompiledPolicySet, CompiledRatePolicy } from './compiled-policy.js';
@@ -27,36 +23,11 @@ import { graceUs, holdKeyOf, isEmptyExtra, reservableSlotUs, settleExtra } from 
 import type { Decision, LeaseRef, LimitState } from './rejection.js';
 import { rejectedDecision } from './rejection-of.js';
 
-export { chargeUsage } from './charge-usage.js';
-export type {
-  DecisionInput,
-  DecisionState,
-  Hold,
-  Lease,
-  LeasePolicy,
-  LeaseSet,
-  RateExtra,
-} from './decision-state.js';
-export { OVERFLOW_KEY } from './decision-state.js';
-export {
-  LEASE_EWMA_ALPHA,
-  LEASE_MIN_DELAY_MS,
-  LEASE_OVERDUE_FRACTION,
-  pruneLeases,
-  releaseLease,
-  renewLease,
-} from './lease-step.js';
-export { limitStateOf, rejectingLimitState } from './limit-state.js';
-export { policiesOf } from './policies-of.js';
-export { holdKeyOf } from './rate-holds.js';
-export { retryAfterMsOf } from './rejection.js';
-export { rejectedDecision, rejectionOf } from './rejection-of.js';
-
 /**
  * Evaluation of one policy for one request (phase 1). Steps are pooled and overwritten by each
  * decision (decisions are synchronous and never nested), so the general path allocates none.
- * Measured (bench:decide, alternating runs): fresh steps per decision cost 15–25 % on the
- * multi-policy and rejected paths, so the pool stays; one conforming rate policy needs no step.
+ * The pool stays because `bench:decide` shows it pays (`docs/architecture.md`); one conforming
+ * rate policy needs no step.
  */
 interface Step {
   policy: CompiledPolicy;

@@ -22,7 +22,7 @@ export function limitStateOf(
   nowUs: number,
 ): LimitState {
   // Usage policies have a function of their own, so the usual case reads no unit fields twice and
-  // builds one object shape (bench:decide: with the one-hop `forMethod`, 1.15× on both workloads).
+  // builds one object shape (`bench:decide`).
   if (p.unit !== undefined) return usageLimitStateOf(p, p.unit, tatUs, nowUs);
   const { burst } = p;
   // A full bucket (no state, or a timestamp not after now) has `burst` left and nothing to reset.

@@ -5,23 +5,14 @@
  * table — with exemptions folded in (an exempt request has neither: the policy does not apply).
  */
 
-import type { BuiltinScope, CustomScope, RequestIdentity } from './policy.js';
+import {
+  BUILTIN_SCOPES,
+  type BuiltinScope,
+  type CustomScope,
+  type RequestIdentity,
+} from './policy.js';
 import { describeValue, PolicyError } from './policy-error.js';
 import { NO_TENANT_KEY, pairKey, wellFormedKey } from './table-key.js';
-
-/**
- * Every built-in scope, in documentation order.
- */
-export const BUILTIN_SCOPES = [
-  'caller',
-  'tenant',
-  'skill',
-  'method',
-  'agent',
-  'caller+method',
-  'caller+skill',
-  'tenant+method',
-] as const;
 
 const BUILTIN_SCOPE_SET: ReadonlySet<string> = new Set<string>(BUILTIN_SCOPES);
 

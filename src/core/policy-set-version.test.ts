@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { compilePolicies, type Policy } from './policy.js';
+import { compilePolicies } from './compile-policies.js';
+import type { Policy } from './policy.js';
 import { policySetVersion } from './policy-set-version.js';
 
 const perCaller: Policy = {

@@ -5,7 +5,7 @@
  * changed set a different one. Pure: no I/O, no randomness.
  */
 
-import type { CompiledPolicySet } from './policy.js';
+import type { CompiledPolicySet } from './compiled-policy.js';
 
 /** Sets already hashed (a set is immutable once compiled). */
 const versions = new WeakMap<CompiledPolicySet, string>();

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { MemoryStore } from '../store/memory-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import { rejectionDetails } from '../wire/rejection-details.js';
-import { compilePolicies, type Policy, PolicyError } from './policy.js';
+import { compilePolicies } from './compile-policies.js';
+import type { Policy } from './policy.js';
+import { PolicyError } from './policy-error.js';
 import type { Decision } from './rejection.js';
 
 const tiered: Policy = {

@@ -16,18 +16,6 @@ import {
   compiledRatePolicy,
 } from './compiled-policy.js';
 
-/**
- * The limits of one tier of a rate policy.
- */
-export interface RateTierLimits {
-  /** Requests per window, a positive integer. */
-  readonly limit: number;
-  /** Window, whole seconds. */
-  readonly windowSeconds: number;
-  /** Bucket size, integer ≥ 1; default `limit`. */
-  readonly burst?: number;
-}
-
 /** The GCRA parameters of one set of rate limits, µs. */
 export interface RateParams {
   readonly limit: number;

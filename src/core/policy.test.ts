@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  compilePolicies,
-  isPolicyError,
-  POLICY_ERROR_CODES,
-  type Policy,
-  PolicyError,
-} from './policy.js';
+import { compilePolicies } from './compile-policies.js';
+import type { Policy } from './policy.js';
+import { isPolicyError, POLICY_ERROR_CODES, PolicyError } from './policy-error.js';
 
 function errorOf(policies: unknown[]): PolicyError {
   try {

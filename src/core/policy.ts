@@ -1,27 +1,10 @@
 /**
  * @module policy
  * The policy model as the operator writes it: who a request is (`RequestIdentity`), scopes, the
- * three policy kinds (rate, concurrency, overload) and hold options. Validation and compilation
- * live in `compile-policies.ts`, the compiled forms in `compiled-policy.ts`, scope keys in
- * `policy-scope.ts`, `PolicyError` in `policy-error.ts`; this module re-exports them so that one
- * import path serves the whole policy API.
+ * three policy kinds (rate, concurrency, overload), tier limits and hold options.
  */
 
 import type { A2AMethod } from './a2a-methods.js';
-import type { BUILTIN_SCOPES } from './policy-scope.js';
-import type { RateTierLimits } from './policy-tiers.js';
-
-export { compilePolicies } from './compile-policies.js';
-export type {
-  CompiledConcurrencyPolicy,
-  CompiledHoldOptions,
-  CompiledOverloadPolicy,
-  CompiledPolicy,
-  CompiledPolicySet,
-  CompiledRatePolicy,
-} from './compiled-policy.js';
-export { isPolicyError, POLICY_ERROR_CODES, PolicyError } from './policy-error.js';
-export { BUILTIN_SCOPES } from './policy-scope.js';
 
 /**
  * Who a request is, as the limiter sees it. Built by the server adapters from the authenticated
@@ -45,6 +28,20 @@ export interface RequestIdentity {
    */
   readonly tier?: string | undefined;
 }
+
+/**
+ * Every built-in scope, in documentation order.
+ */
+export const BUILTIN_SCOPES = [
+  'caller',
+  'tenant',
+  'skill',
+  'method',
+  'agent',
+  'caller+method',
+  'caller+skill',
+  'tenant+method',
+] as const;
 
 /**
  * Built-in scopes: whose bucket a request draws from. `caller+method` gives every caller one bucket
@@ -81,6 +78,18 @@ export type PolicyScope = BuiltinScope | CustomScope;
  * `RATE_LIMIT_EXCEEDED`) or `overload` (503 / UNAVAILABLE, `AGENT_OVERLOADED`).
  */
 export type RejectionKind = 'quota' | 'overload';
+
+/**
+ * The limits of one tier of a rate policy.
+ */
+export interface RateTierLimits {
+  /** Requests per window, a positive integer. */
+  readonly limit: number;
+  /** Window, whole seconds. */
+  readonly windowSeconds: number;
+  /** Bucket size, integer ≥ 1; default `limit`. */
+  readonly burst?: number;
+}
 
 interface PolicyBase {
   /** Name on the wire (ErrorInfo `policy`, `RateLimit-Policy`), printable ASCII, ≤ 64 chars, unique. */

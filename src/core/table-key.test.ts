@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { compilePolicies } from './compile-policies.js';
 import { OVERFLOW_KEY } from './decision-state.js';
-import { compilePolicies } from './policy.js';
 import {
   HASHED_KEY_LENGTH,
   HASHED_KEY_PREFIX,

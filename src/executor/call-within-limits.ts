@@ -10,9 +10,10 @@
 
 import { randomUUID } from 'node:crypto';
 import { backoffDelayMs } from '../client/plan-retry.js';
-import { type Sleep, systemClock, systemSleep } from '../client/sleep.js';
+import { type Sleep, systemSleep } from '../client/sleep.js';
 import type { Clock } from '../core/clock.js';
 import { hasErrorBrand } from '../core/error-brand.js';
+import { systemClock } from '../platform/system-clock.js';
 import { extractRetryHint, type RetryHint, type RetrySource } from '../wire/index.js';
 
 /**

@@ -24,9 +24,10 @@ import type {
 } from '@a2a-js/sdk/server';
 import { DEFAULT_RETRY_RULES } from '../client/plan-retry.js';
 import { RetryScheduler } from '../client/retry-scheduler.js';
-import { systemClock, systemSleep } from '../client/sleep.js';
+import { systemSleep } from '../client/sleep.js';
 import type { Clock } from '../core/clock.js';
 import { TERMINAL_TASK_STATES } from '../core/task-events.js';
+import { systemClock } from '../platform/system-clock.js';
 import { CircuitBoard } from './circuit-board.js';
 import { NotificationQueue } from './notification-queue.js';
 import { PushConfigReader } from './push-configs.js';

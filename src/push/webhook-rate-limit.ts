@@ -19,7 +19,8 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../core/clock.js';
 import type { RatePolicy } from '../core/policy.js';
-import { createLimiter, type Limiter } from '../server/limiter.js';
+import { createLimiter } from '../server/limiter.js';
+import type { Limiter } from '../server/limiter-api.js';
 
 /**
  * What the sender presented: the `Authorization` header split into scheme and credentials, or

@@ -6,7 +6,7 @@
  * in arrival order, at one instant — for one `TIME`, one write and one reply.
  */
 
-import type { DecisionInput } from '../core/decide.js';
+import type { DecisionInput } from '../core/decision-state.js';
 import type { Decision } from '../core/rejection.js';
 import type { DeadlineTimer, Waiter } from './deadline-timer.js';
 import { SCRIPT_MODES } from './decision-script.js';

@@ -9,13 +9,10 @@
  * and be told to wait slightly longer; nothing is ever admitted beyond a limit.
  */
 
-import {
-  type DecisionInput,
-  limitStateOf,
-  rejectedDecision,
-  rejectingLimitState,
-} from '../core/decide.js';
+import type { DecisionInput } from '../core/decision-state.js';
+import { limitStateOf, rejectingLimitState } from '../core/limit-state.js';
 import type { Decision, LeaseRef, LimitState } from '../core/rejection.js';
+import { rejectedDecision } from '../core/rejection-of.js';
 import { type DecisionScript, SCRIPT_MODES } from './decision-script.js';
 import type { RequestStep } from './redis-keys.js';
 import { describeError } from './redis-store-options.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_USAGE_DEBT_US } from '../core/charge-usage.js';
-import { compilePolicies } from '../core/policy.js';
+import { compilePolicies } from '../core/compile-policies.js';
+import { MAX_USAGE_DEBT_US } from '../core/compiled-policy.js';
 import { buildDecisionScript, decisionScriptHeader } from './decision-script.js';
-import { LUA_LEASES_AND_RECORDS } from './lua-leases-and-records.js';
+import { LUA_LEASES_AND_RECORDS } from './lua-files.js';
 
 const set = compilePolicies(
   [

@@ -14,15 +14,18 @@
  * Lua numbers to integers in replies).
  *
  * This module owns the modes, the generated header and the assembly; the body's text lives in
- * `lua-decision.ts` and `lua-leases-and-records.ts`; keys are `redis-keys.ts`'s, replies are
+ * `decision.lua` and `leases-and-records.lua` (read by `lua-files.ts`); keys are `redis-keys.ts`'s, replies are
  * decoded by `script-replies.ts`.
  */
 
 import { createHash } from 'node:crypto';
-import { LEASE_EWMA_ALPHA, LEASE_MIN_DELAY_MS, LEASE_OVERDUE_FRACTION } from '../core/decide.js';
-import type { CompiledPolicy, CompiledPolicySet } from '../core/policy.js';
-import { LUA_DECISION } from './lua-decision.js';
-import { LUA_LEASES_AND_RECORDS } from './lua-leases-and-records.js';
+import type { CompiledPolicy, CompiledPolicySet } from '../core/compiled-policy.js';
+import {
+  LEASE_EWMA_ALPHA,
+  LEASE_MIN_DELAY_MS,
+  LEASE_OVERDUE_FRACTION,
+} from '../core/lease-step.js';
+import { LUA_DECISION, LUA_LEASES_AND_RECORDS } from './lua-files.js';
 
 /**
  * Script modes (ARGV[1]).

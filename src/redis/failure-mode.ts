@@ -5,7 +5,7 @@
  * failure policy itself (fail-open, fail-closed, or the insurance limiter).
  */
 
-import type { DecisionInput } from '../core/decide.js';
+import type { DecisionInput } from '../core/decision-state.js';
 import type { Decision, Rejection } from '../core/rejection.js';
 import type { MemoryStore } from '../store/memory-store.js';
 import {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compilePolicies } from '../core/policy.js';
+import { compilePolicies } from '../core/compile-policies.js';
 import { MemoryStore } from '../store/memory-store.js';
 import { insurancePolicies } from './insurance-policies.js';
 

@@ -5,7 +5,8 @@
  * replicas that share the Redis store, so the replicas together stay within the shared limit.
  */
 
-import type { CompiledPolicy, CompiledPolicySet, HoldOptions, Policy } from '../core/policy.js';
+import type { CompiledPolicy, CompiledPolicySet } from '../core/compiled-policy.js';
+import type { HoldOptions, Policy } from '../core/policy.js';
 import { holdOptionsOf } from './policy-set-sync.js';
 
 function share(total: number, replicas: number): number {

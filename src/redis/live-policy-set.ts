@@ -7,7 +7,8 @@
  */
 
 import type { Clock } from '../core/clock.js';
-import { type CompiledPolicy, type CompiledPolicySet, compilePolicies } from '../core/policy.js';
+import { compilePolicies } from '../core/compile-policies.js';
+import type { CompiledPolicy, CompiledPolicySet } from '../core/compiled-policy.js';
 import { policySetVersion } from '../core/policy-set-version.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';

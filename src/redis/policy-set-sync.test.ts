@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { compilePolicies, type Policy } from '../core/policy.js';
+import { compilePolicies } from '../core/compile-policies.js';
+import type { Policy } from '../core/policy.js';
 import { policySetVersion } from '../core/policy-set-version.js';
 import { decodePolicySet, encodePolicySet } from './policy-set-sync.js';
 

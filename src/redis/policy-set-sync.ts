@@ -9,14 +9,12 @@
  */
 
 import { createHash } from 'node:crypto';
-import {
-  type CompiledPolicySet,
-  compilePolicies,
-  type HoldOptions,
-  type Policy,
-} from '../core/policy.js';
+import { compilePolicies } from '../core/compile-policies.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { HoldOptions, Policy } from '../core/policy.js';
 import { policySetVersion } from '../core/policy-set-version.js';
 import type { DecisionScript } from './decision-script.js';
+import { LUA_POLICY_SET } from './lua-files.js';
 import { policySetKey } from './redis-keys.js';
 import type { ScriptRunner } from './script-runner.js';
 
@@ -112,21 +110,7 @@ function scriptOf(text: string): DecisionScript {
   return { text, sha1: createHash('sha1').update(text).digest('hex') };
 }
 
-/**
- * `g`: the generation; `f`: generation, version, data; `p`: publish (ARGV[2] version, ARGV[3]
- * data), returns the new generation.
- */
-const POLICY_SET_SCRIPT = scriptOf(`
-local mode = ARGV[1]
-if mode == 'g' then return redis.call('HGET', KEYS[1], 'g') or '0' end
-if mode == 'f' then return redis.call('HMGET', KEYS[1], 'g', 'v', 'd') end
-if mode == 'p' then
-  local g = redis.call('HINCRBY', KEYS[1], 'g', 1)
-  redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
-  return g
-end
-return redis.error_reply('a2a-ratelimit: unknown policy-set mode ' .. tostring(mode))
-`);
+const POLICY_SET_SCRIPT = scriptOf(LUA_POLICY_SET);
 
 /**
  * What the follower needs from its store.

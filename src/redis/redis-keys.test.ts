@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compilePolicies } from '../core/policy.js';
+import { compilePolicies } from '../core/compile-policies.js';
 import { messageKey, policyNameOfKey, redisKeyPart, requestStep } from './redis-keys.js';
 
 describe('redis keys', () => {

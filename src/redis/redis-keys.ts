@@ -7,8 +7,8 @@
  * UTF-8 ({@link redisKeyPart}), live here and only here.
  */
 
-import type { DecisionInput } from '../core/decide.js';
-import type { CompiledPolicy } from '../core/policy.js';
+import type { CompiledPolicy } from '../core/compiled-policy.js';
+import type { DecisionInput } from '../core/decision-state.js';
 import { tenantPartOf } from '../core/policy-scope.js';
 import { escapeSurrogates, isWellFormedKey } from '../core/table-key.js';
 import { boundedKey } from '../store/bounded-key.js';

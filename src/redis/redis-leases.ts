@@ -6,7 +6,7 @@
  * right and a removed policy's lease is left to expire.
  */
 
-import type { CompiledPolicy } from '../core/policy.js';
+import type { CompiledPolicy } from '../core/compiled-policy.js';
 import type { LeaseRef } from '../core/rejection.js';
 import { SCRIPT_MODES } from './decision-script.js';
 import type { FailureMode } from './failure-mode.js';

@@ -5,7 +5,8 @@
  */
 
 import type { Clock } from '../core/clock.js';
-import type { CompiledPolicySet, HoldOptions, Policy } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { HoldOptions, Policy } from '../core/policy.js';
 import type { RedisLike } from './redis-like.js';
 
 /**

@@ -13,9 +13,13 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../core/clock.js';
-import { type DecisionInput, holdKeyOf, policiesOf } from '../core/decide.js';
-import { type CompiledPolicySet, compilePolicies, type Policy } from '../core/policy.js';
+import { compilePolicies } from '../core/compile-policies.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { DecisionInput } from '../core/decision-state.js';
+import { policiesOf } from '../core/policies-of.js';
+import type { Policy } from '../core/policy.js';
 import { reservedUnitsOf } from '../core/policy-tiers.js';
+import { holdKeyOf } from '../core/rate-holds.js';
 import type { Decision, LeaseRef, LimitState } from '../core/rejection.js';
 import { boundedInput } from '../store/bounded-key.js';
 import type { MessageRecord, PendingMessageOptions } from '../store/message-records.js';

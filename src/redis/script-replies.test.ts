@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compilePolicies } from '../core/policy.js';
+import { compilePolicies } from '../core/compile-policies.js';
 import { requestStep } from './redis-keys.js';
 import {
   batchReplyOffsets,

@@ -4,13 +4,10 @@
  * and the `Decision` a decision reply means. Nothing else reads a reply by position.
  */
 
-import {
-  type DecisionInput,
-  limitStateOf,
-  rejectedDecision,
-  rejectingLimitState,
-} from '../core/decide.js';
+import type { DecisionInput } from '../core/decision-state.js';
+import { limitStateOf, rejectingLimitState } from '../core/limit-state.js';
 import type { Decision, LeaseRef, LimitState } from '../core/rejection.js';
+import { rejectedDecision } from '../core/rejection-of.js';
 import type { MessageRecord } from '../store/message-records.js';
 import type { RequestStep } from './redis-keys.js';
 

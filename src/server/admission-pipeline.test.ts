@@ -11,7 +11,8 @@ import {
   type RejectedOutcome,
   resolveDuplicate,
 } from './admission-pipeline.js';
-import type { AdmissionOutcome, AdmissionRequest, AdmissionTicket, Limiter } from './limiter.js';
+import type { AdmissionOutcome, AdmissionTicket, Limiter } from './limiter-api.js';
+import type { AdmissionRequest } from './limiter-options.js';
 
 function call(method: A2AMethod = 'SendMessage', legacy = false): PipelineCall {
   return {

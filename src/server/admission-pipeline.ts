@@ -22,7 +22,8 @@ import {
 } from '@a2a-js/sdk/server';
 import type { A2AMethod } from '../core/a2a-methods.js';
 import { TERMINAL_TASK_STATES } from '../core/task-events.js';
-import type { AdmissionOutcome, AdmissionRequest, AdmissionTicket, Limiter } from './limiter.js';
+import type { AdmissionOutcome, AdmissionTicket, Limiter } from './limiter-api.js';
+import type { AdmissionRequest } from './limiter-options.js';
 import type { MessageAnswer } from './message-answer.js';
 
 /** A rejected admission: the `Rejection` and the rate states its headers report. */

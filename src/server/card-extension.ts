@@ -8,7 +8,7 @@
  */
 
 import { variantFor } from '../core/policy-tiers.js';
-import type { Limiter } from './limiter.js';
+import type { Limiter } from './limiter-api.js';
 
 /**
  * URI of the rate-limit extension (versioned; a breaking change gets a new URI).

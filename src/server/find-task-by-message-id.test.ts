@@ -2,7 +2,7 @@ import { Task } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext } from '@a2a-js/sdk/server';
 import { describe, expect, it } from 'vitest';
 import { findTaskByMessageId } from './find-task-by-message-id.js';
-import type { AdmissionRequest } from './limiter.js';
+import type { AdmissionRequest } from './limiter-options.js';
 
 const contextOf = (caller: string) =>
   new ServerCallContext({ user: { isAuthenticated: true, userName: caller } });

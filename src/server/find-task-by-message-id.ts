@@ -9,7 +9,7 @@
  */
 
 import { positiveOption } from '../store/positive-option.js';
-import type { AdmissionRequest } from './limiter.js';
+import type { AdmissionRequest } from './limiter-options.js';
 
 /** A task as the SDK's `TaskStore.list` returns it, reduced to what the lookup reads. */
 export interface TaskWithHistoryLike {

@@ -6,6 +6,8 @@
  * `a2a-ratelimit/server/express`, `a2a-ratelimit/server/grpc`; metrics:
  * `a2a-ratelimit/server/metrics`.
  */
+
+export type { AnswerLimits } from './answer-budget.js';
 export {
   type AddressKeyOptions,
   addressCallerKey,
@@ -28,23 +30,24 @@ export {
 } from './find-task-by-message-id.js';
 export { grpcMethodOf } from './grpc/grpc-method.js';
 export { type GrpcRequestFields, readGrpcRequestFields } from './grpc/grpc-request-fields.js';
+export { createLimiter } from './limiter.js';
 export {
   type AdmissionOutcome,
-  type AdmissionRequest,
   type AdmissionTicket,
-  type AnswerLimits,
+  type Limiter,
+  TICKET_HEADER,
+} from './limiter-api.js';
+export {
+  type AdmissionRequest,
   type Binding,
-  createLimiter,
   DEFAULT_LIMITER_OPTIONS,
   type DedupOptions,
   type LeaseHoldUntil,
-  type Limiter,
   type LimiterGauges,
   type LimiterObserver,
   type LimiterOptions,
-  type MessageAnswer,
-  TICKET_HEADER,
-} from './limiter.js';
+} from './limiter-options.js';
+export type { MessageAnswer } from './message-answer.js';
 export type { AgentCardLike } from './operator-domain.js';
 export { isRestRoute, matchRestRoute, type RestRoute, type RestRouteMiss } from './rest-route.js';
 export {

@@ -5,7 +5,7 @@
  * background (a failed release or renewal is left to the lease TTL).
  */
 
-import type { CompiledPolicySet } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
 import type { LeaseRef } from '../core/rejection.js';
 import type { Store, SynchronousStore } from '../store/store.js';
 import type { LimiterObserver } from './limiter-options.js';

@@ -6,7 +6,8 @@
 
 import type { A2AMethod } from '../core/a2a-methods.js';
 import type { Clock } from '../core/clock.js';
-import type { CompiledPolicySet, Policy, RequestIdentity } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { Policy, RequestIdentity } from '../core/policy.js';
 import type { LimitState, Rejection } from '../core/rejection.js';
 import type { Store } from '../store/store.js';
 import type { GrpcRejectionStatus, HttpRejectionResponse } from '../wire/index.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { WORKED_EXAMPLE_POLICY } from '../simulation/worked-example-policy.js';
 import { MemoryStore } from '../store/memory-store.js';
-import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
 import { createLimiter } from './limiter.js';
 import { DEFAULT_LIMITER_OPTIONS, resolveLimiterOptions } from './limiter-options.js';
 

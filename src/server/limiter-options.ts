@@ -7,7 +7,8 @@
 
 import { type A2AMethod, MESSAGE_METHODS } from '../core/a2a-methods.js';
 import type { Clock } from '../core/clock.js';
-import type { CompiledPolicySet, HoldOptions, Policy, RequestIdentity } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { HoldOptions, Policy, RequestIdentity } from '../core/policy.js';
 import type { Admission, Rejection } from '../core/rejection.js';
 import { positiveOption } from '../store/positive-option.js';
 import type { Store } from '../store/store.js';

@@ -7,7 +7,7 @@
  */
 
 import { type A2AMethod, MESSAGE_METHODS } from '../core/a2a-methods.js';
-import type { CompiledPolicySet } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
 import { policySetVersion } from '../core/policy-set-version.js';
 import type { LeaseRef } from '../core/rejection.js';
 import { DEFAULT_LIMITER_OPTIONS, type LeaseHoldUntil } from './limiter-options.js';

@@ -5,7 +5,9 @@
  * end harmlessly.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CompiledPolicySet, type Policy, PolicyError } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { Policy } from '../core/policy.js';
+import { PolicyError } from '../core/policy-error.js';
 import { MemoryStore } from '../store/memory-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import {
@@ -14,8 +16,9 @@ import {
   rateLimitExtension,
   withRateLimitExtension,
 } from './card-extension.js';
-import { createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
-import type { AdmissionOutcome } from './limiter-api.js';
+import { createLimiter } from './limiter.js';
+import type { AdmissionOutcome, Limiter } from './limiter-api.js';
+import type { LimiterOptions } from './limiter-options.js';
 
 const T0 = 1_760_000_000_000;
 const limiters: Limiter[] = [];

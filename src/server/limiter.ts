@@ -9,12 +9,15 @@
  * changes (`updatePolicies`).
  */
 
-import type { DecisionInput } from '../core/decide.js';
-import { type CompiledPolicySet, compilePolicies, type HoldOptions } from '../core/policy.js';
+import { compilePolicies } from '../core/compile-policies.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { DecisionInput } from '../core/decision-state.js';
+import type { HoldOptions } from '../core/policy.js';
 import type { Decision } from '../core/rejection.js';
 import { systemClock } from '../platform/system-clock.js';
 import { MemoryStore } from '../store/memory-store.js';
-import { type Store, synchronousStore } from '../store/store.js';
+import type { Store } from '../store/store.js';
+import { synchronousStore } from '../store/synchronous-store.js';
 import { encodeGrpcRejection, encodeJsonRpcRejection, encodeRestRejection } from '../wire/index.js';
 import { Ticket, type TicketHost } from './admission-ticket.js';
 import { type EventLoopDelaySource, monitorEventLoop } from './event-loop-monitor.js';
@@ -38,20 +41,6 @@ import { resolveOperatorDomain } from './operator-domain.js';
 import { ShadowDecisions } from './shadow-decisions.js';
 import { TaskLeaseTracker } from './task-lease-tracker.js';
 import { TaskUsageBook } from './task-usage.js';
-
-export type { AnswerLimits } from './answer-budget.js';
-export * from './limiter-api.js';
-export {
-  type AdmissionRequest,
-  type Binding,
-  DEFAULT_LIMITER_OPTIONS,
-  type DedupOptions,
-  type LeaseHoldUntil,
-  type LimiterGauges,
-  type LimiterObserver,
-  type LimiterOptions,
-} from './limiter-options.js';
-export type { AnswerScope, MessageAnswer } from './message-answer.js';
 
 /** The hold options a compiled set was made with (to compile a new set the same way). */
 function holdOptionsOf(set: CompiledPolicySet): HoldOptions {

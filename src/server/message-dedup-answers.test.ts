@@ -10,8 +10,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../store/memory-store.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import { ANSWER_OVERHEAD_BYTES } from './answer-budget.js';
-import { createLimiter, type Limiter, type LimiterOptions } from './limiter.js';
-import type { AdmissionOutcome } from './limiter-api.js';
+import { createLimiter } from './limiter.js';
+import type { AdmissionOutcome, Limiter } from './limiter-api.js';
+import type { LimiterOptions } from './limiter-options.js';
 import { answerBytes, encodeMessageAnswer, type MessageAnswer } from './message-answer.js';
 
 const limiters: Limiter[] = [];

@@ -5,15 +5,15 @@
  * with half the capability is refused.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DecisionInput } from '../core/decide.js';
-import type { CompiledPolicySet } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { DecisionInput } from '../core/decision-state.js';
 import type { LeaseRef } from '../core/rejection.js';
+import { WORKED_EXAMPLE_POLICY } from '../simulation/worked-example-policy.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { Store, SynchronousStore } from '../store/store.js';
 import { ManualClock } from '../testing/manual-clock.js';
-import { WORKED_EXAMPLE_POLICY } from '../testing/worked-example-policy.js';
-import { createLimiter, type Limiter } from './limiter.js';
-import type { AdmissionOutcome } from './limiter-api.js';
+import { createLimiter } from './limiter.js';
+import type { AdmissionOutcome, Limiter } from './limiter-api.js';
 
 /** Forwards every call to a MemoryStore it is not an instance of (as a second installed copy). */
 class ForwardingStore implements Store, SynchronousStore {

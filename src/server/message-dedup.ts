@@ -14,8 +14,9 @@
 
 import type { Rejection } from '../core/rejection.js';
 import { REASONS } from '../core/rejection.js';
+import type { MessageRecord } from '../store/message-records.js';
 import { messageRecordKey } from '../store/message-records.js';
-import type { MessageRecord, Store, SynchronousStore } from '../store/store.js';
+import type { Store, SynchronousStore } from '../store/store.js';
 import { AnswerBudget } from './answer-budget.js';
 import { type AdmissionOutcome, DEDUP_UNAVAILABLE_POLICY } from './limiter-api.js';
 import {

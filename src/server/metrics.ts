@@ -12,7 +12,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Admission } from '../core/rejection.js';
 import { rejectionReason, wireDelaySeconds } from '../core/rejection.js';
 import type { Store } from '../store/store.js';
-import type { LimiterGauges, LimiterObserver } from './limiter.js';
+import type { LimiterGauges, LimiterObserver } from './limiter-options.js';
 
 /** Modes a store reports: `memory` (in-process), `redis` (shared), or a failure policy (degraded). */
 const STORE_MODES = ['memory', 'redis', 'fail-open', 'fail-closed', 'insurance'] as const;

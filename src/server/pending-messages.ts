@@ -13,9 +13,10 @@
 
 import { randomBytes } from 'node:crypto';
 import { systemClock } from '../platform/system-clock.js';
+import type { MessageRecord } from '../store/message-records.js';
 import { MessageRecords } from '../store/message-records.js';
 import { positiveOption } from '../store/positive-option.js';
-import type { MessageRecord, Store } from '../store/store.js';
+import type { Store } from '../store/store.js';
 
 /**
  * Options of {@link PendingMessages}.

@@ -7,8 +7,8 @@
  */
 
 import type { Clock } from '../core/clock.js';
-import type { DecisionInput } from '../core/decide.js';
-import type { CompiledPolicySet } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { DecisionInput } from '../core/decision-state.js';
 import type { Decision } from '../core/rejection.js';
 import type { AdmissionRequest, LimiterObserver } from './limiter-options.js';
 import { ShadowLog } from './shadow-log.js';

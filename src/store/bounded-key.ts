@@ -9,7 +9,7 @@
  */
 
 import { createHash } from 'node:crypto';
-import type { DecisionInput } from '../core/decide.js';
+import type { DecisionInput } from '../core/decision-state.js';
 import { HASHED_KEY_LENGTH, HASHED_KEY_PREFIX } from '../core/table-key.js';
 
 /**

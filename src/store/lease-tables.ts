@@ -5,7 +5,8 @@
  * expired (no timer per lease).
  */
 
-import { type LeaseSet, pruneLeases } from '../core/decide.js';
+import type { LeaseSet } from '../core/decision-state.js';
+import { pruneLeases } from '../core/lease-step.js';
 
 /** Lease tables by policy index (a rate policy's table stays empty). */
 export class LeaseTables {

@@ -12,26 +12,21 @@
  * (`bounded-key.ts`). A policy-set change keeps each policy's tables by name (`updatePolicies`).
  */
 
+import { chargeUsage } from '../core/charge-usage.js';
 import type { Clock } from '../core/clock.js';
+import { compilePolicies } from '../core/compile-policies.js';
+import type { CompiledPolicySet, CompiledRatePolicy } from '../core/compiled-policy.js';
+import { decide } from '../core/decide.js';
 import {
-  chargeUsage,
   type DecisionInput,
-  decide,
   type LeasePolicy,
   type LeaseSet,
   OVERFLOW_KEY,
-  policiesOf,
   type RateExtra,
-  releaseLease,
-  renewLease,
-} from '../core/decide.js';
-import {
-  type CompiledPolicySet,
-  type CompiledRatePolicy,
-  compilePolicies,
-  type HoldOptions,
-  type Policy,
-} from '../core/policy.js';
+} from '../core/decision-state.js';
+import { releaseLease, renewLease } from '../core/lease-step.js';
+import { policiesOf } from '../core/policies-of.js';
+import type { HoldOptions, Policy } from '../core/policy.js';
 import { reservedUnitsOf } from '../core/policy-tiers.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
 import { systemClock } from '../platform/system-clock.js';
@@ -40,8 +35,7 @@ import { LeaseTables } from './lease-tables.js';
 import { type MessageRecord, MessageRecords, messageRecordKey } from './message-records.js';
 import { positiveOption } from './positive-option.js';
 import { RateTable } from './rate-table.js';
-import type { Store } from './store.js';
-import type { SynchronousStore } from './synchronous-store.js';
+import type { Store, SynchronousStore } from './store.js';
 
 /**
  * Options of {@link MemoryStore}.
@@ -94,7 +88,7 @@ const SWEEP_EVERY = 64;
 /**
  * Most decisions between background steps: a step that freed nothing doubles the wait up to this,
  * one that freed something sets it back to {@link SWEEP_EVERY}. Tables of live keys (nothing to
- * free) are then examined 16× less often (bench:decide, 100k keys: 1.1×); a key that can be
+ * free) are then examined 16× less often (`bench:decide`); a key that can be
  * dropped waits at most one backed-off step longer, and rate tables stay bounded by `maxKeys`.
  */
 const SWEEP_EVERY_MAX = 16 * SWEEP_EVERY;

@@ -5,7 +5,7 @@
  * (sampled eviction into seeded, hashed overflow buckets; see the `memory-store` module).
  */
 
-import type { RateExtra } from '../core/decide.js';
+import type { RateExtra } from '../core/decision-state.js';
 
 /** Entries sampled for a victim when a new key meets a full table. */
 const EVICTION_SAMPLE = 16;

@@ -1,18 +1,14 @@
 /**
  * @module store
  * The `Store` contract: one atomic decision over every key of a request, lease release and
- * renewal. `MemoryStore` (embedded default) and `RedisStore` (shared by replicas) implement it and
- * must decide identically; `a2a-ratelimit/testing` ships the contract suite both pass.
+ * renewal, and its optional in-process capability `SynchronousStore` (synchronous decisions and a
+ * deduplication table of this process's own admitted messages).
  */
 
-import type { DecisionInput } from '../core/decide.js';
-import type { CompiledPolicySet } from '../core/policy.js';
+import type { CompiledPolicySet } from '../core/compiled-policy.js';
+import type { DecisionInput } from '../core/decision-state.js';
 import type { Decision, LeaseRef } from '../core/rejection.js';
 import type { MessageRecord, PendingMessageOptions } from './message-records.js';
-import type { SynchronousStore } from './synchronous-store.js';
-
-export type { MessageRecord, PendingMessageOptions } from './message-records.js';
-export { type SynchronousStore, synchronousStore } from './synchronous-store.js';
 
 /**
  * Where limiter state lives. Every method is safe to call concurrently; `decide` is atomic over
@@ -89,4 +85,27 @@ export interface Store extends Partial<SynchronousStore> {
   onPoliciesChanged?(listener: (set: CompiledPolicySet) => void): () => void;
   /** Frees resources (connections); the store is unusable afterwards. */
   close(): Promise<void>;
+}
+
+/**
+ * What an in-process store offers besides the asynchronous contract. Message records are keyed by
+ * `messageRecordKey(caller, messageId)`; the limiter writes one only for a message it admitted
+ * (`rememberMessageKeySync` after the decision, in the same synchronous step as the check), so a
+ * flood of rejected copies never takes room, and "no record" means "run it".
+ */
+export interface SynchronousStore {
+  /** `Store.decide`, now, synchronously. */
+  decideSync(input: DecisionInput): Decision;
+  /** `Store.release`, synchronously; unknown leases are ignored. */
+  releaseSync(leases: readonly LeaseRef[]): void;
+  /** `Store.renew`, synchronously. */
+  renewSync(leases: readonly LeaseRef[]): boolean[];
+  /** The live record of a message key without writing one; undefined when there is none. */
+  peekMessageKeySync(key: string): Exclude<MessageRecord, { fresh: true }> | undefined;
+  /** Records a message key for `ttlMs` if no live record exists (a pending record: no task yet). */
+  rememberMessageKeySync(key: string, ttlMs: number): MessageRecord;
+  /** Drops the record of a message key (nothing ran: the next copy is fresh). */
+  forgetMessageKeySync(key: string): void;
+  /** Attaches the task (or a mark) to a message key's record, which then lives `ttlMs`. */
+  recordMessageTaskKeySync(key: string, taskId: string, ttlMs: number): void;
 }

@@ -9,5 +9,6 @@
 
 export { type ExampleAgentCardParts, exampleAgentCard } from './example-agent-card.js';
 export { ManualClock } from './manual-clock.js';
-export { STORE_CONTRACT, type StoreContractCase, type StoreFactory } from './store-contract.js';
+export { STORE_CONTRACT } from './store-contract.js';
+export type { StoreContractCase, StoreFactory } from './store-contract-kit.js';
 export { type TextMessageParts, textMessage } from './text-message.js';

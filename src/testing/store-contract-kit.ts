@@ -5,12 +5,12 @@
  */
 
 import { strict as assert } from 'node:assert';
-import type { DecisionInput } from '../core/decide.js';
+import type { DecisionInput } from '../core/decision-state.js';
 import type { HoldOptions, Policy } from '../core/policy.js';
 import type { Decision, Rejection } from '../core/rejection.js';
+import { WORKED_EXAMPLE_POLICY } from '../simulation/worked-example-policy.js';
 import type { Store } from '../store/store.js';
 import { ManualClock } from './manual-clock.js';
-import { WORKED_EXAMPLE_POLICY } from './worked-example-policy.js';
 
 /**
  * Builds a fresh, empty store for one case, reading time from `clock`.

@@ -6,8 +6,9 @@
  */
 
 import { strict as assert } from 'node:assert';
-import type { DecisionInput } from '../core/decide.js';
-import { compilePolicies, type Policy } from '../core/policy.js';
+import { compilePolicies } from '../core/compile-policies.js';
+import type { DecisionInput } from '../core/decision-state.js';
+import type { Policy } from '../core/policy.js';
 import { rejected, type StoreContractCase, setup } from './store-contract-kit.js';
 
 const call = (method: DecisionInput['method'], caller = 'a'): DecisionInput => ({ caller, method });

@@ -13,10 +13,6 @@ import { LEASE_CONTRACT } from './store-contract-leases.js';
 import { POLICY_CHANGE_CONTRACT } from './store-contract-policies.js';
 import { RATE_CONTRACT } from './store-contract-rates.js';
 
-/** Re-exported for the tests that import it from here (it lives in `a2a-ratelimit/simulation`). */
-export { seededRandom } from '../simulation/seeded-random.js';
-export type { StoreContractCase, StoreFactory } from './store-contract-kit.js';
-
 /**
  * The contract cases.
  *

@@ -80,3 +80,11 @@ export interface RetryHint {
   /** States announced by `RateLimit` (or legacy / X-RateLimit forms). */
   readonly states?: readonly AnnouncedState[];
 }
+
+/**
+ * What a response announced about the limits (`RateLimit-Policy` and `RateLimit`).
+ */
+export interface RateLimitInfo {
+  readonly policies: readonly AnnouncedPolicy[];
+  readonly states: readonly AnnouncedState[];
+}

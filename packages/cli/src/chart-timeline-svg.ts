@@ -9,7 +9,7 @@
  */
 
 import { CliError } from './cli-error.js';
-import type { ClientKind, ClientKindOutcome } from './simulation.js';
+import type { ClientKind, ClientKindOutcome } from './simulation-summary.js';
 
 const ECHARTS_MISSING =
   'install echarts to draw charts (npm install echarts), or leave out --chart';

@@ -14,22 +14,9 @@ import {
   parseErrorBody,
   tryDecodeStatus,
 } from 'a2a-ratelimit';
-import type { ProbeCheck } from './probe-checks.js';
+import { fail, type ProbeCheck, pass } from './probe-check.js';
 import { describeContent } from './probe-response.js';
 import type { CapturedResponse } from './probe-transport.js';
-
-/** A passed check named `name`. */
-export const pass = (name: string, detail: string): ProbeCheck => ({
-  name,
-  status: 'pass',
-  detail,
-});
-/** A failed check named `name`. */
-export const fail = (name: string, detail: string): ProbeCheck => ({
-  name,
-  status: 'fail',
-  detail,
-});
 
 /** The details a response carries (body or binary trailer), with how the body came out. */
 export interface BodyReading {

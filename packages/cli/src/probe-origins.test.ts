@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkLevel, graded, type ProbeCheck } from './probe-checks.js';
+import type { ProbeCheck } from './probe-check.js';
+import { checkLevel, graded } from './probe-checks.js';
 import { originsOf } from './probe-origins.js';
 
 const check = (name: string, status: ProbeCheck['status']): ProbeCheck => ({

@@ -5,7 +5,7 @@
  * agent's own answer.
  */
 
-import type { ProbeCheck } from './probe-checks.js';
+import type { ProbeCheck } from './probe-check.js';
 
 /**
  * Where a part that did not arrive went, when `direct` could tell: `agent` — the agent's own

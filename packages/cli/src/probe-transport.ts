@@ -326,5 +326,3 @@ export function httpProbeTransport(
     close() {},
   };
 }
-
-export { grpcProbeTransport } from './probe-grpc-transport.js';

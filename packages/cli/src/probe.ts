@@ -17,19 +17,18 @@ import { systemSleep } from 'a2a-ratelimit/client';
 import { CliError } from './cli-error.js';
 import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
 import { type CardReading, grpcTargetOf, joinBasePath, readCard } from './probe-card.js';
-import { checkRejection, type ProbeCheck, summarizeResponse } from './probe-checks.js';
+import type { ProbeCheck } from './probe-check.js';
+import { checkRejection } from './probe-checks.js';
+import { grpcProbeTransport } from './probe-grpc-transport.js';
 import type { ProbeMethod } from './probe-methods.js';
 import { type LossOrigin, originsOf } from './probe-origins.js';
+import { summarizeResponse } from './probe-response.js';
 import {
   type CapturedResponse,
-  grpcProbeTransport,
   httpProbeTransport,
   type ProbeTransport,
 } from './probe-transport.js';
 import type { StatusLine } from './status-line.js';
-
-export { joinBasePath } from './probe-card.js';
-export type { LossOrigin } from './probe-origins.js';
 
 /**
  * Options of {@link runProbe}.

@@ -24,7 +24,6 @@ import { agentCardHandler } from '@a2a-js/sdk/server/express';
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import type { A2AMethod, Clock, HoldOptions, Policy, Store } from 'a2a-ratelimit';
-import type { Sleep } from 'a2a-ratelimit/client';
 import {
   type AdmissionRequest,
   type Binding,
@@ -47,7 +46,7 @@ import { bareErrorLimiter } from './bare-error-limiter.js';
 import { CliError } from './cli-error.js';
 import { bearerUser, DemoTiers } from './demo-auth.js';
 import { metricsIfInstalled } from './optional-metrics.js';
-import { researchExecutor, type TaskCounter } from './research-executor.js';
+import { type ResearchTask, researchExecutor, type TaskCounter } from './research-executor.js';
 
 /**
  * How the agent writes a rejection: `ours` (429 / RESOURCE_EXHAUSTED with ErrorInfo, RetryInfo,
@@ -118,7 +117,7 @@ export interface ResearchAgentOptions {
   /** Called for every request the limiter decided. */
   readonly onRequest?: (event: AgentRequestEvent) => void;
   /** How long each task works before it completes, on `sleep`'s time; default 0 (at once). */
-  readonly task?: { readonly durationMs: number; readonly sleep: Sleep };
+  readonly task?: ResearchTask;
   /**
    * Serves an extended card (`GetExtendedAgentCard`): what an authenticated caller gets, from the
    * public card (e.g. its own tier in the rate-limit extension). Default: no extended card.

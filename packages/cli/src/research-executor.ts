@@ -6,7 +6,7 @@
 
 import { Message, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutor } from '@a2a-js/sdk/server';
-import type { ResearchAgentOptions } from './research-agent.js';
+import type { Sleep } from 'a2a-ratelimit/client';
 
 function textOf(message: Message): string {
   for (const part of message.parts) {
@@ -14,6 +14,12 @@ function textOf(message: Message): string {
     if (content?.$case === 'text' && typeof content.value === 'string') return content.value;
   }
   return '';
+}
+
+/** How long each task works before it completes, on `sleep`'s time. */
+export interface ResearchTask {
+  readonly durationMs: number;
+  readonly sleep: Sleep;
 }
 
 /** Counts the tasks working at once. */
@@ -25,7 +31,7 @@ export interface TaskCounter {
 /** The agent's work: a task that is worked on (for `task.durationMs`) and completed with a note. */
 export function researchExecutor(
   counter: TaskCounter,
-  task: ResearchAgentOptions['task'],
+  task: ResearchTask | undefined,
   used: (ctx: Parameters<AgentExecutor['execute']>[0]) => void,
 ): AgentExecutor {
   return {
@@ -46,7 +52,7 @@ export function researchExecutor(
 async function researchTask(
   ctx: Parameters<AgentExecutor['execute']>[0],
   bus: Parameters<AgentExecutor['execute']>[1],
-  task: ResearchAgentOptions['task'],
+  task: ResearchTask | undefined,
 ): Promise<void> {
   const { taskId, contextId } = ctx;
   const topic = textOf(ctx.userMessage).slice(0, 200) || 'nothing in particular';

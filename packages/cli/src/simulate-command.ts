@@ -13,9 +13,10 @@ import type { CAC } from 'cac';
 import { chartTimelineSvg, type EchartsModule, loadEcharts } from './chart-timeline-svg.js';
 import { CliError, exitCodeOf, formatCliError, isCliError } from './cli-error.js';
 import { parseOptionalString } from './cli-options.js';
-import { CLIENT_KINDS, type SimulationReport, simulate } from './simulation.js';
+import { type SimulationReport, simulate } from './simulation.js';
 import { type SimulateFlags, scenarioFromFlags } from './simulation-options.js';
 import { describeArrival, formatSimulationTable, simulationJson } from './simulation-report.js';
+import { CLIENT_KINDS } from './simulation-summary.js';
 import { createStatusLine } from './status-line.js';
 
 /**

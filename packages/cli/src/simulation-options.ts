@@ -16,13 +16,8 @@ import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
 import { CliError } from './cli-error.js';
 import { parseOptionalString, parsePositiveInteger, parsePositiveNumber } from './cli-options.js';
 import { loadPolicyConfig } from './policy-config.js';
-import {
-  type ArrivalPattern,
-  CLIENT_KINDS,
-  type ClientKind,
-  DEFAULT_SCENARIO,
-  type SimulationScenario,
-} from './simulation.js';
+import { type ArrivalPattern, DEFAULT_SCENARIO, type SimulationScenario } from './simulation.js';
+import { CLIENT_KINDS, type ClientKind } from './simulation-summary.js';
 
 /**
  * The flags of `simulate` as cac hands them over (numbers may still be strings). Every field is

@@ -6,12 +6,8 @@
  */
 
 import type { Policy } from 'a2a-ratelimit';
-import type {
-  ArrivalPattern,
-  ClientKind,
-  ClientKindOutcome,
-  SimulationReport,
-} from './simulation.js';
+import type { ArrivalPattern, SimulationReport } from './simulation.js';
+import type { ClientKind, ClientKindOutcome } from './simulation-summary.js';
 import { renderTable, type TableCell } from './text-table.js';
 
 /**

@@ -1,12 +1,66 @@
 /**
  * @module simulation-summary
- * What one client kind's simulated run came to: per-call tracks in, the outcome out (admissions
- * at once, on the first and later retries, abandoned calls, waits at p50/p99, total time).
+ * The client kinds a simulation compares, and what one kind's run came to: per-call tracks in,
+ * the outcome out (admissions at once, on the first and later retries, abandoned calls, waits at p50/p99, total time).
  */
 
-import { countAttempts } from './call-outcomes.js';
+import { type CallOutcomeCounts, countAttempts } from './call-outcomes.js';
 import type { SeenRequest } from './simulated-agent.js';
-import type { ClientKind, ClientKindOutcome } from './simulation.js';
+
+/**
+ * The client kinds a simulation can compare:
+ * - `ours`: the production `RetryScheduler`, honouring every hint (agent answers with our encoding);
+ * - `naive`: full-jitter exponential backoff (base 0.5 s, 4 retries, 30 s budget) against an agent
+ *   that answers a bare HTTP 500 over plain GCRA (no held slots) — the seed's counter-example;
+ * - `fixed`: ignores the answer, retries every `fixedDelayMs` (default 1 s), 4 retries;
+ * - `hint-ignoring`: ignores the answer, retries at once and then every 250 ms, 10 retries;
+ * - `give-up-early`: ignores the answer, retries once after `fixedDelayMs`, then gives up;
+ * - `planned`: the production `RetryScheduler` that has also read the agent's card: first sends
+ *   go when the published policies say they conform (rate paced, concurrency bounded), and every
+ *   hint is still honoured.
+ *
+ * @example
+ * ```ts
+ * const kinds: readonly ClientKind[] = CLIENT_KINDS; // ['ours', 'naive', 'fixed', 'hint-ignoring', 'give-up-early', 'planned']
+ * ```
+ */
+export const CLIENT_KINDS = [
+  'ours',
+  'naive',
+  'fixed',
+  'hint-ignoring',
+  'give-up-early',
+  'planned',
+] as const;
+
+/**
+ * One of {@link CLIENT_KINDS}.
+ */
+export type ClientKind = (typeof CLIENT_KINDS)[number];
+
+/**
+ * What happened to the calls of one client kind. Counts are calls unless said otherwise.
+ *
+ * @example
+ * ```ts
+ * const { admittedAtOnce, admittedOnFirstRetry, abandoned } = report.outcomes[0] as ClientKindOutcome;
+ * ```
+ */
+export interface ClientKindOutcome extends CallOutcomeCounts {
+  readonly kind: ClientKind;
+  /** Share of calls rejected at first that were admitted on their first retry; 1 when none was rejected. */
+  readonly firstRetrySuccessRate: number;
+  /** Calls whose first send the client delayed after their arrival (our gate). */
+  readonly heldByClient: number;
+  /** Median time from arrival to admission over admitted calls, s (0 when none). */
+  readonly waitP50Seconds: number;
+  /** 99th percentile of the same, s. */
+  readonly waitP99Seconds: number;
+  /** Every request the agent saw, in order (for charts; left out of JSON summaries). */
+  readonly requests: readonly SeenRequest[];
+  /** When each abandoned call was given up, ms of virtual time (for charts; left out of JSON summaries). */
+  readonly abandonedAtMs: readonly number[];
+}
 
 /** Per-call bookkeeping, filled in by the tracking attempt wrapper. */
 export interface CallTrack {

@@ -16,9 +16,8 @@ import {
   type DuplicateAnswer,
   sdkCallContext,
 } from '../admission-pipeline.js';
-import type { ExpressCall } from './express-call.js';
+import type { ExpressCall, ExpressSteps } from './express-call.js';
 import type { ExpressAdmissionOptions } from './express-options.js';
-import type { ExpressSteps } from './express-steps.js';
 import { JSON_RPC_CONTENT, REST_CONTENT, writeHttp } from './misses.js';
 
 /** The SDK call context for the dedup lookup: same user, tenant and headers the SDK would use. */

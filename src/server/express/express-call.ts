@@ -1,16 +1,26 @@
 /**
  * @module server/express/express-call
- * One Express request on its way through the admission pipeline (`ExpressCall`), and the small
+ * One Express request on its way through the admission pipeline (`ExpressCall`), the steps it
+ * goes through (`ExpressSteps`, built in `express-steps.ts`), and the small
  * readers both bindings classify with: the media type, a JSON-RPC id, a message's messageId, and
  * the marks a caller may not send.
  */
 
-import type { NextFunction, Request, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { A2AMethod } from '../../core/a2a-methods.js';
-import type { PipelineCall } from '../admission-pipeline.js';
-import { type Binding, TICKET_HEADER } from '../limiter.js';
+import type { BindingSteps, PipelineCall } from '../admission-pipeline.js';
+import { TICKET_HEADER } from '../limiter-api.js';
+import type { Binding } from '../limiter-options.js';
 import { ADMISSION_HEADER } from '../mediation.js';
+import type { ExpressAdmissionOptions } from './express-options.js';
 import type { PendingBody } from './json-body.js';
+
+/** The pipeline steps of one Express middleware, and how it hands a request on. */
+export interface ExpressSteps extends BindingSteps<ExpressCall> {
+  readonly options: ExpressAdmissionOptions;
+  /** Hands a request on: to `options.sdkHandler` when given, else to `next()`. */
+  readonly pass: RequestHandler;
+}
 
 /**
  * One request's admission state: what the limiter is asked (`caller` and `skill` are filled in by

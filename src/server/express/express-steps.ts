@@ -15,25 +15,18 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';
 import type { RequestHandler, Response } from 'express';
-import { type BindingSteps, resolveDuplicate } from '../admission-pipeline.js';
-import { type AdmissionTicket, type Limiter, TICKET_HEADER } from '../limiter.js';
+import { resolveDuplicate } from '../admission-pipeline.js';
+import { type AdmissionTicket, type Limiter, TICKET_HEADER } from '../limiter-api.js';
 import type { Binding } from '../limiter-options.js';
 import { markAdmitted } from '../mediation.js';
 import { WriteWatch, writeDeadlineOf } from '../write-watch.js';
 import { duplicateContext, writeDuplicate } from './duplicate-answers.js';
-import type { ExpressCall } from './express-call.js';
+import type { ExpressCall, ExpressSteps } from './express-call.js';
 import { expressCallerKey } from './express-identity.js';
 import type { ExpressAdmissionOptions } from './express-options.js';
 import { parsePending } from './json-body.js';
 import { agreesWithScan } from './json-scan.js';
 import { JSON_RPC_CONTENT, REST_CONTENT, writeHttp } from './misses.js';
-
-/** The pipeline steps of one Express middleware, and how it hands a request on. */
-export interface ExpressSteps extends BindingSteps<ExpressCall> {
-  readonly options: ExpressAdmissionOptions;
-  /** Hands a request on: to `options.sdkHandler` when given, else to `next()`. */
-  readonly pass: RequestHandler;
-}
 
 const callNext: RequestHandler = (_req, _res, next) => next();
 

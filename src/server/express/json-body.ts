@@ -8,9 +8,8 @@
  * would give: the same `req.body` or error, a `SyntaxError` for what it refuses as JSON, and a
  * request the SDK's own parser then skips. Either way a body nested deeper than the limit is
  * refused before it is parsed (server/express/json-scan.ts); a plain body may be left unparsed,
- * its admission fields read by the scan, until the request is admitted. Measured in front of the SDK's JSON-RPC server, this saves about
- * 2 µs per request in process and several µs on loopback over `express.json()`
- * (`bench/http.bench.ts`).
+ * its admission fields read by the scan, until the request is admitted (cheaper than
+ * `express.json()`: `bench:http`, figures in `docs/architecture.md`).
  */
 
 import { createRequire } from 'node:module';

@@ -17,7 +17,7 @@ import express, {
 } from 'express';
 import { toA2AMethod } from '../../core/a2a-methods.js';
 import { admitCall } from '../admission-pipeline.js';
-import type { Limiter } from '../limiter.js';
+import type { Limiter } from '../limiter-api.js';
 import { clearMarks, ExpressCall, mediaType, stringOrUndefined } from './express-call.js';
 import {
   DEFAULT_BODY_LIMIT,

@@ -8,7 +8,7 @@
 import type { A2ARequestHandler, ServerCallContextBuilder } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler, type UserBuilder } from '@a2a-js/sdk/server/express';
 import type { RequestHandler } from 'express';
-import type { Limiter } from '../limiter.js';
+import type { Limiter } from '../limiter-api.js';
 import { guardContextBuilder, guardRequestHandler } from '../mediation.js';
 import { shareUserBuilder } from './express-identity.js';
 import type { ExpressAdmissionOptions } from './express-options.js';

@@ -9,7 +9,7 @@
 
 import express, { type Request, type RequestHandler } from 'express';
 import { admitCall } from '../admission-pipeline.js';
-import type { Limiter } from '../limiter.js';
+import type { Limiter } from '../limiter-api.js';
 import { isRestRoute, matchRestRoute } from '../rest-route.js';
 import { clearMarks, ExpressCall, mediaType, messageIdOf } from './express-call.js';
 import {

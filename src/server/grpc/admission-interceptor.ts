@@ -11,7 +11,7 @@
 
 import * as grpc from '@grpc/grpc-js';
 import { admitCall } from '../admission-pipeline.js';
-import { type Limiter, TICKET_HEADER } from '../limiter.js';
+import { type Limiter, TICKET_HEADER } from '../limiter-api.js';
 import { ADMISSION_HEADER } from '../mediation.js';
 import { EncodedRequest, requestLayoutOf, scanRequestFields } from './encoded-request.js';
 import { GrpcCall } from './grpc-call.js';

@@ -10,7 +10,7 @@ import type { ServerCallContext } from '@a2a-js/sdk/server';
 import * as grpc from '@grpc/grpc-js';
 import type { A2AMethod } from '../../core/a2a-methods.js';
 import type { PipelineCall } from '../admission-pipeline.js';
-import type { AdmissionTicket } from '../limiter.js';
+import type { AdmissionTicket } from '../limiter-api.js';
 import type { WriteWatch } from '../write-watch.js';
 import type { EncodedRequest, ScannedFields } from './encoded-request.js';
 

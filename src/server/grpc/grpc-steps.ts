@@ -29,7 +29,7 @@ import {
   authenticatedCallerKey,
   createAddressKey,
 } from '../caller-key.js';
-import { type AdmissionTicket, type Limiter, TICKET_HEADER } from '../limiter.js';
+import { type AdmissionTicket, type Limiter, TICKET_HEADER } from '../limiter-api.js';
 import { ADMISSION_HEADER, admissionMark } from '../mediation.js';
 import { WriteWatch, writeDeadlineOf } from '../write-watch.js';
 import type { GrpcCall } from './grpc-call.js';

@@ -1,19 +1,4 @@
-/**
- * @module lua-decision
- * The decision part of the Lua script (text only): the clock, the fast path, the state of a rate
- * key (TAT, holds, no-shows) and of a lease key, the decision over one slot's keys
- * (`decide.ts decide` transcribed), and the dispatch of modes `d`, `t` and `b`.
- * `decision-script.ts` joins it with `lua-leases-and-records.ts` into one script.
- */
-
-/**
- * Lua: from the mode and clock prologue through the batch mode (`b`). Defines the helpers the
- * later modes use (`companion`, `loadRate`, `putRate`, `reserve`, `newExtra`, `dropLeases`,
- * `leaseTtlMs`, `fmt`, `fmtf`).
- *
- * @internal
- */
-export const LUA_DECISION = `local INF = math.huge
+local INF = math.huge
 local mode = ARGV[1]                      -- see SCRIPT_MODES
 local long = mode == 'D' or mode == 'T'   -- long argument form: lag and lease id base present
 if long then mode = string.lower(mode) end
@@ -358,4 +343,3 @@ if mode == 'b' then
   return out
 end
 
-`;

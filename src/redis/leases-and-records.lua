@@ -1,16 +1,4 @@
-/**
- * @module lua-leases-and-records
- * The Lua script's other modes (text only): the cross-slot refund (`u`) and reservation (`r`),
- * reported usage (`g`), lease release (`l`) and renewal (`n`), and the deduplication records
- * (`m`, `k`, `p`, `x`). It runs after `lua-decision.ts`, whose helpers it uses.
- */
-
-/**
- * Lua: modes `u`, `g`, `r`, `l`, `n`, `m`, `k`, `p`, `x`, and the error of an unknown mode.
- *
- * @internal
- */
-export const LUA_LEASES_AND_RECORDS = `if mode == 'u' then
+if mode == 'u' then
   local hk = ARGV[3]
   local n = #KEYS
   local out = { nowUs }
@@ -54,7 +42,7 @@ if mode == 'g' then
   loadRate(s, p, '')
   local t = s.tat
   if t == nil or t < nowUs then t = nowUs end
-  -- At most MAX_USAGE_DEBT_US (core/charge-usage.ts) ahead: a huge report must not overflow.
+  -- At most MAX_USAGE_DEBT_US (core/compiled-policy.ts) ahead: a huge report must not overflow.
   -- Negative units (a settled reservation) refund down to a full bucket, never past it.
   s.tat = math.max(math.min(t + tonumber(ARGV[4]) * p.u, nowUs + 315360000000000), nowUs)
   putRate(s, p)
@@ -157,4 +145,3 @@ if mode == 'p' or mode == 'x' then
 end
 
 return redis.error_reply('a2a-ratelimit: unknown script mode ' .. tostring(mode))
-`;
