@@ -5,12 +5,11 @@
  * raises them a millionfold) is adopted today with no check at all.
  */
 
+import type { DecisionInput, Policy } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DecisionInput } from '../src/core/decide.js';
-import type { Policy } from '../src/core/policy.js';
 import { policySetKey } from '../src/redis/redis-keys.js';
-import { RedisStore } from '../src/redis/redis-store.js';
 import {
   connectRedis,
   deletePrefix,

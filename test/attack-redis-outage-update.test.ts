@@ -5,13 +5,13 @@
  * set. `serve --config` then prints that it kept the running set, though it did not.
  */
 
+import { compilePolicies, type Policy } from 'a2a-ratelimit';
+import type { RedisLike } from 'a2a-ratelimit/redis';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import { createLimiter } from 'a2a-ratelimit/server';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilePolicies, type Policy } from '../src/core/policy.js';
 import { policySetVersion } from '../src/core/policy-set-version.js';
-import type { RedisLike } from '../src/redis/redis-like.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { createLimiter } from '../src/server/limiter.js';
 import {
   connectRedis,
   deletePrefix,

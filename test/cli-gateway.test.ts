@@ -10,9 +10,9 @@
 
 import { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, RestTransportFactory } from '@a2a-js/sdk/client';
+import { createRetryingFetch } from 'a2a-ratelimit/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProbe } from '../packages/cli/src/probe.js';
-import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
 import { isRetryError } from '../src/client/retry-errors.js';
 import {
   lastLine,

@@ -18,15 +18,17 @@ import {
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { A2AService, grpcService, UserBuilder } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
-import { createRetryInterceptor } from '../src/client/grpc.js';
-import { readBodyPrefix } from '../src/client/read-body-prefix.js';
+import { encodeStatus } from 'a2a-ratelimit';
 import {
+  createRetryingFetch,
   isRateLimitedError,
   isRetryBudgetExceededError,
   retryErrorOf,
-} from '../src/client/retry-errors.js';
+} from 'a2a-ratelimit/client';
+import { createRetryInterceptor } from 'a2a-ratelimit/client/grpc';
+import { createVirtualTime } from 'a2a-ratelimit/simulation';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readBodyPrefix } from '../src/client/read-body-prefix.js';
 import {
   agentCard,
   echoRequestHandler,
@@ -34,8 +36,6 @@ import {
   startSdkAgent,
   userMessage,
 } from '../src/client/sdk-agent.test-helpers.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
-import { encodeStatus } from '../src/wire/proto-binary.js';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -9,23 +9,19 @@ import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { A2AService, grpcService, UserBuilder } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
+import type { RatePolicy } from 'a2a-ratelimit';
+import { MemoryStore } from 'a2a-ratelimit';
+import type { RetrySchedulerOptions } from 'a2a-ratelimit/client';
+import { isRateLimitedError, isRetryBudgetExceededError, retryErrorOf } from 'a2a-ratelimit/client';
+import { createRetryInterceptor } from 'a2a-ratelimit/client/grpc';
+import { createVirtualTime } from 'a2a-ratelimit/simulation';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRetryInterceptor } from '../src/client/grpc.js';
-import {
-  isRateLimitedError,
-  isRetryBudgetExceededError,
-  isRetryError,
-  retryErrorOf,
-} from '../src/client/retry-errors.js';
-import type { RetrySchedulerOptions } from '../src/client/retry-scheduler.js';
+import { isRetryError } from '../src/client/retry-errors.js';
 import {
   agentCard,
   echoRequestHandler,
   userMessage,
 } from '../src/client/sdk-agent.test-helpers.js';
-import type { RatePolicy } from '../src/core/policy.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
 import { encodeGrpcRejection } from '../src/wire/grpc-rejection.js';
 
 interface Arrival {

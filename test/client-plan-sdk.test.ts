@@ -19,6 +19,10 @@ import {
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import type { Policy } from 'a2a-ratelimit';
+import { createRetryingFetch, RetryScheduler } from 'a2a-ratelimit/client';
+import { createRetryInterceptor } from 'a2a-ratelimit/client/grpc';
+import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CARD_BINDING_NAMES, type CliBinding } from '../packages/cli/src/cli-options.js';
 import { runFanOut } from '../packages/cli/src/fan-out-demo.js';
@@ -28,11 +32,6 @@ import {
   startResearchAgent,
 } from '../packages/cli/src/research-agent.js';
 import { createScaledTime, type ScaledTime } from '../packages/cli/src/scaled-time.js';
-import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
-import { createRetryInterceptor } from '../src/client/grpc.js';
-import { RetryScheduler } from '../src/client/retry-scheduler.js';
-import type { Policy } from '../src/core/policy.js';
-import { RATE_LIMIT_EXTENSION_URI } from '../src/server/card-extension.js';
 import { RATE_LIMIT_CARD_URI } from '../src/wire/rate-limit-card.js';
 
 const BINDINGS = ['jsonrpc', 'rest', 'grpc'] as const;

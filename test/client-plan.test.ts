@@ -8,19 +8,25 @@
  * plan, the plan correcting itself from the next answers.
  */
 
+import type { Policy } from 'a2a-ratelimit';
+import { MemoryStore } from 'a2a-ratelimit';
+import {
+  isRetryBudgetExceededError,
+  RetryScheduler,
+  type RetrySchedulerOptions,
+} from 'a2a-ratelimit/client';
+import {
+  createVirtualTime,
+  seededRandom,
+  type VirtualClock,
+  WORKED_EXAMPLE_POLICY,
+} from 'a2a-ratelimit/simulation';
 import { describe, expect, it } from 'vitest';
 import {
   publishedAgentCard,
   type SeenRequest,
   SimulatedAgent,
 } from '../packages/cli/src/simulated-agent.js';
-import { isRetryBudgetExceededError } from '../src/client/retry-errors.js';
-import { RetryScheduler, type RetrySchedulerOptions } from '../src/client/retry-scheduler.js';
-import type { Policy } from '../src/core/policy.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import { seededRandom } from '../src/testing/store-contract.js';
-import { createVirtualTime, type VirtualClock } from '../src/testing/virtual-time.js';
-import { WORKED_EXAMPLE_POLICY } from '../src/testing/worked-example-policy.js';
 
 const MESSAGES = ['SendMessage', 'SendStreamingMessage'] as const;
 /** The README's server policies. */

@@ -18,14 +18,13 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import type { Clock } from 'a2a-ratelimit';
+import { createRetryingFetch, RetryScheduler } from 'a2a-ratelimit/client';
+import { exampleAgentCard } from 'a2a-ratelimit/testing';
 import { describe, expect, it } from 'vitest';
-import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
 import { isRetryError } from '../src/client/retry-errors.js';
-import { RetryScheduler } from '../src/client/retry-scheduler.js';
 import { userMessage } from '../src/client/sdk-agent.test-helpers.js';
-import type { Clock } from '../src/core/clock.js';
 import { systemClock } from '../src/platform/system-clock.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 
 const BINDINGS = ['JSONRPC', 'HTTP+JSON'] as const;
 type Mode = 'retry-after' | 'bare';

@@ -16,12 +16,12 @@ import {
   InMemoryTaskStore,
 } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { RateLimitedPushSender } from 'a2a-ratelimit/push';
+import { textMessage } from 'a2a-ratelimit/testing';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { agentCard, userMessage } from '../src/client/sdk-agent.test-helpers.js';
 import { systemClock } from '../src/client/sleep.js';
-import { RateLimitedPushSender } from '../src/push/index.js';
-import { textMessage } from '../src/testing/text-message.js';
 import { limitedResponder, startWebhook } from './push-webhook.helpers.js';
 
 const closers: (() => Promise<void>)[] = [];

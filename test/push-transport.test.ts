@@ -13,14 +13,13 @@ import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, connect } from 'node:net';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
-import { afterEach, describe, expect, it } from 'vitest';
 import {
   createWebhookTransport,
-  isWebhookRefusedError,
   type ResolvedAddress,
-  type WebhookConnectTarget,
   type WebhookTransportOptions,
-} from '../src/push/webhook-transport.js';
+} from 'a2a-ratelimit/push';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isWebhookRefusedError, type WebhookConnectTarget } from '../src/push/webhook-transport.js';
 
 const TLS_DIR = join(import.meta.dirname, 'fixtures', 'push-tls');
 const closers: (() => unknown)[] = [];

@@ -4,21 +4,18 @@
  * request pacing (gate and card plans) never mistakes a token budget for a request quota.
  */
 
+import type { LimitState, Policy } from 'a2a-ratelimit';
+import { MemoryStore, rateLimitHeaders, readRateLimitHeaders } from 'a2a-ratelimit';
+import { RetryScheduler } from 'a2a-ratelimit/client';
+import { createLimiter } from 'a2a-ratelimit/server';
+import { createVirtualTime, seededRandom } from 'a2a-ratelimit/simulation';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import { parseList } from 'structured-headers';
 import { describe, expect, it } from 'vitest';
 import { SimulatedAgent } from '../packages/cli/src/simulated-agent.js';
 import { PacerTable } from '../src/client/pacer-table.js';
-import { RetryScheduler } from '../src/client/retry-scheduler.js';
-import type { Policy } from '../src/core/policy.js';
-import type { LimitState } from '../src/core/rejection.js';
 import { rateLimitExtension } from '../src/server/card-extension.js';
-import { createLimiter } from '../src/server/limiter.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
-import { seededRandom } from '../src/testing/store-contract.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
 import { RATE_LIMIT_CARD_URI, readRateLimitCard } from '../src/wire/rate-limit-card.js';
-import { rateLimitHeaders, readRateLimitHeaders } from '../src/wire/ratelimit-headers.js';
 
 const TOKENS: Policy = {
   name: 'tokens',

@@ -8,21 +8,21 @@
  */
 
 import { DefaultExecutionEventBusManager } from '@a2a-js/sdk/server';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import type { FailurePolicy } from '../src/redis/redis-store-options.js';
+import type { Policy } from 'a2a-ratelimit';
+import type { FailurePolicy } from 'a2a-ratelimit/redis';
+import { RedisStore } from 'a2a-ratelimit/redis';
 import {
   type AdmissionOutcome,
   type AdmissionRequest,
   createLimiter,
-  DEDUP_UNAVAILABLE_POLICY,
   type Limiter,
   type LimiterOptions,
+  PendingRecordLostError,
   TICKET_HEADER,
-} from '../src/server/limiter.js';
-import { PendingRecordLostError } from '../src/server/task-lease-tracker.js';
+} from 'a2a-ratelimit/server';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEDUP_UNAVAILABLE_POLICY } from '../src/server/limiter.js';
 import {
   connectRedis,
   deletePrefix,

@@ -1,10 +1,10 @@
+import type { DecisionInput } from 'a2a-ratelimit';
+import { type CompiledPolicySet, compilePolicies, type Policy } from 'a2a-ratelimit';
+import type { RedisStoreLogger } from 'a2a-ratelimit/redis';
+import { RedisStore } from 'a2a-ratelimit/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DecisionInput } from '../src/core/decide.js';
-import { type CompiledPolicySet, compilePolicies, type Policy } from '../src/core/policy.js';
 import { policySetVersion } from '../src/core/policy-set-version.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import type { RedisStoreLogger } from '../src/redis/redis-store-options.js';
 import {
   connectRedis,
   deletePrefix,

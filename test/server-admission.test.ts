@@ -6,8 +6,8 @@
  */
 
 import { decodeStatus } from '@a2a-js/sdk/errors/grpc';
+import type { Policy } from 'a2a-ratelimit';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
 import {
   type DecodedRejection,
   decodeGrpcRejection,

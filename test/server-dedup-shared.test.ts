@@ -6,18 +6,18 @@
 
 import { Task } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext } from '@a2a-js/sdk/server';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { findTaskByMessageId } from '../src/server/find-task-by-message-id.js';
+import type { Policy } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
 import {
   type AdmissionOutcome,
   type AdmissionRequest,
   createLimiter,
+  findTaskByMessageId,
   type Limiter,
   type LimiterOptions,
-} from '../src/server/limiter.js';
+} from 'a2a-ratelimit/server';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   connectRedis,
   deletePrefix,

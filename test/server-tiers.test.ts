@@ -6,9 +6,9 @@
  * comes from the authenticated caller (`tierOf`), never from a header.
  */
 
+import type { Policy } from 'a2a-ratelimit';
+import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RATE_LIMIT_EXTENSION_URI } from '../src/server/card-extension.js';
 import {
   type DecodedRejection,
   decodeGrpcRejection,

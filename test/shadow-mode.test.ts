@@ -5,15 +5,14 @@
  * log names what would have been refused, at most one line per policy per second.
  */
 
+import type { Policy, Store } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import { type AdmissionOutcome, createLimiter } from 'a2a-ratelimit/server';
+import { createRateLimitMetrics } from 'a2a-ratelimit/server/metrics';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
 import { rateLimitExtension } from '../src/server/card-extension.js';
-import { type AdmissionOutcome, createLimiter } from '../src/server/limiter.js';
-import { createRateLimitMetrics } from '../src/server/metrics.js';
-import type { Store } from '../src/store/store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
 import {
   connectRedis,
   deletePrefix,

@@ -5,21 +5,18 @@
  * debt), and the next admission waits exactly until the budget is positive again.
  */
 
-import { describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import type { EventBusLike, EventBusManagerLike } from '../src/core/task-events.js';
+import type { Policy } from 'a2a-ratelimit';
+import type { EventBusLike, EventBusManagerLike } from 'a2a-ratelimit/server';
 import {
   type AdmissionOutcome,
   createLimiter,
+  isUnknownTaskUsageError,
   type Limiter,
   TICKET_HEADER,
-} from '../src/server/limiter.js';
-import {
-  isUnknownTaskUsageError,
-  TASK_USAGE_ERROR_CODES,
-  TASK_USAGE_TTL_MS,
-} from '../src/server/task-usage.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
+} from 'a2a-ratelimit/server';
+import { ManualClock } from 'a2a-ratelimit/testing';
+import { describe, expect, it } from 'vitest';
+import { TASK_USAGE_ERROR_CODES, TASK_USAGE_TTL_MS } from '../src/server/task-usage.js';
 
 const TOKENS: Policy = {
   name: 'tokens',

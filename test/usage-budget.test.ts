@@ -5,14 +5,13 @@
  * delay one more is admitted; `RateLimit` r counts tokens; an estimate is charged up front.
  */
 
+import type { Store } from 'a2a-ratelimit';
+import { compilePolicies, findDetail, type Policy } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import { type AdmissionOutcome, createLimiter } from 'a2a-ratelimit/server';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilePolicies, type Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { type AdmissionOutcome, createLimiter } from '../src/server/limiter.js';
-import type { Store } from '../src/store/store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
-import { findDetail } from '../src/wire/google-rpc.js';
 import { rejectionDetails } from '../src/wire/rejection-details.js';
 import {
   connectRedis,

@@ -4,14 +4,14 @@
  * per caller with a burst of 10. Against our encoding, the client waits exactly as told; against a
  * spec-literal bare 500 over plain GCRA, a naive backoff client wastes retries and abandons calls.
  */
+
+import type { RatePolicy } from 'a2a-ratelimit';
+import { MemoryStore } from 'a2a-ratelimit';
+import { RetryScheduler } from 'a2a-ratelimit/client';
+import { createVirtualTime, seededRandom } from 'a2a-ratelimit/simulation';
 import { describe, expect, it } from 'vitest';
 import { SimulatedAgent, type SimulatedResult } from '../packages/cli/src/simulated-agent.js';
 import { isRetryError } from '../src/client/retry-errors.js';
-import { RetryScheduler } from '../src/client/retry-scheduler.js';
-import type { RatePolicy } from '../src/core/policy.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import { seededRandom } from '../src/testing/store-contract.js';
-import { createVirtualTime } from '../src/testing/virtual-time.js';
 
 const perCaller: RatePolicy = {
   name: 'per-caller',
