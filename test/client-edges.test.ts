@@ -35,7 +35,7 @@ import {
   type Gatekeeper,
   startSdkAgent,
   userMessage,
-} from '../src/client/sdk-agent.test-helpers.js';
+} from './sdk-agent.helpers.js';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -20,12 +20,8 @@ import {
 } from 'a2a-ratelimit/client';
 import { createVirtualTime, type VirtualClock } from 'a2a-ratelimit/simulation';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  type Gatekeeper,
-  startSdkAgent,
-  userMessage,
-} from '../src/client/sdk-agent.test-helpers.js';
 import { encodeJsonRpcRejection } from '../src/wire/json-rpc-rejection.js';
+import { type Gatekeeper, startSdkAgent, userMessage } from './sdk-agent.helpers.js';
 
 const BINDINGS = ['JSONRPC', 'HTTP+JSON'] as const;
 const closers: (() => Promise<void>)[] = [];

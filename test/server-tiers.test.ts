@@ -9,13 +9,13 @@
 import type { Policy } from 'a2a-ratelimit';
 import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readRateLimitCard } from '../src/wire/rate-limit-card.js';
 import {
   type DecodedRejection,
   decodeGrpcRejection,
   decodeJsonRpcRejection,
   decodeRestRejection,
-} from '../src/wire/index.js';
-import { readRateLimitCard } from '../src/wire/rate-limit-card.js';
+} from './decoded-rejection.helpers.js';
 import { as, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
 const tiered: Policy = {

@@ -23,7 +23,7 @@ import {
   decodeGrpcRejection,
   decodeJsonRpcRejection,
   decodeRestRejection,
-} from '../src/wire/index.js';
+} from './decoded-rejection.helpers.js';
 
 const TOKENS: Policy = {
   name: 'tokens',

@@ -7,11 +7,10 @@
 
 import type { RatePolicy } from 'a2a-ratelimit';
 import { MemoryStore } from 'a2a-ratelimit';
-import { RetryScheduler } from 'a2a-ratelimit/client';
+import { RetryScheduler, retryErrorOf } from 'a2a-ratelimit/client';
 import { createVirtualTime, seededRandom } from 'a2a-ratelimit/simulation';
 import { describe, expect, it } from 'vitest';
 import { SimulatedAgent, type SimulatedResult } from '../packages/cli/src/simulated-agent.js';
-import { isRetryError } from '../src/client/retry-errors.js';
 
 const perCaller: RatePolicy = {
   name: 'per-caller',
@@ -99,7 +98,7 @@ describe('worked example: 30 calls at once to a 60/min burst-10 agent', () => {
     const abandoned = results.filter(
       (r) =>
         (r.status === 'fulfilled' && !r.value.admitted) ||
-        (r.status === 'rejected' && isRetryError(r.reason)),
+        (r.status === 'rejected' && retryErrorOf(r.reason) !== undefined),
     ).length;
     const rejectedRetries = agent.requests.filter((r) => r.attemptIndex > 0 && !r.admitted).length;
     const client = {
