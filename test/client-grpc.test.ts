@@ -16,7 +16,7 @@ import { isRateLimitedError, isRetryBudgetExceededError, retryErrorOf } from 'a2
 import { createRetryInterceptor } from 'a2a-ratelimit/client/grpc';
 import { createVirtualTime } from 'a2a-ratelimit/simulation';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeGrpcRejection } from '../src/wire/grpc-rejection.js';
+import { encodeGrpcRejection } from './rejection-wire.helpers.js';
 import { agentCard, echoRequestHandler, userMessage } from './sdk-agent.helpers.js';
 
 interface Arrival {

@@ -20,7 +20,7 @@ import {
 } from 'a2a-ratelimit/client';
 import { createVirtualTime, type VirtualClock } from 'a2a-ratelimit/simulation';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeJsonRpcRejection } from '../src/wire/json-rpc-rejection.js';
+import { encodeJsonRpcRejection } from './rejection-wire.helpers.js';
 import { type Gatekeeper, startSdkAgent, userMessage } from './sdk-agent.helpers.js';
 
 const BINDINGS = ['JSONRPC', 'HTTP+JSON'] as const;

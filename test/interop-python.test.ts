@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import type { Policy } from 'a2a-ratelimit';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeJsonRpcRejection, kindOfReason } from './decoded-rejection.helpers.js';
+import { decodeJsonRpcRejection, kindOfReason } from './rejection-wire.helpers.js';
 import { startAgent, type TestAgent } from './server-agent.helpers.js';
 
 const SCRIPT = resolve(import.meta.dirname, 'fixtures/python/jsonrpc_sdk_client.py');

@@ -13,7 +13,7 @@ import {
   decodeGrpcRejection,
   decodeJsonRpcRejection,
   decodeRestRejection,
-} from './decoded-rejection.helpers.js';
+} from './rejection-wire.helpers.js';
 import { as, MOUNTS, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
 const perCaller: Policy = {

@@ -15,7 +15,7 @@ import {
   decodeGrpcRejection,
   decodeJsonRpcRejection,
   decodeRestRejection,
-} from './decoded-rejection.helpers.js';
+} from './rejection-wire.helpers.js';
 import { as, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
 const tiered: Policy = {

@@ -23,7 +23,7 @@ import {
   decodeGrpcRejection,
   decodeJsonRpcRejection,
   decodeRestRejection,
-} from './decoded-rejection.helpers.js';
+} from './rejection-wire.helpers.js';
 
 const TOKENS: Policy = {
   name: 'tokens',

@@ -1,12 +1,16 @@
 /**
- * Reads a rejection off the wire the way a third party would, with the public readers only
- * (`parseErrorBody`, `tryDecodeStatus`, `findDetail`, `retryInfoDelayMs`): one shape for the three
- * bindings, so a test can say "the same rejection on JSON-RPC, HTTP+JSON and gRPC".
+ * A rejection on each binding's wire, with the public parts only. Reading: the way a third party
+ * would (`parseErrorBody`, `tryDecodeStatus`, `findDetail`, `retryInfoDelayMs`), one shape for the
+ * three bindings, so a test can say "the same rejection on JSON-RPC, HTTP+JSON and gRPC". Writing:
+ * a fake agent's JSON-RPC and gRPC refusals, derived from the public `encodeRestRejection` and
+ * `encodeStatus` (the library's own encoders for those bindings stay internal).
  */
 
 import {
   type Detail,
   type ErrorInfo,
+  encodeRestRejection,
+  encodeStatus,
   findDetail,
   GRPC_CODES,
   GRPC_METADATA,
@@ -14,6 +18,8 @@ import {
   headerLookup,
   parseErrorBody,
   REASONS,
+  type Rejection,
+  type RejectionEncodeOptions,
   type RejectionKind,
   type RejectionReason,
   retryInfoDelayMs,
@@ -158,5 +164,43 @@ function readDetails(
     ...(quotaValue === undefined || quotaValue === 0 ? {} : { quotaValue }),
     ...(tier === undefined || tier === '' ? {} : { tier }),
     message,
+  };
+}
+
+/** A JSON-RPC refusal as an agent sends it: HTTP 200, the error envelope, the delay headers. */
+export function encodeJsonRpcRejection(
+  rejection: Rejection,
+  options: RejectionEncodeOptions & { readonly id: string | number | null },
+): { status: 200; headers: Record<string, string>; body: string } {
+  const rest = encodeRestRejection(rejection, options);
+  const { error } = JSON.parse(rest.body) as { error: { message: string; details: unknown[] } };
+  return {
+    status: 200,
+    headers: { ...rest.headers, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: options.id,
+      error: { code: JSON_RPC_REJECTION_CODE, message: error.message, data: error.details },
+    }),
+  };
+}
+
+/** A gRPC refusal: code 8 or 14, the Status in `grpc-status-details-bin`, the delay trailers. */
+export function encodeGrpcRejection(
+  rejection: Rejection,
+  options: RejectionEncodeOptions,
+): { code: number; message: string; trailers: Record<string, string | Uint8Array> } {
+  const rest = encodeRestRejection(rejection, options);
+  const details = parseErrorBody(rest.body)?.details ?? [];
+  const code = rejection.kind === 'quota' ? GRPC_CODES.RESOURCE_EXHAUSTED : GRPC_CODES.UNAVAILABLE;
+  const { 'content-type': _type, ...delayHeaders } = rest.headers;
+  return {
+    code,
+    message: rejection.message,
+    trailers: {
+      ...delayHeaders,
+      [GRPC_METADATA.statusDetails]: encodeStatus({ code, message: rejection.message, details }),
+      [GRPC_METADATA.retryPushback]: String(Number(rest.headers['retry-after']) * 1000),
+    },
   };
 }
