@@ -15,7 +15,9 @@ import { createGzip } from 'node:zlib';
 import { DefaultAgentCardResolver } from '@a2a-js/sdk/client';
 import { createRetryingFetch, RetryScheduler } from 'a2a-ratelimit/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_CARD_BYTES } from '../src/client/fetch-card-learning.js';
+
+/** The documented cap on an agent card the client reads (docs/architecture.md: 1 MiB). */
+const MAX_CARD_BYTES = 1_048_576;
 
 const CARD_BYTES = 50 * 1024 * 1024;
 const CHUNK = Buffer.alloc(64 * 1024, 0x61); // 'a'

@@ -13,9 +13,7 @@ import { ManualClock } from 'a2a-ratelimit/testing';
 import { parseList } from 'structured-headers';
 import { describe, expect, it } from 'vitest';
 import { SimulatedAgent } from '../packages/cli/src/simulated-agent.js';
-import { PacerTable } from '../src/client/pacer-table.js';
-import { rateLimitExtension } from '../src/server/card-extension.js';
-import { RATE_LIMIT_CARD_URI, readRateLimitCard } from '../src/wire/rate-limit-card.js';
+import { publishedParams } from './rate-limit-card.helpers.js';
 
 const TOKENS: Policy = {
   name: 'tokens',
@@ -127,56 +125,20 @@ describe('qu in RateLimit-Policy', () => {
 });
 
 describe('the unit on the card', () => {
-  it('the extension publishes the unit and the card reader keeps it', () => {
+  it('the extension publishes the unit (the card reader and the pacers: src/client/pacer-table.test.ts)', () => {
     const limiter = createLimiter({
       policies: [PER_CALLER, TOKENS],
       domain: 'agents.example.com',
       eventLoopDelay: false,
     });
-    const ext = rateLimitExtension(limiter);
-    expect(ext.params.policies.find((p) => p.name === 'tokens')).toMatchObject({
+    const { policies } = publishedParams(limiter);
+    expect(policies.find((p) => p.name === 'tokens')).toMatchObject({
+      kind: 'rate',
       limit: 10_000,
       unit: 'tokens',
     });
-    expect(ext.params.policies.find((p) => p.name === 'per-caller')).not.toHaveProperty('unit');
-    const card = readRateLimitCard({
-      capabilities: { extensions: [{ uri: RATE_LIMIT_CARD_URI, params: ext.params }] },
-    });
-    const tokens = card?.policies.find((p) => p.name === 'tokens');
-    expect(tokens).toMatchObject({ kind: 'rate', limit: 10_000, unit: 'tokens' });
+    expect(policies.find((p) => p.name === 'per-caller')).not.toHaveProperty('unit');
     void limiter.close();
-  });
-
-  it('a card plan paces requests by the request policy only, never by the token budget', () => {
-    const table = new PacerTable({ clock: { nowMs: () => 0 } });
-    const card = readRateLimitCard({
-      capabilities: {
-        extensions: [
-          {
-            uri: RATE_LIMIT_CARD_URI,
-            params: {
-              policies: [
-                {
-                  name: 'tokens',
-                  kind: 'rate',
-                  scope: 'caller',
-                  limit: 10_000,
-                  windowSeconds: 60,
-                  unit: 'tokens',
-                },
-                { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 60, windowSeconds: 60 },
-              ],
-            },
-          },
-        ],
-      },
-    });
-    if (card === undefined) throw new Error('card not read');
-    table.learn('agent', card);
-    const plan = table.planFor('agent', 'alice', 'SendMessage');
-    expect(plan?.rates.map((p) => p.policy)).toEqual(['per-caller']);
-    table.learn('other', { ...card, policies: card.policies.filter((p) => p.name === 'tokens') });
-    expect(table.planFor('other', 'alice', 'SendMessage')).toBeUndefined();
   });
 });
 

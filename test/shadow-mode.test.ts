@@ -12,7 +12,6 @@ import { createRateLimitMetrics } from 'a2a-ratelimit/server/metrics';
 import { ManualClock } from 'a2a-ratelimit/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rateLimitExtension } from '../src/server/card-extension.js';
 import {
   connectRedis,
   deletePrefix,
@@ -21,6 +20,7 @@ import {
   requireOrSkip,
   runPrefix,
 } from './fixtures/redis/redis-env.js';
+import { publishedParams } from './rate-limit-card.helpers.js';
 
 const redisUp = await probeRedis();
 requireOrSkip(redisUp, `Redis at ${REDIS_URL}`);
@@ -139,9 +139,7 @@ describe.each(STORES)('shadow policies on %s', (name, makeStore) => {
         /^a2a-ratelimit: shadow policy trial would have refused caller:a SendMessage, retry in 59000 ms .*; 3 more since the last line$/,
       );
       // Shadow policies are left off the card: no client plans with them.
-      expect(rateLimitExtension(limiter).params.policies.map((p) => p.name)).toEqual([
-        'per-caller',
-      ]);
+      expect(publishedParams(limiter).policies.map((p) => p.name)).toEqual(['per-caller']);
       for (const o of outcomes) if (o.status === 'admitted') o.ticket.end();
       await limiter.close();
     },
