@@ -16,10 +16,13 @@ import type { TLSSocket } from 'node:tls';
 import {
   createWebhookTransport,
   type ResolvedAddress,
+  WEBHOOK_REFUSAL_REASONS,
   type WebhookTransportOptions,
 } from 'a2a-ratelimit/push';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isWebhookRefusedError, type WebhookConnectTarget } from '../src/push/webhook-transport.js';
+
+/** Where the transport dials (the argument of its `connect` option). */
+type WebhookConnectTarget = Parameters<NonNullable<WebhookTransportOptions['connect']>>[0];
 
 const TLS_DIR = join(import.meta.dirname, 'fixtures', 'push-tls');
 const closers: (() => unknown)[] = [];
@@ -106,8 +109,10 @@ async function refusedWith(promise: Promise<unknown>): Promise<string> {
     () => undefined,
     (e: unknown) => e,
   );
-  expect(isWebhookRefusedError(error), String(error)).toBe(true);
-  return (error as { refusal: { reason: string } }).refusal.reason;
+  expect(error, String(error)).toBeInstanceOf(Error);
+  const reason = (error as { refusal?: { reason?: string } }).refusal?.reason;
+  expect(Object.values(WEBHOOK_REFUSAL_REASONS), String(error)).toContain(reason);
+  return reason as string;
 }
 
 describe('forbidden destinations are refused before any connection', () => {

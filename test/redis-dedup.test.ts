@@ -22,7 +22,10 @@ import {
 } from 'a2a-ratelimit/server';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEDUP_UNAVAILABLE_POLICY } from '../src/server/limiter.js';
+
+/** The policy a dedup refusal names while the store is unreachable. */
+const DEDUP_UNAVAILABLE_POLICY = 'store-unavailable';
+
 import {
   connectRedis,
   deletePrefix,
