@@ -32,7 +32,6 @@ import {
   startResearchAgent,
 } from '../packages/cli/src/research-agent.js';
 import { createScaledTime, type ScaledTime } from '../packages/cli/src/scaled-time.js';
-import { RATE_LIMIT_CARD_URI } from '../src/wire/rate-limit-card.js';
 
 const BINDINGS = ['jsonrpc', 'rest', 'grpc'] as const;
 const MESSAGES = ['SendMessage', 'SendStreamingMessage'] as const;
@@ -61,10 +60,6 @@ const README_POLICIES: Policy[] = [
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()));
-});
-
-it('the client reads the extension the server writes (same URI)', () => {
-  expect(RATE_LIMIT_CARD_URI).toBe(RATE_LIMIT_EXTENSION_URI);
 });
 
 interface Setup {

@@ -10,12 +10,11 @@
 
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { RatePolicy } from 'a2a-ratelimit';
+import { ALL_A2A_METHODS } from 'a2a-ratelimit';
+import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_A2A_METHODS } from '../src/core/a2a-methods.js';
-import type { RatePolicy } from '../src/core/policy.js';
-import { RATE_LIMIT_EXTENSION_URI } from '../src/server/card-extension.js';
-import { decodeJsonRpcRejection, decodeRestRejection } from '../src/wire/index.js';
 import {
   type GatewayUpstream,
   jsonRpcSend,
@@ -25,6 +24,7 @@ import {
   type TestGateway,
   textMessageJson,
 } from './gateway.helpers.js';
+import { decodeJsonRpcRejection, decodeRestRejection } from './rejection-wire.helpers.js';
 
 const UPSTREAMS: readonly (readonly [string, StartUpstream])[] = [['sdk', startSdkUpstream]];
 const V1 = { 'a2a-version': '1.0' };

@@ -12,9 +12,9 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import type { ConcurrencyPolicy } from 'a2a-ratelimit';
+import { textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ConcurrencyPolicy } from '../src/core/policy.js';
-import { textMessage } from '../src/testing/text-message.js';
 import { type StartUpstream, startSdkUpstream, startTestGateway } from './gateway.helpers.js';
 
 const UPSTREAMS: readonly (readonly [string, StartUpstream])[] = [['sdk', startSdkUpstream]];

@@ -9,9 +9,8 @@
  * answer it gets that Message. The upstream is a parameter.
  */
 
+import type { ConcurrencyPolicy } from 'a2a-ratelimit';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ConcurrencyPolicy } from '../src/core/policy.js';
-import { decodeJsonRpcRejection, decodeRestRejection } from '../src/wire/index.js';
 import {
   type GatewayUpstream,
   type StartUpstream,
@@ -20,6 +19,7 @@ import {
   type TestGateway,
   textMessageJson,
 } from './gateway.helpers.js';
+import { decodeJsonRpcRejection, decodeRestRejection } from './rejection-wire.helpers.js';
 
 const UPSTREAMS: readonly (readonly [string, StartUpstream])[] = [['sdk', startSdkUpstream]];
 const BINDINGS = ['jsonrpc', 'rest'] as const;
