@@ -24,14 +24,14 @@ import { createRetryingFetch, RetryScheduler } from 'a2a-ratelimit/client';
 import { createRetryInterceptor } from 'a2a-ratelimit/client/grpc';
 import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CARD_BINDING_NAMES, type CliBinding } from '../packages/cli/src/cli-options.js';
-import { runFanOut } from '../packages/cli/src/fan-out-demo.js';
+import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
+import { runFanOut } from './fan-out-demo.js';
 import {
   type AgentRequestEvent,
   type ResearchAgent,
   startResearchAgent,
-} from '../packages/cli/src/research-agent.js';
-import { createScaledTime, type ScaledTime } from '../packages/cli/src/scaled-time.js';
+} from './research-agent.js';
+import { createScaledTime, type ScaledTime } from './scaled-time.js';
 
 const BINDINGS = ['jsonrpc', 'rest', 'grpc'] as const;
 const MESSAGES = ['SendMessage', 'SendStreamingMessage'] as const;

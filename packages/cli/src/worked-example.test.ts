@@ -10,7 +10,7 @@ import { MemoryStore } from 'a2a-ratelimit';
 import { RetryScheduler, retryErrorOf } from 'a2a-ratelimit/client';
 import { createVirtualTime, seededRandom } from 'a2a-ratelimit/simulation';
 import { describe, expect, it } from 'vitest';
-import { SimulatedAgent, type SimulatedResult } from '../packages/cli/src/simulated-agent.js';
+import { SimulatedAgent, type SimulatedResult } from './simulated-agent.js';
 
 const perCaller: RatePolicy = {
   name: 'per-caller',

@@ -8,7 +8,7 @@ import { MemoryStore } from 'a2a-ratelimit';
 import { RetryScheduler } from 'a2a-ratelimit/client';
 import { createVirtualTime, seededRandom } from 'a2a-ratelimit/simulation';
 import { describe, expect, it } from 'vitest';
-import { SimulatedAgent } from '../packages/cli/src/simulated-agent.js';
+import { SimulatedAgent } from './simulated-agent.js';
 
 /** 5 per minute, burst 1: one call every 12 s. */
 const slowPolicy: RatePolicy = {

@@ -22,11 +22,7 @@ import {
   WORKED_EXAMPLE_POLICY,
 } from 'a2a-ratelimit/simulation';
 import { describe, expect, it } from 'vitest';
-import {
-  publishedAgentCard,
-  type SeenRequest,
-  SimulatedAgent,
-} from '../packages/cli/src/simulated-agent.js';
+import { publishedAgentCard, type SeenRequest, SimulatedAgent } from './simulated-agent.js';
 
 const MESSAGES = ['SendMessage', 'SendStreamingMessage'] as const;
 /** The README's server policies. */
