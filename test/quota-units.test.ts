@@ -1,18 +1,16 @@
 /**
  * A usage policy's unit on the wire (`qu`, draft-ietf-httpapi-ratelimit-headers-11 §3) and on the
  * card: the server writes it, the readers mark the policy and its states with it, and the client's
- * request pacing (gate and card plans) never mistakes a token budget for a request quota.
+ * request pacing (gate and card plans) never mistakes a token budget for a request quota
+ * (`packages/cli/src/token-budget-pacing.test.ts`, against the CLI's simulated agent).
  */
 
 import type { LimitState, Policy } from 'a2a-ratelimit';
-import { MemoryStore, rateLimitHeaders, readRateLimitHeaders } from 'a2a-ratelimit';
-import { RetryScheduler } from 'a2a-ratelimit/client';
+import { rateLimitHeaders, readRateLimitHeaders } from 'a2a-ratelimit';
 import { createLimiter } from 'a2a-ratelimit/server';
-import { createVirtualTime, seededRandom } from 'a2a-ratelimit/simulation';
 import { ManualClock } from 'a2a-ratelimit/testing';
 import { parseList } from 'structured-headers';
 import { describe, expect, it } from 'vitest';
-import { SimulatedAgent } from '../packages/cli/src/simulated-agent.js';
 import { publishedParams } from './rate-limit-card.helpers.js';
 
 const TOKENS: Policy = {
@@ -139,43 +137,5 @@ describe('the unit on the card', () => {
     });
     expect(policies.find((p) => p.name === 'per-caller')).not.toHaveProperty('unit');
     void limiter.close();
-  });
-});
-
-describe('the gate and a token budget', () => {
-  it('"tokens";r=… answers do not pace requests: 30 calls all leave at once', async () => {
-    // 10 tokens a minute with 9 already used and nothing charged at admission: every call is
-    // admitted (one token is left) and answered "tokens";r=1. Read as requests (1 left, one more
-    // every 6 s) the gate would hold the calls back for minutes.
-    const vt = createVirtualTime();
-    // `estimate: 0` opts out of the default reservation of the whole budget.
-    const policies: Policy[] = [{ ...TOKENS, limit: 10, windowSeconds: 60, estimate: 0 }];
-    const store = new MemoryStore({ policies, clock: vt });
-    await store.chargeUsage({ caller: 'a', method: 'SendMessage' }, 9);
-    const agent = new SimulatedAgent({ store, clock: vt });
-    const scheduler = new RetryScheduler({
-      clock: vt,
-      sleep: vt.sleep,
-      random: seededRandom(1),
-      maxSingleWaitMs: Number.POSITIVE_INFINITY,
-      budgetMs: Number.POSITIVE_INFINITY,
-    });
-    const send = (i: number) =>
-      scheduler.run(
-        { agent: 'agent', caller: 'a', method: 'SendMessage' },
-        agent.attempt({ caller: 'a', method: 'SendMessage', messageId: `m-${i}` }),
-      );
-    const first = await (async () => {
-      const p = send(0);
-      await vt.runUntilIdle();
-      return p;
-    })();
-    expect(first.admitted).toBe(true);
-    const rest = Array.from({ length: 29 }, (_, i) => send(i + 1));
-    await vt.runUntilIdle();
-    const results = await Promise.all(rest);
-    expect(results.every((r) => r.admitted)).toBe(true);
-    expect(agent.requests).toHaveLength(30);
-    expect(Math.max(...agent.requests.map((r) => r.atMs))).toBe(0);
   });
 });
