@@ -14,16 +14,16 @@ import type { Policy } from 'a2a-ratelimit';
 import { ManualClock, textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
-  DEMO_TOKENS_PER_MESSAGE,
-  type ResearchAgent,
-  startResearchAgent,
-} from '../packages/cli/src/research-agent.js';
-import {
   type DecodedRejection,
   decodeGrpcRejection,
   decodeJsonRpcRejection,
   decodeRestRejection,
-} from './rejection-wire.helpers.js';
+} from '../../../test/rejection-wire.helpers.js';
+import {
+  DEMO_TOKENS_PER_MESSAGE,
+  type ResearchAgent,
+  startResearchAgent,
+} from './research-agent.js';
 
 const TOKENS: Policy = {
   name: 'tokens',

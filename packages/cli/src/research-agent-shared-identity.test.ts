@@ -15,9 +15,9 @@ import {
   type AgentRequestEvent,
   type ResearchAgent,
   startResearchAgent,
-} from '../packages/cli/src/research-agent.js';
+} from './research-agent.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const POLICY: Policy = {
   name: 'per-caller',
   kind: 'rate',
