@@ -67,7 +67,6 @@ export {
   A2A_DOMAIN,
   type AnnouncedPolicy,
   type AnnouncedState,
-  type AnyMessage,
   type DelaySource,
   type Detail,
   type Duration,

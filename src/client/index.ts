@@ -12,7 +12,6 @@ export type { RetryRules } from './plan-retry.js';
 export {
   AgentOverloadedError,
   type BudgetOption,
-  HintedRetryError,
   isAgentOverloadedError,
   isRateLimitedError,
   isRetryBudgetExceededError,
