@@ -11,7 +11,6 @@ export { createRetryingFetch, type RetryingFetchOptions } from './create-retryin
 export type { RetryRules } from './plan-retry.js';
 export {
   AgentOverloadedError,
-  type BudgetOption,
   isAgentOverloadedError,
   isRateLimitedError,
   isRetryBudgetExceededError,
@@ -20,13 +19,11 @@ export {
   type RetryError,
   retryErrorOf,
 } from './retry-errors.js';
-export type { RateLimitInfo } from './retry-scheduler.js';
 export {
   type Attempt,
   type AttemptOutcome,
   RetryScheduler,
   type RetrySchedulerOptions,
-  type RetrySchedulerStats,
   type ScheduledCall,
 } from './retry-scheduler.js';
 export { type Sleep, systemSleep } from './sleep.js';

@@ -18,26 +18,20 @@ export {
   type PushDelivery,
   type PushDrop,
   type PushDropReason,
-  type PushPayloadKind,
 } from './push-drops.js';
 export type {
   PushSenderLogger,
-  PushSenderStats,
   RateLimitedPushSenderOptions,
 } from './push-sender-options.js';
 export { RateLimitedPushSender } from './rate-limited-push-sender.js';
-export { ADDRESS_RANGE, type AddressRange } from './special-purpose-ranges.js';
 export {
   type ValidatingPushStoreOptions,
   validatingPushNotificationStore,
 } from './validating-push-store.js';
-export { CIRCUIT_STATES, type CircuitOptions, type CircuitState } from './webhook-circuit.js';
+export type { CircuitOptions } from './webhook-circuit.js';
 export {
-  type AllowedAddress,
-  type AllowedUrl,
   createWebhookPolicy,
   WEBHOOK_REFUSAL_REASONS,
-  type WebhookAllowance,
   type WebhookPolicy,
   type WebhookPolicyOptions,
   type WebhookRefusal,
@@ -55,7 +49,6 @@ export {
   createWebhookTransport,
   type ResolvedAddress,
   type WebhookAnswer,
-  type WebhookPost,
   type WebhookResolver,
   type WebhookTransport,
   type WebhookTransportOptions,

@@ -14,12 +14,10 @@ export {
   type RedisStoreLogger,
   type RedisStoreMode,
   type RedisStoreOptions,
-  type RedisStoreStats,
 } from './redis-store-options.js';
 export { isStoreTimeoutError, StoreTimeoutError } from './store-timeout-error.js';
 export { createTaskEventRelay } from './task-event-relay.js';
 export type {
-  RelayedRequestHandler,
   TaskEventRelay,
   TaskEventRelayOptions,
 } from './task-event-relay-options.js';

@@ -24,27 +24,22 @@ export {
   type FindTaskOptions,
   findTaskByMessageId,
   type TaskListingStore,
-  type TaskWithHistoryLike,
 } from './find-task-by-message-id.js';
 export {
   type AdmissionOutcome,
   type AdmissionRequest,
   type AdmissionTicket,
-  type AnswerLimits,
   type Binding,
   createLimiter,
   DEFAULT_LIMITER_OPTIONS,
   type DedupOptions,
-  type LeaseHoldUntil,
   type Limiter,
-  type LimiterGauges,
   type LimiterObserver,
   type LimiterOptions,
   type MessageAnswer,
   TICKET_HEADER,
 } from './limiter.js';
-export type { AgentCardLike } from './operator-domain.js';
-export { isRestRoute, matchRestRoute, type RestRoute, type RestRouteMiss } from './rest-route.js';
+export { isRestRoute, matchRestRoute, type RestRoute } from './rest-route.js';
 export {
   type EventBusLike,
   type EventBusManagerLike,

@@ -9,5 +9,5 @@
 
 export { type ExampleAgentCardParts, exampleAgentCard } from './example-agent-card.js';
 export { ManualClock } from './manual-clock.js';
-export { STORE_CONTRACT, type StoreContractCase, type StoreFactory } from './store-contract.js';
+export { STORE_CONTRACT, type StoreFactory } from './store-contract.js';
 export { type TextMessageParts, textMessage } from './text-message.js';
