@@ -13,11 +13,9 @@
  */
 
 export type { PushCircuitEvent } from './circuit-board.js';
-export {
-  PUSH_DROP_REASONS,
-  type PushDelivery,
-  type PushDrop,
-  type PushDropReason,
+export type {
+  PushDelivery,
+  PushDrop,
 } from './push-drops.js';
 export type {
   PushSenderLogger,
@@ -35,15 +33,12 @@ export {
   type WebhookPolicy,
   type WebhookPolicyOptions,
   type WebhookRefusal,
-  type WebhookRefusalReason,
 } from './webhook-policy.js';
 export {
-  type IdentifySender,
   type PushWebhookRateLimit,
   type PushWebhookRateLimitOptions,
   pushWebhookPolicy,
   pushWebhookRateLimit,
-  type SenderCredential,
 } from './webhook-rate-limit.js';
 export {
   createWebhookTransport,

@@ -13,7 +13,6 @@ export {
   createAddressKey,
 } from './caller-key.js';
 export {
-  type CardWithCapabilities,
   followPolicyChanges,
   RATE_LIMIT_EXTENSION_URI,
   type RateLimitExtensionOptions,
@@ -39,7 +38,7 @@ export {
   type MessageAnswer,
   TICKET_HEADER,
 } from './limiter.js';
-export { isRestRoute, matchRestRoute, type RestRoute } from './rest-route.js';
+export { isRestRoute, matchRestRoute } from './rest-route.js';
 export {
   type EventBusLike,
   type EventBusManagerLike,

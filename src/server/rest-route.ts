@@ -223,7 +223,7 @@ export function matchRestRoute(
 }
 
 /**
- * Whether a matched REST request is an A2A route ({@link RestRoute}) or a miss.
+ * Whether a matched REST request is an A2A route (`RestRoute`) or a miss.
  *
  * @example
  * ```ts
