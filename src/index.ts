@@ -30,13 +30,11 @@ export {
   type OverloadPolicy,
   type Policy,
   PolicyError,
-  type PolicyScope,
   type RatePolicy,
   REASONS,
   type Rejection,
   type RejectionKind,
   type RejectionReason,
-  type RequestIdentity,
   toA2AMethod,
 } from './core/index.js';
 // The store contract and the in-process store.

@@ -21,9 +21,7 @@ export {
 } from './retry-errors.js';
 export {
   type Attempt,
-  type AttemptOutcome,
   RetryScheduler,
   type RetrySchedulerOptions,
-  type ScheduledCall,
 } from './retry-scheduler.js';
 export { type Sleep, systemSleep } from './sleep.js';

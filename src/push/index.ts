@@ -17,10 +17,7 @@ export type {
   PushDelivery,
   PushDrop,
 } from './push-drops.js';
-export type {
-  PushSenderLogger,
-  RateLimitedPushSenderOptions,
-} from './push-sender-options.js';
+export type { RateLimitedPushSenderOptions } from './push-sender-options.js';
 export { RateLimitedPushSender } from './rate-limited-push-sender.js';
 export {
   type ValidatingPushStoreOptions,
@@ -35,7 +32,6 @@ export {
   type WebhookRefusal,
 } from './webhook-policy.js';
 export {
-  type PushWebhookRateLimit,
   type PushWebhookRateLimitOptions,
   pushWebhookPolicy,
   pushWebhookRateLimit,
@@ -44,7 +40,6 @@ export {
   createWebhookTransport,
   type ResolvedAddress,
   type WebhookAnswer,
-  type WebhookResolver,
   type WebhookTransport,
   type WebhookTransportOptions,
 } from './webhook-transport.js';

@@ -7,7 +7,6 @@
  * `a2a-ratelimit/server/metrics`.
  */
 export {
-  type AddressKeyOptions,
   addressCallerKey,
   authenticatedCallerKey,
   createAddressKey,
@@ -15,15 +14,10 @@ export {
 export {
   followPolicyChanges,
   RATE_LIMIT_EXTENSION_URI,
-  type RateLimitExtensionOptions,
   withRateLimitExtension,
 } from './card-extension.js';
 export type { EventLoopMonitorOptions } from './event-loop-monitor.js';
-export {
-  type FindTaskOptions,
-  findTaskByMessageId,
-  type TaskListingStore,
-} from './find-task-by-message-id.js';
+export { findTaskByMessageId } from './find-task-by-message-id.js';
 export {
   type AdmissionOutcome,
   type AdmissionRequest,
@@ -31,7 +25,6 @@ export {
   type Binding,
   createLimiter,
   DEFAULT_LIMITER_OPTIONS,
-  type DedupOptions,
   type Limiter,
   type LimiterObserver,
   type LimiterOptions,
@@ -46,7 +39,5 @@ export {
 } from './task-lease-tracker.js';
 export {
   isUnknownTaskUsageError,
-  type TaskRef,
-  type TaskUsageReporter,
   UnknownTaskUsageError,
 } from './task-usage.js';
