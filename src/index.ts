@@ -11,21 +11,14 @@
 
 // The policy model, A2A methods and the decision's values.
 export {
-  A2A_METHODS,
   type A2AMethod,
   type Admission,
   ALL_A2A_METHODS,
   BUILTIN_SCOPES,
-  type BuiltinScope,
   type Clock,
-  type CompiledConcurrencyPolicy,
-  type CompiledHoldOptions,
-  type CompiledOverloadPolicy,
   type CompiledPolicy,
   type CompiledPolicySet,
-  type CompiledRatePolicy,
   type ConcurrencyPolicy,
-  type CustomScope,
   compilePolicies,
   type Decision,
   type DecisionInput,
@@ -37,34 +30,25 @@ export {
   type OverloadPolicy,
   type Policy,
   PolicyError,
-  type PolicyScope,
-  type QuotaState,
   type RatePolicy,
   REASONS,
-  type RejectedDecision,
   type Rejection,
   type RejectionKind,
   type RejectionReason,
-  type RejectionSignal,
-  type RequestIdentity,
   toA2AMethod,
 } from './core/index.js';
-export type { RateTierLimits } from './core/policy.js';
 // The store contract and the in-process store.
 export {
   MemoryStore,
   type MemoryStoreOptions,
-  type MemoryStoreStats,
 } from './store/memory-store.js';
-export type { MessageRecord, PendingMessageOptions } from './store/message-records.js';
-export type { Store, SynchronousStore } from './store/store.js';
+export type {
+  Store,
+  SynchronousStore,
+} from './store/store.js';
 // What a client reads off the wire: hints, headers, error bodies, google.rpc details.
 export {
   A2A_DOMAIN,
-  type AnnouncedPolicy,
-  type AnnouncedState,
-  type AnyMessage,
-  type DelaySource,
   type Detail,
   type Duration,
   decodeStatus,
@@ -77,21 +61,12 @@ export {
   GRPC_CODES,
   GRPC_METADATA,
   type GrpcRejectionStatus,
-  type HeaderLookup,
   type HeadersLike,
-  type HintKind,
   type HttpRejectionResponse,
   headerLookup,
-  type JsonObject,
-  type KnownDetail,
-  type KnownDetailMessages,
-  type MetadataLike,
-  type OtherDetail,
   parseErrorBody,
   parseRetryAfter,
   type QuotaFailure,
-  type QuotaViolation,
-  type RateLimitForm,
   type RejectionEncodeOptions,
   type RetryHint,
   type RetryInfo,
@@ -100,7 +75,6 @@ export {
   readRateLimitFields,
   readRateLimitHeaders,
   retryInfoDelayMs,
-  type SourcedState,
   type Status,
   statusToJson,
   tryDecodeStatus,

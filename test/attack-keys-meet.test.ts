@@ -11,14 +11,14 @@
 import type { AddressInfo } from 'node:net';
 import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { UserBuilder } from '@a2a-js/sdk/server/express';
+import type { Policy } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import { createLimiter } from 'a2a-ratelimit/server';
+import { rateLimitedJsonRpcHandler } from 'a2a-ratelimit/server/express';
+import { exampleAgentCard } from 'a2a-ratelimit/testing';
 import express from 'express';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { rateLimitedJsonRpcHandler } from '../src/server/express/index.js';
-import { createLimiter } from '../src/server/limiter.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { countingEchoExecutor } from './echo-executor.helpers.js';
 import {
   connectRedis,

@@ -1,7 +1,6 @@
+import type { Policy } from 'a2a-ratelimit';
+import { type AdmissionOutcome, createLimiter, type Limiter } from 'a2a-ratelimit/server';
 import { describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { createLimiter } from '../src/server/limiter.js';
-import type { AdmissionOutcome, Limiter } from '../src/server/limiter-api.js';
 import { bothStores } from './fixtures/redis/both-stores.js';
 import { probeRedis, REDIS_URL, requireOrSkip } from './fixtures/redis/redis-env.js';
 

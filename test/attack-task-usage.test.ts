@@ -5,12 +5,11 @@
  * lets any caller send a message with an existing `taskId`.
  */
 
+import type { Policy } from 'a2a-ratelimit';
+import type { EventBusLike, EventBusManagerLike } from 'a2a-ratelimit/server';
+import { type AdmissionOutcome, createLimiter, TICKET_HEADER } from 'a2a-ratelimit/server';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import { describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import type { EventBusLike, EventBusManagerLike } from '../src/core/task-events.js';
-import { createLimiter } from '../src/server/limiter.js';
-import { type AdmissionOutcome, TICKET_HEADER } from '../src/server/limiter-api.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
 
 const TOKENS: Policy = {
   name: 'tokens',

@@ -13,9 +13,9 @@
 import * as http2 from 'node:http2';
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
+import type { Policy } from 'a2a-ratelimit';
+import { textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { textMessage } from '../src/testing/text-message.js';
 import { as, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
 let agent: TestAgent | undefined;

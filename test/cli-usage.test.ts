@@ -10,8 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { joinNegativeValues } from '../packages/cli/src/cli-app.js';
-import { parsePolicyConfig } from '../packages/cli/src/policy-config.js';
 import { runCliProcess, startServeProcess } from './cli-process.helpers.js';
 import { probeRedis, REDIS_URL } from './fixtures/redis/redis-env.js';
 
@@ -34,44 +32,9 @@ describe('config errors list every problem', () => {
     );
     expect(run.stderr).not.toContain('more problem');
   });
-
-  it('problems across policies are all named, each once', () => {
-    expect(() =>
-      parsePolicyConfig(
-        {
-          policies: [
-            { name: 'a', kind: 'rate', limit: 0, windowSeconds: 60 },
-            { name: '', kind: 'concurrency' },
-          ],
-        },
-        'set.json',
-      ),
-    ).toThrow(
-      'set.json: 3 problems: policies[0].limit: must be a positive integer; policies[1].name: must be a non-empty string; policies[1].max: is required',
-    );
-  });
 });
 
 describe('negative numbers are values', () => {
-  it('joins a negative number to the long flag before it, and only there', () => {
-    expect(joinNegativeValues(['simulate', '--callers', '-5'])).toEqual([
-      'simulate',
-      '--callers=-5',
-    ]);
-    expect(joinNegativeValues(['demo', '--time-scale', '-0.5', '--binding', 'rest'])).toEqual([
-      'demo',
-      '--time-scale=-0.5',
-      '--binding',
-      'rest',
-    ]);
-    expect(joinNegativeValues(['simulate', '-5'])).toEqual(['simulate', '-5']);
-    expect(joinNegativeValues(['simulate', '--callers=3', '-5'])).toEqual([
-      'simulate',
-      '--callers=3',
-      '-5',
-    ]);
-  });
-
   it('`simulate --callers -5` says what is wrong with the value, not "unknown option"', async () => {
     const run = await runCliProcess(['simulate', '--callers', '-5']);
     expect(run.code).toBe(2);

@@ -13,10 +13,11 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createGzip } from 'node:zlib';
 import { DefaultAgentCardResolver } from '@a2a-js/sdk/client';
+import { createRetryingFetch, RetryScheduler } from 'a2a-ratelimit/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
-import { MAX_CARD_BYTES } from '../src/client/fetch-card-learning.js';
-import { RetryScheduler } from '../src/client/retry-scheduler.js';
+
+/** The documented cap on an agent card the client reads (docs/architecture.md: 1 MiB). */
+const MAX_CARD_BYTES = 1_048_576;
 
 const CARD_BYTES = 50 * 1024 * 1024;
 const CHUNK = Buffer.alloc(64 * 1024, 0x61); // 'a'

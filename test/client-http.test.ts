@@ -10,20 +10,18 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
-import { isRateLimitedError, isRetryBudgetExceededError } from '../src/client/retry-errors.js';
-import type { RetrySchedulerOptions } from '../src/client/retry-scheduler.js';
+import type { RatePolicy } from 'a2a-ratelimit';
+import { encodeRestRejection, MemoryStore } from 'a2a-ratelimit';
+import type { RetrySchedulerOptions } from 'a2a-ratelimit/client';
 import {
-  type Gatekeeper,
-  startSdkAgent,
-  userMessage,
-} from '../src/client/sdk-agent.test-helpers.js';
-import type { RatePolicy } from '../src/core/policy.js';
-import { createVirtualTime, type VirtualClock } from '../src/simulation/virtual-time.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import { encodeJsonRpcRejection } from '../src/wire/json-rpc-rejection.js';
-import { encodeRestRejection } from '../src/wire/rest-rejection.js';
+  createRetryingFetch,
+  isRateLimitedError,
+  isRetryBudgetExceededError,
+} from 'a2a-ratelimit/client';
+import { createVirtualTime, type VirtualClock } from 'a2a-ratelimit/simulation';
+import { afterEach, describe, expect, it } from 'vitest';
+import { encodeJsonRpcRejection } from './rejection-wire.helpers.js';
+import { type Gatekeeper, startSdkAgent, userMessage } from './sdk-agent.helpers.js';
 
 const BINDINGS = ['JSONRPC', 'HTTP+JSON'] as const;
 const closers: (() => Promise<void>)[] = [];

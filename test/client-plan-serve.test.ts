@@ -15,9 +15,8 @@ import {
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
 } from '@a2a-js/sdk/client';
+import { createRetryingFetch, RetryScheduler } from 'a2a-ratelimit/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
-import { RetryScheduler } from '../src/client/retry-scheduler.js';
 import { type ServeProcess, startServeProcess } from './cli-process.helpers.js';
 
 let serve: ServeProcess;

@@ -4,7 +4,7 @@
  */
 
 import { AgentEvent, type AgentExecutor } from '@a2a-js/sdk/server';
-import { textMessage } from '../src/testing/text-message.js';
+import { textMessage } from 'a2a-ratelimit/testing';
 
 export function countingEchoExecutor(): { executor: AgentExecutor; executions: () => number } {
   let executions = 0;

@@ -4,16 +4,12 @@
  * are still limited by the others; everyone else is limited as before.
  */
 
+import type { Decision, Store } from 'a2a-ratelimit';
+import { compilePolicies, MemoryStore, type Policy, PolicyError } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilePolicies } from '../src/core/compile-policies.js';
-import type { Policy } from '../src/core/policy.js';
-import { PolicyError } from '../src/core/policy-error.js';
-import type { Decision } from '../src/core/rejection.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import type { Store } from '../src/store/store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
 import {
   connectRedis,
   deletePrefix,

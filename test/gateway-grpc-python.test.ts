@@ -8,10 +8,9 @@
 
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
+import type { RatePolicy } from 'a2a-ratelimit';
+import { textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RatePolicy } from '../src/core/policy.js';
-import { textMessage } from '../src/testing/text-message.js';
-import { decodeGrpcRejection } from '../src/wire/grpc-rejection.js';
 import { rawClient, rawUnary, startGrpcGateway } from './gateway-grpc.helpers.js';
 import {
   type PythonAgent,
@@ -20,6 +19,7 @@ import {
   pythonAgentSupport,
   startPythonAgent,
 } from './python-agent.helpers.js';
+import { decodeGrpcRejection } from './rejection-wire.helpers.js';
 
 const SEND = '/lf.a2a.v1.A2AService/SendMessage';
 const STREAM = '/lf.a2a.v1.A2AService/SendStreamingMessage';

@@ -9,11 +9,10 @@
 
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
+import type { ConcurrencyPolicy, Policy, RatePolicy } from 'a2a-ratelimit';
+import { decodeStatus } from 'a2a-ratelimit';
+import { textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ConcurrencyPolicy, Policy, RatePolicy } from '../src/core/policy.js';
-import { textMessage } from '../src/testing/text-message.js';
-import { decodeGrpcRejection } from '../src/wire/grpc-rejection.js';
-import { decodeStatus } from '../src/wire/proto-binary.js';
 import {
   type GrpcTestGateway,
   type GrpcTestUpstream,
@@ -22,6 +21,7 @@ import {
   startGrpcGateway,
   startSdkGrpcUpstream,
 } from './gateway-grpc.helpers.js';
+import { decodeGrpcRejection } from './rejection-wire.helpers.js';
 
 const SEND = '/lf.a2a.v1.A2AService/SendMessage';
 const STREAM = '/lf.a2a.v1.A2AService/SendStreamingMessage';

@@ -20,9 +20,8 @@ import {
 import { agentCardHandler, jsonRpcHandler, type UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
+import { exampleAgentCard, textMessage } from 'a2a-ratelimit/testing';
 import express from 'express';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
-import { textMessage } from '../src/testing/text-message.js';
 import { startTestGateway, type TestGateway } from './gateway.helpers.js';
 
 /** The upstream as the gRPC tests see it. */

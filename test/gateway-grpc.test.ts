@@ -15,6 +15,16 @@ import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
+import type { RatePolicy } from 'a2a-ratelimit';
+import { decodeStatus } from 'a2a-ratelimit';
+import { createRetryInterceptor } from 'a2a-ratelimit/client/grpc';
+import { textMessage } from 'a2a-ratelimit/testing';
+import {
+  createIdentityResolver,
+  type GatewayRefusal,
+  identifyWith,
+  parseIdentityConfig,
+} from 'a2a-ratelimit-gateway';
 import protobuf from 'protobufjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -22,17 +32,6 @@ import {
   parseGatewayOptions,
   startGateway,
 } from '../packages/cli/src/gateway-command.js';
-import {
-  createIdentityResolver,
-  type GatewayRefusal,
-  identifyWith,
-  parseIdentityConfig,
-} from '../packages/gateway/src/index.js';
-import { createRetryInterceptor } from '../src/client/grpc.js';
-import type { RatePolicy } from '../src/core/policy.js';
-import { textMessage } from '../src/testing/text-message.js';
-import { decodeGrpcRejection } from '../src/wire/grpc-rejection.js';
-import { decodeStatus } from '../src/wire/proto-binary.js';
 import {
   type GrpcTestGateway,
   type GrpcTestUpstream,
@@ -42,6 +41,7 @@ import {
   startGrpcGateway,
   startSdkGrpcUpstream,
 } from './gateway-grpc.helpers.js';
+import { decodeGrpcRejection } from './rejection-wire.helpers.js';
 
 const SEND = '/lf.a2a.v1.A2AService/SendMessage';
 const perCaller = (burst: number): RatePolicy => ({

@@ -8,12 +8,11 @@
  * RetryInfo 3 s) on both bindings.
  */
 
+import type { RatePolicy } from 'a2a-ratelimit';
+import { ALL_A2A_METHODS } from 'a2a-ratelimit';
+import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_A2A_METHODS } from '../src/core/a2a-methods.js';
-import type { RatePolicy } from '../src/core/policy.js';
-import { RATE_LIMIT_EXTENSION_URI } from '../src/server/card-extension.js';
-import { decodeJsonRpcRejection, decodeRestRejection } from '../src/wire/index.js';
 import {
   GATEWAY_UPSTREAMS,
   type GatewayUpstream,
@@ -23,6 +22,7 @@ import {
   type TestGateway,
   textMessageJson,
 } from './gateway.helpers.js';
+import { decodeJsonRpcRejection, decodeRestRejection } from './rejection-wire.helpers.js';
 
 const UPSTREAMS = GATEWAY_UPSTREAMS;
 const V1 = { 'a2a-version': '1.0' };

@@ -5,10 +5,10 @@
  * without reaching the upstream again. The upstream is a parameter.
  */
 
+import type { Policy } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
 import {
   connectRedis,
   deletePrefix,

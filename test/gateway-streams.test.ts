@@ -12,9 +12,9 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import type { ConcurrencyPolicy } from 'a2a-ratelimit';
+import { textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ConcurrencyPolicy } from '../src/core/policy.js';
-import { textMessage } from '../src/testing/text-message.js';
 import { GATEWAY_UPSTREAMS, startTestGateway } from './gateway.helpers.js';
 
 const UPSTREAMS = GATEWAY_UPSTREAMS;

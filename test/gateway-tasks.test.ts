@@ -9,9 +9,8 @@
  * answer it gets that Message. The upstream is a parameter.
  */
 
+import type { ConcurrencyPolicy } from 'a2a-ratelimit';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ConcurrencyPolicy } from '../src/core/policy.js';
-import { decodeJsonRpcRejection, decodeRestRejection } from '../src/wire/index.js';
 import {
   GATEWAY_UPSTREAMS,
   type GatewayUpstream,
@@ -21,6 +20,7 @@ import {
   textMessageJson,
   until,
 } from './gateway.helpers.js';
+import { decodeJsonRpcRejection, decodeRestRejection } from './rejection-wire.helpers.js';
 
 const UPSTREAMS = GATEWAY_UPSTREAMS;
 const BINDINGS = ['jsonrpc', 'rest'] as const;

@@ -11,6 +11,7 @@
  */
 
 import type { Policy } from 'a2a-ratelimit';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import {
   createIdentityResolver,
   type IdentityResolver,
@@ -20,7 +21,6 @@ import {
 } from 'a2a-ratelimit-gateway';
 import { afterEach, describe, expect, it } from 'vitest';
 import { gatewayPolicies, parseGatewayConfig } from '../packages/cli/src/gateway-config.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
 import { startSdkUpstream, startTestGateway, type TestGateway } from './gateway.helpers.js';
 import {
   pythonAgentRequired,

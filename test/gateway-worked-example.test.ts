@@ -15,12 +15,15 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import { createRetryingFetch } from 'a2a-ratelimit/client';
+import {
+  createVirtualTime,
+  seededRandom,
+  type VirtualClock,
+  WORKED_EXAMPLE_POLICY,
+} from 'a2a-ratelimit/simulation';
+import { textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
-import { WORKED_EXAMPLE_POLICY } from '../src/simulation/index.js';
-import { seededRandom } from '../src/simulation/seeded-random.js';
-import { createVirtualTime, type VirtualClock } from '../src/simulation/virtual-time.js';
-import { textMessage } from '../src/testing/text-message.js';
 import {
   GATEWAY_UPSTREAMS,
   type GatewayUpstream,

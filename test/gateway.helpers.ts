@@ -23,15 +23,11 @@ import {
   jsonRpcHandler,
   restHandler,
 } from '@a2a-js/sdk/server/express';
+import type { Clock, Policy } from 'a2a-ratelimit';
+import { createLimiter, type Limiter, type LimiterOptions } from 'a2a-ratelimit/server';
+import { exampleAgentCard, textMessage } from 'a2a-ratelimit/testing';
+import { createGateway, type Gateway, type GatewayOptions } from 'a2a-ratelimit-gateway';
 import express from 'express';
-import { createGateway, type Gateway, type GatewayOptions } from '../packages/gateway/src/index.js';
-import type { Clock } from '../src/core/clock.js';
-import type { Policy } from '../src/core/policy.js';
-import { createLimiter } from '../src/server/limiter.js';
-import type { Limiter } from '../src/server/limiter-api.js';
-import type { LimiterOptions } from '../src/server/limiter-options.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
-import { textMessage } from '../src/testing/text-message.js';
 import {
   pythonAgentRequired,
   pythonAgentSupport,

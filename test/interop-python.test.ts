@@ -10,10 +10,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import type { Policy } from 'a2a-ratelimit';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { kindOfReason } from '../src/wire/decoded-rejection.js';
-import { decodeJsonRpcRejection } from '../src/wire/json-rpc-rejection.js';
+import { decodeJsonRpcRejection, kindOfReason } from './rejection-wire.helpers.js';
 import { startAgent, type TestAgent } from './server-agent.helpers.js';
 
 const SCRIPT = resolve(import.meta.dirname, 'fixtures/python/jsonrpc_sdk_client.py');

@@ -5,14 +5,15 @@
  * REST error (429 / 503 with the answer's headers; the SDK drops the body's details) and
  * `GrpcA2AErrorImpl` (`statusDetailsBin`, the grpc-js error on `cause`).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+
+import type { Policy } from 'a2a-ratelimit';
 import {
   isAgentOverloadedError,
   isRateLimitedError,
   isRetryBudgetExceededError,
   retryErrorOf,
-} from '../src/client/retry-errors.js';
-import type { Policy } from '../src/core/policy.js';
+} from 'a2a-ratelimit/client';
+import { afterEach, describe, expect, it } from 'vitest';
 import { as, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
 const perCaller: Policy = {

@@ -2,7 +2,8 @@
  * The layer rules of docs/architecture.md are lint rules (biome.json `noRestrictedImports` per
  * folder): a deliberate bad import in each guarded layer fails `biome lint`, a good one passes.
  * Production code never imports `src/testing`, `src/simulation` (but `src/testing`) or the CLI
- * package; the CLI (`packages/cli`) reaches the library through its public subpaths only.
+ * package; the CLI (`packages/cli`) reaches the library through its public subpaths only, and so
+ * do the tests in `test/` (the library's, the gateway's and the CLI's sources are off limits there).
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -92,6 +93,21 @@ describe('layers are enforced by lint', () => {
       "import { ManualClock } from 'a2a-ratelimit/testing';\nexport const x = ManualClock;\n",
       'never imports a2a-ratelimit/testing',
     ],
+    [
+      'test/zz-layer-check.test.ts',
+      "import { createLimiter } from '../src/server/limiter.js';\nexport const x = createLimiter;\n",
+      'tests in test/ use the library and the gateway through their public subpaths only',
+    ],
+    [
+      'test/zz-layer-check.test.ts',
+      "import { createGateway } from '../packages/gateway/src/create-gateway.js';\nexport const x = createGateway;\n",
+      'tests in test/ use the library and the gateway through their public subpaths only',
+    ],
+    [
+      'test/zz-layer-check.test.ts',
+      "import { runProbe } from '../packages/cli/src/probe.js';\nexport const x = runProbe;\n",
+      'tests in test/ use the CLI through its command line',
+    ],
   ])('%s: a bad import fails (%#)', (path, source, message) => {
     expect(lint(path, source)).toContain(message);
   });
@@ -99,6 +115,12 @@ describe('layers are enforced by lint', () => {
   it('an import along the layers passes', () => {
     const good = "import { decide } from '../core/decide.js';\nexport const x = decide;\n";
     expect(lint('src/store/zz-layer-check.ts', good)).toBe('');
+  });
+
+  it('a test in test/ importing public subpaths and its helpers passes', () => {
+    const good =
+      "import { createLimiter } from 'a2a-ratelimit/server';\nimport { createGateway } from 'a2a-ratelimit-gateway';\nimport { startSdkAgent } from './sdk-agent.helpers.js';\nexport const x = [createLimiter, createGateway, startSdkAgent];\n";
+    expect(lint('test/zz-layer-check.test.ts', good)).toBe('');
   });
 
   it('the CLI importing a public subpath passes', () => {

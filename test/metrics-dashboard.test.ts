@@ -6,13 +6,12 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import type { Policy } from 'a2a-ratelimit';
+import { RECOMMENDED_IOREDIS_OPTIONS, RedisStore } from 'a2a-ratelimit/redis';
+import { createLimiter } from 'a2a-ratelimit/server';
+import { createRateLimitMetrics } from 'a2a-ratelimit/server/metrics';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RECOMMENDED_IOREDIS_OPTIONS } from '../src/redis/redis-like.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { createLimiter } from '../src/server/limiter.js';
-import { createRateLimitMetrics } from '../src/server/metrics.js';
 import {
   haveRedisBinaries,
   IS_CI,

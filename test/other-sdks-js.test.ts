@@ -13,8 +13,8 @@ import {
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import { extractRetryHint } from 'a2a-ratelimit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { extractRetryHint } from '../src/wire/extract-retry-hint.js';
 import { type ServeProcess, startServeProcess } from './cli-process.helpers.js';
 
 const NAMES = { jsonrpc: 'JSONRPC', rest: 'HTTP+JSON', grpc: 'GRPC' } as const;

@@ -9,9 +9,9 @@
  * loop is blocked for real. Assertions are on outcomes, never on times.
  */
 
+import type { AdmissionOutcome } from 'a2a-ratelimit/server';
+import { createLimiter, type Limiter } from 'a2a-ratelimit/server';
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from '../src/server/limiter.js';
-import type { AdmissionOutcome, Limiter } from '../src/server/limiter-api.js';
 
 /**
  * Blocks the event loop for `ms` (a real stall), from the check phase as an I/O callback would

@@ -32,7 +32,7 @@ import {
 } from '@a2a-js/sdk/server/express';
 import { A2AService, UserBuilder as GrpcUserBuilder, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
-import express from 'express';
+import type { WebhookTransportOptions } from 'a2a-ratelimit/push';
 import {
   createWebhookPolicy,
   createWebhookTransport,
@@ -42,9 +42,12 @@ import {
   validatingPushNotificationStore,
   type WebhookPolicyOptions,
   type WebhookRefusal,
-} from '../src/push/index.js';
-import type { WebhookConnectTarget } from '../src/push/webhook-transport.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
+} from 'a2a-ratelimit/push';
+import { exampleAgentCard } from 'a2a-ratelimit/testing';
+import express from 'express';
+
+/** Where the transport dials (the argument of its `connect` option). */
+type WebhookConnectTarget = Parameters<NonNullable<WebhookTransportOptions['connect']>>[0];
 
 /** The three bindings, as the SDK client names them. */
 export const BINDINGS = ['JSONRPC', 'HTTP+JSON', 'GRPC'] as const;

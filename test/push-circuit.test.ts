@@ -8,17 +8,16 @@
 
 import { type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { InMemoryPushNotificationStore } from '@a2a-js/sdk/server';
-import { afterEach, describe, expect, it } from 'vitest';
 import {
   type PushCircuitEvent,
   type PushDelivery,
   type PushDrop,
   RateLimitedPushSender,
   type RateLimitedPushSenderOptions,
-} from '../src/push/index.js';
-import { seededRandom } from '../src/simulation/seeded-random.js';
-import { createVirtualTime } from '../src/simulation/virtual-time.js';
-import { textMessage } from '../src/testing/text-message.js';
+} from 'a2a-ratelimit/push';
+import { createVirtualTime, seededRandom } from 'a2a-ratelimit/simulation';
+import { textMessage } from 'a2a-ratelimit/testing';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   callContext,
   countingTransport,

@@ -12,19 +12,14 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { InMemoryPushNotificationStore } from '@a2a-js/sdk/server';
+import type { Clock } from 'a2a-ratelimit';
+import { extractRetryHint } from 'a2a-ratelimit';
+import { pushWebhookPolicy, pushWebhookRateLimit, RateLimitedPushSender } from 'a2a-ratelimit/push';
+import { createLimiter } from 'a2a-ratelimit/server';
+import { createVirtualTime, seededRandom } from 'a2a-ratelimit/simulation';
+import { textMessage } from 'a2a-ratelimit/testing';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Clock } from '../src/core/clock.js';
-import {
-  pushWebhookPolicy,
-  pushWebhookRateLimit,
-  RateLimitedPushSender,
-} from '../src/push/index.js';
-import { createLimiter } from '../src/server/limiter.js';
-import { seededRandom } from '../src/simulation/seeded-random.js';
-import { createVirtualTime } from '../src/simulation/virtual-time.js';
-import { textMessage } from '../src/testing/text-message.js';
-import { extractRetryHint } from '../src/wire/extract-retry-hint.js';
 import { callContext, countingTransport, driveUntil, pushConfig } from './push-webhook.helpers.js';
 
 const closers: (() => Promise<void> | void)[] = [];

@@ -16,13 +16,16 @@ import {
   InMemoryTaskStore,
 } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import type { Clock } from 'a2a-ratelimit';
+import { RateLimitedPushSender } from 'a2a-ratelimit/push';
+import { textMessage } from 'a2a-ratelimit/testing';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { agentCard, userMessage } from '../src/client/sdk-agent.test-helpers.js';
-import { systemClock } from '../src/platform/system-clock.js';
-import { RateLimitedPushSender } from '../src/push/index.js';
-import { textMessage } from '../src/testing/text-message.js';
 import { limitedResponder, startWebhook } from './push-webhook.helpers.js';
+import { agentCard, userMessage } from './sdk-agent.helpers.js';
+
+/** Real time (the library keeps its own system clock internal). */
+const systemClock: Clock = { nowMs: () => Date.now() };
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

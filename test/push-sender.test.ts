@@ -11,16 +11,15 @@ import {
   InMemoryPushNotificationStore,
   type PushNotificationStore,
 } from '@a2a-js/sdk/server';
-import { afterEach, describe, expect, it } from 'vitest';
+import { encodeRestRejection } from 'a2a-ratelimit';
 import {
   type PushDrop,
   RateLimitedPushSender,
   type RateLimitedPushSenderOptions,
-} from '../src/push/index.js';
-import { seededRandom } from '../src/simulation/seeded-random.js';
-import { createVirtualTime, type VirtualClock } from '../src/simulation/virtual-time.js';
-import { textMessage } from '../src/testing/text-message.js';
-import { encodeRestRejection } from '../src/wire/rest-rejection.js';
+} from 'a2a-ratelimit/push';
+import { createVirtualTime, seededRandom, type VirtualClock } from 'a2a-ratelimit/simulation';
+import { textMessage } from 'a2a-ratelimit/testing';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   callContext,
   countingTransport,

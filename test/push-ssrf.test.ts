@@ -16,8 +16,8 @@ import type { SendMessageRequest } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { isJsonRpcError, isRestError, RequestMalformedError } from '@a2a-js/sdk/errors';
 import { isGrpcError } from '@a2a-js/sdk/errors/grpc';
+import { textMessage } from 'a2a-ratelimit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { textMessage } from '../src/testing/text-message.js';
 import { BINDINGS, type PushAgent, startPushAgent } from './push-agent.helpers.js';
 
 const PUBLIC = '93.184.215.14';

@@ -13,14 +13,16 @@ import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, connect } from 'node:net';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
-import { afterEach, describe, expect, it } from 'vitest';
 import {
   createWebhookTransport,
-  isWebhookRefusedError,
   type ResolvedAddress,
-  type WebhookConnectTarget,
+  WEBHOOK_REFUSAL_REASONS,
   type WebhookTransportOptions,
-} from '../src/push/webhook-transport.js';
+} from 'a2a-ratelimit/push';
+import { afterEach, describe, expect, it } from 'vitest';
+
+/** Where the transport dials (the argument of its `connect` option). */
+type WebhookConnectTarget = Parameters<NonNullable<WebhookTransportOptions['connect']>>[0];
 
 const TLS_DIR = join(import.meta.dirname, 'fixtures', 'push-tls');
 const closers: (() => unknown)[] = [];
@@ -107,8 +109,10 @@ async function refusedWith(promise: Promise<unknown>): Promise<string> {
     () => undefined,
     (e: unknown) => e,
   );
-  expect(isWebhookRefusedError(error), String(error)).toBe(true);
-  return (error as { refusal: { reason: string } }).refusal.reason;
+  expect(error, String(error)).toBeInstanceOf(Error);
+  const reason = (error as { refusal?: { reason?: string } }).refusal?.reason;
+  expect(Object.values(WEBHOOK_REFUSAL_REASONS), String(error)).toContain(reason);
+  return reason as string;
 }
 
 describe('forbidden destinations are refused before any connection', () => {

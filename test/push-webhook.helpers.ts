@@ -11,13 +11,10 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ServerCallContext, type StoredPushNotificationConfig } from '@a2a-js/sdk/server';
-import type { Clock } from '../src/core/clock.js';
-import type { RatePolicy } from '../src/core/policy.js';
-import { createWebhookTransport, type WebhookTransport } from '../src/push/webhook-transport.js';
-import type { VirtualClock } from '../src/simulation/virtual-time.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import { rateLimitHeaders } from '../src/wire/ratelimit-headers.js';
-import { encodeRestRejection } from '../src/wire/rest-rejection.js';
+import type { Clock, RatePolicy } from 'a2a-ratelimit';
+import { encodeRestRejection, MemoryStore, rateLimitHeaders } from 'a2a-ratelimit';
+import { createWebhookTransport, type WebhookTransport } from 'a2a-ratelimit/push';
+import type { VirtualClock } from 'a2a-ratelimit/simulation';
 
 /** One POST that reached the webhook. */
 export interface WebhookArrival {

@@ -9,8 +9,8 @@ import type { AddressInfo } from 'node:net';
 import type { Message, Task } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import { textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { textMessage } from '../src/testing/text-message.js';
 import {
   type PythonAgent,
   type PythonAgentCounts,

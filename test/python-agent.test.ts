@@ -7,8 +7,8 @@
 import type { Message, StreamResponse, Task } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import { textMessage } from 'a2a-ratelimit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { textMessage } from '../src/testing/text-message.js';
 import {
   type PythonAgent,
   pythonAgentRequired,

@@ -1,24 +1,17 @@
 /**
  * A usage policy's unit on the wire (`qu`, draft-ietf-httpapi-ratelimit-headers-11 §3) and on the
  * card: the server writes it, the readers mark the policy and its states with it, and the client's
- * request pacing (gate and card plans) never mistakes a token budget for a request quota.
+ * request pacing (gate and card plans) never mistakes a token budget for a request quota
+ * (`packages/cli/src/token-budget-pacing.test.ts`, against the CLI's simulated agent).
  */
 
+import type { LimitState, Policy } from 'a2a-ratelimit';
+import { rateLimitHeaders, readRateLimitHeaders } from 'a2a-ratelimit';
+import { createLimiter } from 'a2a-ratelimit/server';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import { parseList } from 'structured-headers';
 import { describe, expect, it } from 'vitest';
-import { SimulatedAgent } from '../packages/cli/src/simulated-agent.js';
-import { PacerTable } from '../src/client/pacer-table.js';
-import { RetryScheduler } from '../src/client/retry-scheduler.js';
-import type { Policy } from '../src/core/policy.js';
-import type { LimitState } from '../src/core/rejection.js';
-import { rateLimitExtension } from '../src/server/card-extension.js';
-import { createLimiter } from '../src/server/limiter.js';
-import { seededRandom } from '../src/simulation/seeded-random.js';
-import { createVirtualTime } from '../src/simulation/virtual-time.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
-import { RATE_LIMIT_CARD_URI, readRateLimitCard } from '../src/wire/rate-limit-card.js';
-import { rateLimitHeaders, readRateLimitHeaders } from '../src/wire/ratelimit-headers.js';
+import { publishedParams } from './rate-limit-card.helpers.js';
 
 const TOKENS: Policy = {
   name: 'tokens',
@@ -130,93 +123,19 @@ describe('qu in RateLimit-Policy', () => {
 });
 
 describe('the unit on the card', () => {
-  it('the extension publishes the unit and the card reader keeps it', () => {
+  it('the extension publishes the unit (the card reader and the pacers: src/client/pacer-table.test.ts)', () => {
     const limiter = createLimiter({
       policies: [PER_CALLER, TOKENS],
       domain: 'agents.example.com',
       eventLoopDelay: false,
     });
-    const ext = rateLimitExtension(limiter);
-    expect(ext.params.policies.find((p) => p.name === 'tokens')).toMatchObject({
+    const { policies } = publishedParams(limiter);
+    expect(policies.find((p) => p.name === 'tokens')).toMatchObject({
+      kind: 'rate',
       limit: 10_000,
       unit: 'tokens',
     });
-    expect(ext.params.policies.find((p) => p.name === 'per-caller')).not.toHaveProperty('unit');
-    const card = readRateLimitCard({
-      capabilities: { extensions: [{ uri: RATE_LIMIT_CARD_URI, params: ext.params }] },
-    });
-    const tokens = card?.policies.find((p) => p.name === 'tokens');
-    expect(tokens).toMatchObject({ kind: 'rate', limit: 10_000, unit: 'tokens' });
+    expect(policies.find((p) => p.name === 'per-caller')).not.toHaveProperty('unit');
     void limiter.close();
-  });
-
-  it('a card plan paces requests by the request policy only, never by the token budget', () => {
-    const table = new PacerTable({ clock: { nowMs: () => 0 } });
-    const card = readRateLimitCard({
-      capabilities: {
-        extensions: [
-          {
-            uri: RATE_LIMIT_CARD_URI,
-            params: {
-              policies: [
-                {
-                  name: 'tokens',
-                  kind: 'rate',
-                  scope: 'caller',
-                  limit: 10_000,
-                  windowSeconds: 60,
-                  unit: 'tokens',
-                },
-                { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 60, windowSeconds: 60 },
-              ],
-            },
-          },
-        ],
-      },
-    });
-    if (card === undefined) throw new Error('card not read');
-    table.learn('agent', card);
-    const plan = table.planFor('agent', 'alice', 'SendMessage');
-    expect(plan?.rates.map((p) => p.policy)).toEqual(['per-caller']);
-    table.learn('other', { ...card, policies: card.policies.filter((p) => p.name === 'tokens') });
-    expect(table.planFor('other', 'alice', 'SendMessage')).toBeUndefined();
-  });
-});
-
-describe('the gate and a token budget', () => {
-  it('"tokens";r=… answers do not pace requests: 30 calls all leave at once', async () => {
-    // 10 tokens a minute with 9 already used and nothing charged at admission: every call is
-    // admitted (one token is left) and answered "tokens";r=1. Read as requests (1 left, one more
-    // every 6 s) the gate would hold the calls back for minutes.
-    const vt = createVirtualTime();
-    // `estimate: 0` opts out of the default reservation of the whole budget.
-    const policies: Policy[] = [{ ...TOKENS, limit: 10, windowSeconds: 60, estimate: 0 }];
-    const store = new MemoryStore({ policies, clock: vt });
-    await store.chargeUsage({ caller: 'a', method: 'SendMessage' }, 9);
-    const agent = new SimulatedAgent({ store, clock: vt });
-    const scheduler = new RetryScheduler({
-      clock: vt,
-      sleep: vt.sleep,
-      random: seededRandom(1),
-      maxSingleWaitMs: Number.POSITIVE_INFINITY,
-      budgetMs: Number.POSITIVE_INFINITY,
-    });
-    const send = (i: number) =>
-      scheduler.run(
-        { agent: 'agent', caller: 'a', method: 'SendMessage' },
-        agent.attempt({ caller: 'a', method: 'SendMessage', messageId: `m-${i}` }),
-      );
-    const first = await (async () => {
-      const p = send(0);
-      await vt.runUntilIdle();
-      return p;
-    })();
-    expect(first.admitted).toBe(true);
-    const rest = Array.from({ length: 29 }, (_, i) => send(i + 1));
-    await vt.runUntilIdle();
-    const results = await Promise.all(rest);
-    expect(results.every((r) => r.admitted)).toBe(true);
-    expect(agent.requests).toHaveLength(30);
-    expect(Math.max(...agent.requests.map((r) => r.atMs))).toBe(0);
   });
 });

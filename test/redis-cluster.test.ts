@@ -1,9 +1,8 @@
+import type { HoldOptions, Policy } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import { ManualClock, STORE_CONTRACT } from 'a2a-ratelimit/testing';
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HoldOptions, Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
-import { STORE_CONTRACT } from '../src/testing/store-contract.js';
 import { runDifferential } from './fixtures/redis/differential.js';
 import {
   haveRedisBinaries,

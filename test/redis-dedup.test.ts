@@ -8,20 +8,24 @@
  */
 
 import { DefaultExecutionEventBusManager } from '@a2a-js/sdk/server';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import type { FailurePolicy } from '../src/redis/redis-store-options.js';
-import { createLimiter } from '../src/server/limiter.js';
+import type { Policy } from 'a2a-ratelimit';
+import type { FailurePolicy } from 'a2a-ratelimit/redis';
+import { RedisStore } from 'a2a-ratelimit/redis';
 import {
   type AdmissionOutcome,
-  DEDUP_UNAVAILABLE_POLICY,
+  type AdmissionRequest,
+  createLimiter,
   type Limiter,
+  type LimiterOptions,
+  PendingRecordLostError,
   TICKET_HEADER,
-} from '../src/server/limiter-api.js';
-import type { AdmissionRequest, LimiterOptions } from '../src/server/limiter-options.js';
-import { PendingRecordLostError } from '../src/server/task-lease-tracker.js';
+} from 'a2a-ratelimit/server';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/** The policy a dedup refusal names while the store is unreachable. */
+const DEDUP_UNAVAILABLE_POLICY = 'store-unavailable';
+
 import {
   connectRedis,
   deletePrefix,

@@ -1,15 +1,13 @@
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import type { Decision } from '../src/core/rejection.js';
-import { RECOMMENDED_IOREDIS_OPTIONS } from '../src/redis/redis-like.js';
-import { RedisStore } from '../src/redis/redis-store.js';
+import type { Decision, Policy } from 'a2a-ratelimit';
 import type {
   FailurePolicy,
   ModeChangeEvent,
   RedisStoreLogger,
   RedisStoreMode,
-} from '../src/redis/redis-store-options.js';
+} from 'a2a-ratelimit/redis';
+import { RECOMMENDED_IOREDIS_OPTIONS, RedisStore } from 'a2a-ratelimit/redis';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   haveRedisBinaries,
   type RedisServer,

@@ -1,12 +1,9 @@
+import type { DecisionInput } from 'a2a-ratelimit';
+import { type CompiledPolicySet, compilePolicies, type Policy } from 'a2a-ratelimit';
+import type { RedisStoreLogger } from 'a2a-ratelimit/redis';
+import { RedisStore } from 'a2a-ratelimit/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilePolicies } from '../src/core/compile-policies.js';
-import type { CompiledPolicySet } from '../src/core/compiled-policy.js';
-import type { DecisionInput } from '../src/core/decision-state.js';
-import type { Policy } from '../src/core/policy.js';
-import { policySetVersion } from '../src/core/policy-set-version.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import type { RedisStoreLogger } from '../src/redis/redis-store-options.js';
 import {
   connectRedis,
   deletePrefix,
@@ -107,7 +104,6 @@ describe.skipIf(!redisUp)('RedisStore: live policy changes across replicas', () 
     expect(b.policySet).toBe(next);
     const tookMs = await within(1_000, () => adopted.length === 1);
     expect(tookMs).toBeLessThan(1_000);
-    expect(a.stats().policySetVersion).toBe(policySetVersion(next));
     expect(a.stats().policySetVersion).toBe(b.stats().policySetVersion);
     expect(a.stats().policyGeneration).toBe(b.stats().policyGeneration);
     expect(a.policySet.policies.map((p) => p.name)).toEqual(['tasks', 'per-caller']);

@@ -16,10 +16,10 @@ import {
   InMemoryTaskStore,
   ServerCallContext,
 } from '@a2a-js/sdk/server';
+import type { TaskEventRelay } from 'a2a-ratelimit/redis';
+import { createTaskEventRelay } from 'a2a-ratelimit/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTaskEventRelay } from '../src/redis/task-event-relay.js';
-import type { TaskEventRelay } from '../src/redis/task-event-relay-options.js';
 import {
   connectRedis,
   deletePrefix,

@@ -1,11 +1,9 @@
+import type { Decision, HoldOptions, Policy } from 'a2a-ratelimit';
+import { MemoryStore } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import { ManualClock, STORE_CONTRACT } from 'a2a-ratelimit/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HoldOptions, Policy } from '../src/core/policy.js';
-import type { Decision } from '../src/core/rejection.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
-import { STORE_CONTRACT } from '../src/testing/store-contract.js';
 import { runDifferential } from './fixtures/redis/differential.js';
 import {
   connectRedis,

@@ -6,12 +6,11 @@
  * beyond what the shared state allowed.
  */
 
+import type { Policy } from 'a2a-ratelimit';
+import { RECOMMENDED_IOREDIS_OPTIONS, RedisStore } from 'a2a-ratelimit/redis';
 import type { Redis } from 'ioredis';
 import { Redis as IORedis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RECOMMENDED_IOREDIS_OPTIONS } from '../src/redis/redis-like.js';
-import { RedisStore } from '../src/redis/redis-store.js';
 import {
   connectRedis,
   deletePrefix,

@@ -13,19 +13,17 @@ import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AService, UserBuilder as GrpcUserBuilder } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
-import express from 'express';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../src/server/express/index.js';
+import type { Policy } from 'a2a-ratelimit';
+import { createLimiter, type Limiter } from 'a2a-ratelimit/server';
+import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from 'a2a-ratelimit/server/express';
 import {
   grpcAdmissionInterceptor,
   rateLimitedGrpcService,
   rateLimitedServiceDefinition,
-} from '../src/server/grpc/index.js';
-import { createLimiter } from '../src/server/limiter.js';
-import type { Limiter } from '../src/server/limiter-api.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
-import { textMessage } from '../src/testing/text-message.js';
+} from 'a2a-ratelimit/server/grpc';
+import { exampleAgentCard, textMessage } from 'a2a-ratelimit/testing';
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countingEchoExecutor } from './echo-executor.helpers.js';
 
 const policies: Policy[] = [

@@ -15,9 +15,9 @@ import { AgentCard, SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import * as grpc from '@grpc/grpc-js';
+import { createRetryingFetch } from 'a2a-ratelimit/client';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRetryingFetch } from '../src/client/create-retrying-fetch.js';
 import { findNginx } from './fixtures/nginx/nginx-gateway.js';
 import {
   connectRedis,

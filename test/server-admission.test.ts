@@ -6,14 +6,14 @@
  */
 
 import { decodeStatus } from '@a2a-js/sdk/errors/grpc';
+import type { Policy } from 'a2a-ratelimit';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
 import {
   type DecodedRejection,
   decodeGrpcRejection,
   decodeJsonRpcRejection,
   decodeRestRejection,
-} from '../src/wire/index.js';
+} from './rejection-wire.helpers.js';
 import { as, MOUNTS, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
 const perCaller: Policy = {

@@ -29,29 +29,30 @@ import {
 } from '@a2a-js/sdk/server/express';
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
-import express from 'express';
-import type { Policy } from '../src/core/policy.js';
-import { callWithinLimits, LimitedCallFailedError } from '../src/executor/index.js';
-import { withRateLimitExtension } from '../src/server/card-extension.js';
+import type { Policy } from 'a2a-ratelimit';
+import { callWithinLimits, LimitedCallFailedError } from 'a2a-ratelimit/executor';
 import {
+  createLimiter,
+  type Limiter,
+  type LimiterOptions,
+  withRateLimitExtension,
+} from 'a2a-ratelimit/server';
+import {
+  guardContextBuilder,
+  guardRequestHandler,
   jsonRpcAdmission,
   rateLimitedJsonRpcHandler,
   rateLimitedRestHandler,
   restAdmission,
-} from '../src/server/express/index.js';
+} from 'a2a-ratelimit/server/express';
 import {
   grpcAdmissionInterceptor,
   rateLimitedGrpcService,
   rateLimitedServiceDefinition,
-} from '../src/server/grpc/index.js';
-import { createLimiter } from '../src/server/limiter.js';
-import type { Limiter } from '../src/server/limiter-api.js';
-import type { LimiterOptions } from '../src/server/limiter-options.js';
-import { guardContextBuilder, guardRequestHandler } from '../src/server/mediation.js';
-import { createRateLimitMetrics, type RateLimitMetrics } from '../src/server/metrics.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
-import { textMessage } from '../src/testing/text-message.js';
+} from 'a2a-ratelimit/server/grpc';
+import { createRateLimitMetrics, type RateLimitMetrics } from 'a2a-ratelimit/server/metrics';
+import { exampleAgentCard, ManualClock, textMessage } from 'a2a-ratelimit/testing';
+import express from 'express';
 
 /** The SDK's in-memory task store, keeping the last saved copy of every task (across users). */
 export class RecordingTaskStore extends InMemoryTaskStore {

@@ -7,8 +7,8 @@
  */
 
 import { gzipSync } from 'node:zlib';
+import type { Policy } from 'a2a-ratelimit';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
 import { as, MOUNTS, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
 let agent: TestAgent | undefined;

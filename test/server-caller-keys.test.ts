@@ -10,17 +10,15 @@ import { DefaultRequestHandler, InMemoryTaskStore, type User } from '@a2a-js/sdk
 import type { UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
-import express from 'express';
-import { afterEach, describe, expect, it } from 'vitest';
+import { createLimiter, type Limiter } from 'a2a-ratelimit/server';
 import {
   type ExpressAdmissionOptions,
   rateLimitedJsonRpcHandler,
-} from '../src/server/express/index.js';
-import { grpcAdmissionInterceptor } from '../src/server/grpc/index.js';
-import { createLimiter } from '../src/server/limiter.js';
-import type { Limiter } from '../src/server/limiter-api.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
-import { textMessage } from '../src/testing/text-message.js';
+} from 'a2a-ratelimit/server/express';
+import { grpcAdmissionInterceptor } from 'a2a-ratelimit/server/grpc';
+import { exampleAgentCard, textMessage } from 'a2a-ratelimit/testing';
+import express from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
 import { countingEchoExecutor } from './echo-executor.helpers.js';
 
 /** The agent's card: its URLs are not used, its protocol version is. */

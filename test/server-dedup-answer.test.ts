@@ -13,11 +13,11 @@
 
 import { Message, type Task } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutor } from '@a2a-js/sdk/server';
+import type { Policy } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import type { LimiterOptions } from 'a2a-ratelimit/server';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import type { LimiterOptions } from '../src/server/limiter-options.js';
 import {
   connectRedis,
   deletePrefix,

@@ -6,14 +6,18 @@
 
 import { Task } from '@a2a-js/sdk';
 import { InMemoryTaskStore, ServerCallContext } from '@a2a-js/sdk/server';
+import type { Policy } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import {
+  type AdmissionOutcome,
+  type AdmissionRequest,
+  createLimiter,
+  findTaskByMessageId,
+  type Limiter,
+  type LimiterOptions,
+} from 'a2a-ratelimit/server';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { findTaskByMessageId } from '../src/server/find-task-by-message-id.js';
-import { createLimiter } from '../src/server/limiter.js';
-import type { AdmissionOutcome, Limiter } from '../src/server/limiter-api.js';
-import type { AdmissionRequest, LimiterOptions } from '../src/server/limiter-options.js';
 import {
   connectRedis,
   deletePrefix,

@@ -4,12 +4,12 @@
  * copy after the first one was rejected is decided afresh; a copy after it ran without a task is
  * told so; and a flood of rejected messages keeps no records.
  */
+
+import { MemoryStore } from 'a2a-ratelimit';
+import { createLimiter, type Limiter } from 'a2a-ratelimit/server';
+import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLimiter } from '../src/server/limiter.js';
-import type { Limiter } from '../src/server/limiter-api.js';
-import { WORKED_EXAMPLE_POLICY } from '../src/simulation/worked-example-policy.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
 
 const limiters: Limiter[] = [];
 afterEach(async () => {

@@ -9,11 +9,10 @@ import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { A2AService, grpcService, UserBuilder } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
+import { createLimiter } from 'a2a-ratelimit/server';
+import { grpcAdmissionInterceptor } from 'a2a-ratelimit/server/grpc';
+import { exampleAgentCard, textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { grpcAdmissionInterceptor } from '../src/server/grpc/index.js';
-import { createLimiter } from '../src/server/limiter.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
-import { textMessage } from '../src/testing/text-message.js';
 import { countingEchoExecutor } from './echo-executor.helpers.js';
 
 let close: (() => Promise<void>) | undefined;

@@ -18,13 +18,11 @@ import {
   InMemoryTaskStore,
 } from '@a2a-js/sdk/server';
 import { UserBuilder } from '@a2a-js/sdk/server/express';
+import { createLimiter, withRateLimitExtension } from 'a2a-ratelimit/server';
+import { rateLimitedJsonRpcHandler } from 'a2a-ratelimit/server/express';
+import { exampleAgentCard, textMessage } from 'a2a-ratelimit/testing';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { withRateLimitExtension } from '../src/server/card-extension.js';
-import { rateLimitedJsonRpcHandler } from '../src/server/express/index.js';
-import { createLimiter } from '../src/server/limiter.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
-import { textMessage } from '../src/testing/text-message.js';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

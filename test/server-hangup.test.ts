@@ -17,14 +17,11 @@ import {
   InMemoryTaskStore,
   type User,
 } from '@a2a-js/sdk/server';
+import { createLimiter, type Limiter, withRateLimitExtension } from 'a2a-ratelimit/server';
+import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from 'a2a-ratelimit/server/express';
+import { exampleAgentCard, textMessage } from 'a2a-ratelimit/testing';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { withRateLimitExtension } from '../src/server/card-extension.js';
-import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from '../src/server/express/index.js';
-import { createLimiter } from '../src/server/limiter.js';
-import type { Limiter } from '../src/server/limiter-api.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
-import { textMessage } from '../src/testing/text-message.js';
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -6,17 +6,16 @@
 import type { AddressInfo } from 'node:net';
 import { DefaultRequestHandler, InMemoryTaskStore, UnauthenticatedUser } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
-import express from 'express';
-import { afterEach, describe, expect, it } from 'vitest';
+import { createLimiter, type Limiter } from 'a2a-ratelimit/server';
 import {
   jsonRpcAdmission,
   type RateLimitedHandlerOptions,
   rateLimitedJsonRpcHandler,
   shareUserBuilder,
-} from '../src/server/express/index.js';
-import { createLimiter } from '../src/server/limiter.js';
-import type { Limiter } from '../src/server/limiter-api.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
+} from 'a2a-ratelimit/server/express';
+import { exampleAgentCard } from 'a2a-ratelimit/testing';
+import express from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
 import { countingEchoExecutor } from './echo-executor.helpers.js';
 
 let close: (() => Promise<void>) | undefined;

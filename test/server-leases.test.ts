@@ -3,10 +3,9 @@
  * against the real SDK server on all three bindings with a ManualClock.
  */
 
+import type { MemoryStore, Policy } from 'a2a-ratelimit';
+import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RATE_LIMIT_EXTENSION_URI } from '../src/server/card-extension.js';
-import type { MemoryStore } from '../src/store/memory-store.js';
 import { as, MOUNTS, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
 let agent: TestAgent | undefined;

@@ -8,11 +8,14 @@
 
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
+import type { Policy } from 'a2a-ratelimit';
+import { TICKET_HEADER } from 'a2a-ratelimit/server';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { TICKET_HEADER } from '../src/server/limiter-api.js';
-import { ADMISSION_HEADER } from '../src/server/mediation.js';
+
+/** The admission header a mediating gateway sets (what `a2a-ratelimit-gateway` sends). */
+const ADMISSION_HEADER = 'x-a2a-ratelimit-admission';
+
 import { MOUNTS, startAgent, type TestAgent } from './server-agent.helpers.js';
 
 /** One request per caller per hour, on every method: a caller's first request is its last. */

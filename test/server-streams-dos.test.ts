@@ -7,8 +7,8 @@
  * limit are scaled down from 500 / 10 to 12 / 4.
  */
 
+import type { Policy } from 'a2a-ratelimit';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
 import { MOUNTS, startAgent, type TestAgent } from './server-agent.helpers.js';
 
 let agent: TestAgent | undefined;

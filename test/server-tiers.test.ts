@@ -6,16 +6,16 @@
  * comes from the authenticated caller (`tierOf`), never from a header.
  */
 
+import type { Policy } from 'a2a-ratelimit';
+import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RATE_LIMIT_EXTENSION_URI } from '../src/server/card-extension.js';
+import { rateLimitParams } from './rate-limit-card.helpers.js';
 import {
   type DecodedRejection,
   decodeGrpcRejection,
   decodeJsonRpcRejection,
   decodeRestRejection,
-} from '../src/wire/index.js';
-import { readRateLimitCard } from '../src/wire/rate-limit-card.js';
+} from './rejection-wire.helpers.js';
 import { as, startAgent, type TestAgent, userMessage } from './server-agent.helpers.js';
 
 const tiered: Policy = {
@@ -114,7 +114,7 @@ describe('tiers on every binding', () => {
         const ext = extensions.find((e) => e.uri === RATE_LIMIT_EXTENSION_URI);
         // A caller with no tier of its own is measured by each policy's default tier.
         expect(ext?.params.callerTier).toBe(tier === 'pro' ? 'pro' : undefined);
-        const read = readRateLimitCard(extended);
+        const read = rateLimitParams(extended);
         expect(read?.policies[0]).toMatchObject({
           name: 'per-caller',
           tier,
@@ -127,7 +127,7 @@ describe('tiers on every binding', () => {
     const publicCard = (await (
       await fetch(`${agent.baseUrl}/.well-known/agent-card.json`)
     ).json()) as { capabilities: { extensions: unknown[] } };
-    const read = readRateLimitCard(publicCard);
+    const read = rateLimitParams(publicCard);
     expect(read?.policies[0]).toMatchObject({
       name: 'per-caller',
       limit: 60,

@@ -5,16 +5,13 @@
  * log names what would have been refused, at most one line per policy per second.
  */
 
+import type { Policy, Store } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import { type AdmissionOutcome, createLimiter } from 'a2a-ratelimit/server';
+import { createRateLimitMetrics } from 'a2a-ratelimit/server/metrics';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { rateLimitExtension } from '../src/server/card-extension.js';
-import { createLimiter } from '../src/server/limiter.js';
-import type { AdmissionOutcome } from '../src/server/limiter-api.js';
-import { createRateLimitMetrics } from '../src/server/metrics.js';
-import type { Store } from '../src/store/store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
 import {
   connectRedis,
   deletePrefix,
@@ -23,6 +20,7 @@ import {
   requireOrSkip,
   runPrefix,
 } from './fixtures/redis/redis-env.js';
+import { publishedParams } from './rate-limit-card.helpers.js';
 
 const redisUp = await probeRedis();
 requireOrSkip(redisUp, `Redis at ${REDIS_URL}`);
@@ -141,9 +139,7 @@ describe.each(STORES)('shadow policies on %s', (name, makeStore) => {
         /^a2a-ratelimit: shadow policy trial would have refused caller:a SendMessage, retry in 59000 ms .*; 3 more since the last line$/,
       );
       // Shadow policies are left off the card: no client plans with them.
-      expect(rateLimitExtension(limiter).params.policies.map((p) => p.name)).toEqual([
-        'per-caller',
-      ]);
+      expect(publishedParams(limiter).policies.map((p) => p.name)).toEqual(['per-caller']);
       for (const o of outcomes) if (o.status === 'admitted') o.ticket.end();
       await limiter.close();
     },

@@ -9,16 +9,13 @@
  * (caller, messageId) is fresh exactly when no earlier tuple had it.
  */
 
+import type { A2AMethod, Decision, DecisionInput, Policy } from 'a2a-ratelimit';
+import { MemoryStore } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { A2AMethod } from '../src/core/a2a-methods.js';
-import type { DecisionInput } from '../src/core/decision-state.js';
-import type { Policy } from '../src/core/policy.js';
-import type { Decision } from '../src/core/rejection.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { MemoryStore } from '../src/store/memory-store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
 import {
   connectRedis,
   deletePrefix,

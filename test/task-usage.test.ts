@@ -5,17 +5,20 @@
  * debt), and the next admission waits exactly until the budget is positive again.
  */
 
-import { describe, expect, it } from 'vitest';
-import type { Policy } from '../src/core/policy.js';
-import type { EventBusLike, EventBusManagerLike } from '../src/core/task-events.js';
-import { createLimiter } from '../src/server/limiter.js';
-import { type AdmissionOutcome, type Limiter, TICKET_HEADER } from '../src/server/limiter-api.js';
+import type { Policy } from 'a2a-ratelimit';
+import type { EventBusLike, EventBusManagerLike } from 'a2a-ratelimit/server';
 import {
+  type AdmissionOutcome,
+  createLimiter,
   isUnknownTaskUsageError,
-  TASK_USAGE_ERROR_CODES,
-  TASK_USAGE_TTL_MS,
-} from '../src/server/task-usage.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
+  type Limiter,
+  TICKET_HEADER,
+} from 'a2a-ratelimit/server';
+import { ManualClock } from 'a2a-ratelimit/testing';
+import { describe, expect, it } from 'vitest';
+
+/** How long the limiter remembers a task's identity for usage reports (one hour). */
+const TASK_USAGE_TTL_MS = 3_600_000;
 
 const TOKENS: Policy = {
   name: 'tokens',
@@ -123,7 +126,7 @@ describe.each([true, false])('limiter.usageOf (dedup %s)', (dedup) => {
     expect(unknown.request).toBeUndefined();
     const error = await unknown.report(1).catch((e: unknown) => e);
     expect(isUnknownTaskUsageError(error)).toBe(true);
-    expect((error as { code: string }).code).toBe(TASK_USAGE_ERROR_CODES.unknownTask);
+    expect((error as { code: string }).code).toBe('ERR_A2A_USAGE_UNKNOWN_TASK');
 
     await runTask('task-1');
     const early = limiter.usageOf('task-1');

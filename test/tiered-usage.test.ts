@@ -5,15 +5,13 @@
  * with weighted charges and debt on the tiered budget.
  */
 
+import type { Store } from 'a2a-ratelimit';
+import { compilePolicies, type HoldOptions, type Policy } from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import { type AdmissionOutcome, createLimiter } from 'a2a-ratelimit/server';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilePolicies } from '../src/core/compile-policies.js';
-import type { HoldOptions, Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { createLimiter } from '../src/server/limiter.js';
-import type { AdmissionOutcome } from '../src/server/limiter-api.js';
-import type { Store } from '../src/store/store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
 import { runDifferential } from './fixtures/redis/differential.js';
 import {
   connectRedis,

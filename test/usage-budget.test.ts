@@ -5,17 +5,19 @@
  * delay one more is admitted; `RateLimit` r counts tokens; an estimate is charged up front.
  */
 
+import type { Store } from 'a2a-ratelimit';
+import {
+  compilePolicies,
+  encodeRestRejection,
+  findDetail,
+  type Policy,
+  parseErrorBody,
+} from 'a2a-ratelimit';
+import { RedisStore } from 'a2a-ratelimit/redis';
+import { type AdmissionOutcome, createLimiter } from 'a2a-ratelimit/server';
+import { ManualClock } from 'a2a-ratelimit/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilePolicies } from '../src/core/compile-policies.js';
-import type { Policy } from '../src/core/policy.js';
-import { RedisStore } from '../src/redis/redis-store.js';
-import { createLimiter } from '../src/server/limiter.js';
-import type { AdmissionOutcome } from '../src/server/limiter-api.js';
-import type { Store } from '../src/store/store.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
-import { findDetail } from '../src/wire/google-rpc.js';
-import { rejectionDetails } from '../src/wire/rejection-details.js';
 import {
   connectRedis,
   deletePrefix,
@@ -110,7 +112,9 @@ describe.each(STORES)('usage budgets on %s', (name, makeStore) => {
       });
       expect(fourth.rejection.message).toContain('10000 tokens per 60 s');
       // QuotaFailure names the unit too, never "10000 requests".
-      const details = rejectionDetails(fourth.rejection, 'agents.example.com');
+      const details =
+        parseErrorBody(encodeRestRejection(fourth.rejection, { domain: 'agents.example.com' }).body)
+          ?.details ?? [];
       expect(findDetail(details, 'QuotaFailure')?.violations[0]?.description).toBe(
         '10000 tokens per 60 s',
       );

@@ -7,14 +7,10 @@
  * The gRPC interceptor lives in `a2a-ratelimit/client/grpc` so that this entry never loads
  * grpc-js.
  */
-
-export type { RateLimitInfo } from '../wire/retry-hint.js';
 export { createRetryingFetch, type RetryingFetchOptions } from './create-retrying-fetch.js';
 export type { RetryRules } from './plan-retry.js';
 export {
   AgentOverloadedError,
-  type BudgetOption,
-  HintedRetryError,
   isAgentOverloadedError,
   isRateLimitedError,
   isRetryBudgetExceededError,
@@ -25,10 +21,7 @@ export {
 } from './retry-errors.js';
 export {
   type Attempt,
-  type AttemptOutcome,
   RetryScheduler,
   type RetrySchedulerOptions,
-  type RetrySchedulerStats,
-  type ScheduledCall,
 } from './retry-scheduler.js';
 export { type Sleep, systemSleep } from './sleep.js';

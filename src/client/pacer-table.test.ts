@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { createVirtualTime } from '../simulation/virtual-time.js';
-import type { CardRateLimits } from '../wire/rate-limit-card.js';
+import {
+  type CardRateLimits,
+  RATE_LIMIT_CARD_URI,
+  readRateLimitCard,
+} from '../wire/rate-limit-card.js';
 import type { RetryHint } from '../wire/retry-hint.js';
 import { MAX_POLICIES_PER_PACER } from './pacer.js';
 import { PacerTable } from './pacer-table.js';
@@ -229,5 +233,44 @@ describe("PacerTable: the cards' buckets", () => {
       MAX_POLICIES_PER_PACER,
     );
     expect(table.size).toBe(MAX_POLICIES_PER_PACER);
+  });
+});
+
+describe('PacerTable and a usage budget on the card', () => {
+  it('a card plan paces requests by the request policy only, never by the token budget', () => {
+    const table = new PacerTable({ clock: { nowMs: () => 0 } });
+    const card = readRateLimitCard({
+      capabilities: {
+        extensions: [
+          {
+            uri: RATE_LIMIT_CARD_URI,
+            params: {
+              policies: [
+                {
+                  name: 'tokens',
+                  kind: 'rate',
+                  scope: 'caller',
+                  limit: 10_000,
+                  windowSeconds: 60,
+                  unit: 'tokens',
+                },
+                { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 60, windowSeconds: 60 },
+              ],
+            },
+          },
+        ],
+      },
+    });
+    if (card === undefined) throw new Error('card not read');
+    expect(card.policies.find((p) => p.name === 'tokens')).toMatchObject({
+      kind: 'rate',
+      limit: 10_000,
+      unit: 'tokens',
+    });
+    table.learn('agent', card);
+    const plan = table.planFor('agent', 'alice', 'SendMessage');
+    expect(plan?.rates.map((p) => p.policy)).toEqual(['per-caller']);
+    table.learn('other', { ...card, policies: card.policies.filter((p) => p.name === 'tokens') });
+    expect(table.planFor('other', 'alice', 'SendMessage')).toBeUndefined();
   });
 });

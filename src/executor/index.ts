@@ -9,5 +9,4 @@ export {
   callWithinLimits,
   isLimitedCallFailedError,
   LimitedCallFailedError,
-  type StatusEventSink,
 } from './call-within-limits.js';

@@ -13,50 +13,33 @@
  */
 
 export type { PushCircuitEvent } from './circuit-board.js';
-export {
-  PUSH_DROP_REASONS,
-  type PushDelivery,
-  type PushDrop,
-  type PushDropReason,
-  type PushPayloadKind,
-} from './push-drops.js';
 export type {
-  PushSenderLogger,
-  PushSenderStats,
-  RateLimitedPushSenderOptions,
-} from './push-sender-options.js';
+  PushDelivery,
+  PushDrop,
+} from './push-drops.js';
+export type { RateLimitedPushSenderOptions } from './push-sender-options.js';
 export { RateLimitedPushSender } from './rate-limited-push-sender.js';
-export { ADDRESS_RANGE, type AddressRange } from './special-purpose-ranges.js';
 export {
   type ValidatingPushStoreOptions,
   validatingPushNotificationStore,
 } from './validating-push-store.js';
-export { CIRCUIT_STATES, type CircuitOptions, type CircuitState } from './webhook-circuit.js';
+export type { CircuitOptions } from './webhook-circuit.js';
 export {
-  type AllowedAddress,
-  type AllowedUrl,
   createWebhookPolicy,
   WEBHOOK_REFUSAL_REASONS,
-  type WebhookAllowance,
   type WebhookPolicy,
   type WebhookPolicyOptions,
   type WebhookRefusal,
-  type WebhookRefusalReason,
 } from './webhook-policy.js';
 export {
-  type IdentifySender,
-  type PushWebhookRateLimit,
   type PushWebhookRateLimitOptions,
   pushWebhookPolicy,
   pushWebhookRateLimit,
-  type SenderCredential,
 } from './webhook-rate-limit.js';
 export {
   createWebhookTransport,
   type ResolvedAddress,
   type WebhookAnswer,
-  type WebhookPost,
-  type WebhookResolver,
   type WebhookTransport,
   type WebhookTransportOptions,
 } from './webhook-transport.js';

@@ -149,7 +149,7 @@ export interface WebhookPolicy {
   checkUrl(url: string | URL): AllowedUrl | WebhookRefusal;
   /**
    * Checks one address `hostname` resolved to (or the literal itself). `hostname` as
-   * {@link AllowedUrl.hostname}.
+   * `AllowedUrl.hostname`.
    */
   checkAddress(hostname: string, address: string): AllowedAddress | WebhookRefusal;
 }

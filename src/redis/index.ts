@@ -7,19 +7,16 @@
  */
 export { RECOMMENDED_IOREDIS_OPTIONS, type RedisLike } from './redis-like.js';
 export { RedisStore } from './redis-store.js';
-export {
-  FAILURE_POLICIES,
-  type FailurePolicy,
-  type ModeChangeEvent,
-  type RedisStoreLogger,
-  type RedisStoreMode,
-  type RedisStoreOptions,
-  type RedisStoreStats,
+export type {
+  FailurePolicy,
+  ModeChangeEvent,
+  RedisStoreLogger,
+  RedisStoreMode,
+  RedisStoreOptions,
 } from './redis-store-options.js';
 export { isStoreTimeoutError, StoreTimeoutError } from './store-timeout-error.js';
 export { createTaskEventRelay } from './task-event-relay.js';
 export type {
-  RelayedRequestHandler,
   TaskEventRelay,
   TaskEventRelayOptions,
 } from './task-event-relay-options.js';

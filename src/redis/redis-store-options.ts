@@ -22,7 +22,7 @@ export const FAILURE_POLICIES = {
 } as const;
 
 /**
- * One of {@link FAILURE_POLICIES}.
+ * One of `FAILURE_POLICIES`: `fail-open`, `fail-closed` or `insurance`.
  */
 export type FailurePolicy = (typeof FAILURE_POLICIES)[keyof typeof FAILURE_POLICIES];
 

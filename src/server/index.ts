@@ -6,28 +6,18 @@
  * `a2a-ratelimit/server/express`, `a2a-ratelimit/server/grpc`; metrics:
  * `a2a-ratelimit/server/metrics`.
  */
-
-export type { AnswerLimits } from './answer-budget.js';
 export {
-  type AddressKeyOptions,
   addressCallerKey,
   authenticatedCallerKey,
   createAddressKey,
 } from './caller-key.js';
 export {
-  type CardWithCapabilities,
   followPolicyChanges,
   RATE_LIMIT_EXTENSION_URI,
-  type RateLimitExtensionOptions,
   withRateLimitExtension,
 } from './card-extension.js';
 export type { EventLoopMonitorOptions } from './event-loop-monitor.js';
-export {
-  type FindTaskOptions,
-  findTaskByMessageId,
-  type TaskListingStore,
-  type TaskWithHistoryLike,
-} from './find-task-by-message-id.js';
+export { findTaskByMessageId } from './find-task-by-message-id.js';
 export { grpcMethodOf } from './grpc/grpc-method.js';
 export { type GrpcRequestFields, readGrpcRequestFields } from './grpc/grpc-request-fields.js';
 export { createLimiter } from './limiter.js';
@@ -41,15 +31,11 @@ export {
   type AdmissionRequest,
   type Binding,
   DEFAULT_LIMITER_OPTIONS,
-  type DedupOptions,
-  type LeaseHoldUntil,
-  type LimiterGauges,
   type LimiterObserver,
   type LimiterOptions,
 } from './limiter-options.js';
 export type { MessageAnswer } from './message-answer.js';
-export type { AgentCardLike } from './operator-domain.js';
-export { isRestRoute, matchRestRoute, type RestRoute, type RestRouteMiss } from './rest-route.js';
+export { isRestRoute, matchRestRoute } from './rest-route.js';
 export {
   type EventBusLike,
   type EventBusManagerLike,
@@ -57,7 +43,5 @@ export {
 } from './task-lease-tracker.js';
 export {
   isUnknownTaskUsageError,
-  type TaskRef,
-  type TaskUsageReporter,
   UnknownTaskUsageError,
 } from './task-usage.js';

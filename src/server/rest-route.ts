@@ -175,7 +175,7 @@ function canonicalPath(tokens: readonly Token[], params: Params): string {
  * Identifies the A2A operation of a REST request as the SDK's router would route it. `path` is
  * relative to the REST mount point (Express `req.path`: no query string, not decoded). With
  * `legacy` (a v0.3 request to an SDK with `legacyCompat` on), the `/v1/...` routes are tried
- * first. Returns the route, or why there is none ({@link RestRouteMiss}).
+ * first. Returns the route, or why there is none (`RestRouteMiss`).
  *
  * @example
  * ```ts
@@ -223,7 +223,7 @@ export function matchRestRoute(
 }
 
 /**
- * Whether a matched REST request is an A2A route ({@link RestRoute}) or a miss.
+ * Whether a matched REST request is an A2A route (`RestRoute`) or a miss.
  *
  * @example
  * ```ts

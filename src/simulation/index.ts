@@ -7,5 +7,5 @@
  */
 
 export { seededRandom } from './seeded-random.js';
-export { createVirtualTime, type VirtualClock, type VirtualTimeOptions } from './virtual-time.js';
+export { createVirtualTime, type VirtualClock } from './virtual-time.js';
 export { WORKED_EXAMPLE_POLICY } from './worked-example-policy.js';

@@ -36,7 +36,7 @@ export interface Store extends Partial<SynchronousStore> {
    * record exists. `fresh: true` means this is the first copy; otherwise the earlier copy's
    * task id, once {@link Store.recordMessageTask} stored it. With `pending` (a shared store), the
    * new record is pending only `pendingTtlMs` unless renewed, then `orphaned` (see
-   * {@link MessageRecord}); `unavailable` when the store cannot answer.
+   * `MessageRecord`); `unavailable` when the store cannot answer.
    */
   rememberMessage(
     caller: string,

@@ -7,8 +7,7 @@
  * bench, not users.
  */
 
-export { type ExampleAgentCardParts, exampleAgentCard } from './example-agent-card.js';
+export { exampleAgentCard } from './example-agent-card.js';
 export { ManualClock } from './manual-clock.js';
 export { STORE_CONTRACT } from './store-contract.js';
-export type { StoreContractCase, StoreFactory } from './store-contract-kit.js';
-export { type TextMessageParts, textMessage } from './text-message.js';
+export { textMessage } from './text-message.js';

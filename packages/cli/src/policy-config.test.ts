@@ -42,3 +42,21 @@ describe('policy config with tiers, budgets, shadow and exemptions', () => {
     ).toThrow(/x\.yaml: policies\[0\]\.tiers\.a\.limit: must be a positive integer/);
   });
 });
+
+describe('config errors list every problem', () => {
+  it('problems across policies are all named, each once', () => {
+    expect(() =>
+      parsePolicyConfig(
+        {
+          policies: [
+            { name: 'a', kind: 'rate', limit: 0, windowSeconds: 60 },
+            { name: '', kind: 'concurrency' },
+          ],
+        },
+        'set.json',
+      ),
+    ).toThrow(
+      'set.json: 3 problems: policies[0].limit: must be a positive integer; policies[1].name: must be a non-empty string; policies[1].max: is required',
+    );
+  });
+});

@@ -17,5 +17,5 @@ export {
   rateLimitedServiceDefinition,
   type ServiceDefinitionOptions,
 } from './encoded-request.js';
-export type { GrpcAdmissionOptions, GrpcIdentify } from './grpc-options.js';
+export type { GrpcAdmissionOptions } from './grpc-options.js';
 export { rateLimitedGrpcService } from './rate-limited-grpc-service.js';

@@ -17,15 +17,15 @@ import {
   restHandler,
   UserBuilder,
 } from '@a2a-js/sdk/server/express';
+import { exampleAgentCard } from 'a2a-ratelimit/testing';
 import express from 'express';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CliError } from '../packages/cli/src/cli-error.js';
-import { runProbe } from '../packages/cli/src/probe.js';
-import { PROBE_MAX_BODY_BYTES } from '../packages/cli/src/probe-capped-body.js';
-import { exampleAgentCard } from '../src/testing/example-agent-card.js';
-import { runCliProcess } from './cli-process.helpers.js';
-import { countingEchoExecutor } from './echo-executor.helpers.js';
-import { type SeedAgent, startSeedAgent } from './fixtures/seed-agent.js';
+import { runCliProcess } from '../../../test/cli-process.helpers.js';
+import { countingEchoExecutor } from '../../../test/echo-executor.helpers.js';
+import { type SeedAgent, startSeedAgent } from '../../../test/fixtures/seed-agent.js';
+import { CliError } from './cli-error.js';
+import { runProbe } from './probe.js';
+import { PROBE_MAX_BODY_BYTES } from './probe-capped-body.js';
 
 const closers: (() => Promise<void>)[] = [];
 afterAll(async () => {

@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runProbe } from '../packages/cli/src/probe.js';
-import { type ServeProcess, startServeProcess } from './cli-process.helpers.js';
+import { type ServeProcess, startServeProcess } from '../../../test/cli-process.helpers.js';
+import { runProbe } from './probe.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'a2a-ratelimit-tasks-'));
 const serves: ServeProcess[] = [];

@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { watchPolicyFile } from '../packages/cli/src/policy-file-reloader.js';
+import { watchPolicyFile } from './policy-file-reloader.js';
 
 const dirs: string[] = [];
 afterAll(() => {

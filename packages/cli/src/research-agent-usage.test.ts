@@ -10,21 +10,20 @@
 import type { AgentCard } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import type { Policy } from 'a2a-ratelimit';
+import { ManualClock, textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  DEMO_TOKENS_PER_MESSAGE,
-  type ResearchAgent,
-  startResearchAgent,
-} from '../packages/cli/src/research-agent.js';
-import type { Policy } from '../src/core/policy.js';
-import { ManualClock } from '../src/testing/manual-clock.js';
-import { textMessage } from '../src/testing/text-message.js';
 import {
   type DecodedRejection,
   decodeGrpcRejection,
   decodeJsonRpcRejection,
   decodeRestRejection,
-} from '../src/wire/index.js';
+} from '../../../test/rejection-wire.helpers.js';
+import {
+  DEMO_TOKENS_PER_MESSAGE,
+  type ResearchAgent,
+  startResearchAgent,
+} from './research-agent.js';
 
 const TOKENS: Policy = {
   name: 'tokens',

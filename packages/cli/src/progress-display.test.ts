@@ -4,12 +4,12 @@
  * the output is not a terminal (a pipe, a CI log), nothing with `--json`.
  */
 
+import { createVirtualTime } from 'a2a-ratelimit/simulation';
 import { describe, expect, it } from 'vitest';
-import { runProbe } from '../packages/cli/src/probe.js';
-import { runSimulateCommand, type SimulateIo } from '../packages/cli/src/simulate-command.js';
-import { createStatusLine } from '../packages/cli/src/status-line.js';
-import { createVirtualTime } from '../src/simulation/virtual-time.js';
-import { runCliProcess, startServeProcess } from './cli-process.helpers.js';
+import { runCliProcess, startServeProcess } from '../../../test/cli-process.helpers.js';
+import { runProbe } from './probe.js';
+import { runSimulateCommand, type SimulateIo } from './simulate-command.js';
+import { createStatusLine } from './status-line.js';
 
 const CLEAR = '\r\u001b[2K';
 

@@ -4,14 +4,13 @@
  * per caller with a burst of 10. Against our encoding, the client waits exactly as told; against a
  * spec-literal bare 500 over plain GCRA, a naive backoff client wastes retries and abandons calls.
  */
+
+import type { RatePolicy } from 'a2a-ratelimit';
+import { MemoryStore } from 'a2a-ratelimit';
+import { RetryScheduler, retryErrorOf } from 'a2a-ratelimit/client';
+import { createVirtualTime, seededRandom } from 'a2a-ratelimit/simulation';
 import { describe, expect, it } from 'vitest';
-import { SimulatedAgent, type SimulatedResult } from '../packages/cli/src/simulated-agent.js';
-import { isRetryError } from '../src/client/retry-errors.js';
-import { RetryScheduler } from '../src/client/retry-scheduler.js';
-import type { RatePolicy } from '../src/core/policy.js';
-import { seededRandom } from '../src/simulation/seeded-random.js';
-import { createVirtualTime } from '../src/simulation/virtual-time.js';
-import { MemoryStore } from '../src/store/memory-store.js';
+import { SimulatedAgent, type SimulatedResult } from './simulated-agent.js';
 
 const perCaller: RatePolicy = {
   name: 'per-caller',
@@ -99,7 +98,7 @@ describe('worked example: 30 calls at once to a 60/min burst-10 agent', () => {
     const abandoned = results.filter(
       (r) =>
         (r.status === 'fulfilled' && !r.value.admitted) ||
-        (r.status === 'rejected' && isRetryError(r.reason)),
+        (r.status === 'rejected' && retryErrorOf(r.reason) !== undefined),
     ).length;
     const rejectedRetries = agent.requests.filter((r) => r.attemptIndex > 0 && !r.admitted).length;
     const client = {

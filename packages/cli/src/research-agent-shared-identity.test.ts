@@ -9,15 +9,15 @@
 
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { Policy } from 'a2a-ratelimit';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   type AgentRequestEvent,
   type ResearchAgent,
   startResearchAgent,
-} from '../packages/cli/src/research-agent.js';
-import type { Policy } from '../src/core/policy.js';
+} from './research-agent.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const POLICY: Policy = {
   name: 'per-caller',
   kind: 'rate',

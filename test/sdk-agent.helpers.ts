@@ -1,5 +1,4 @@
 /**
- * @module sdk-agent.test-helpers
  * A real `@a2a-js/sdk` agent for the client's adapter tests: an echo executor behind the SDK's
  * own `DefaultRequestHandler`, served by the SDK's Express routers (JSON-RPC at `/a2a/jsonrpc`,
  * REST at `/a2a/rest`) on 127.0.0.1, with a test-supplied gatekeeper in front that may refuse a
@@ -20,11 +19,10 @@ import {
   restHandler,
   UserBuilder,
 } from '@a2a-js/sdk/server/express';
+import { type A2AMethod, toA2AMethod } from 'a2a-ratelimit';
+import { isRestRoute, matchRestRoute } from 'a2a-ratelimit/server';
+import { exampleAgentCard, textMessage } from 'a2a-ratelimit/testing';
 import express from 'express';
-import type { A2AMethod } from '../core/a2a-methods.js';
-import { exampleAgentCard } from '../testing/example-agent-card.js';
-import { textMessage } from '../testing/text-message.js';
-import { identifyA2ARequest } from './identify-a2a-request.js';
 
 /** One request that reached the HTTP server. */
 export interface Arrival {
@@ -104,14 +102,9 @@ export async function startSdkAgent(options: {
   app.use(express.json({ type: ['application/json', 'application/a2a+json'] }));
   app.use((req, res, next) => {
     if (!req.path.startsWith('/a2a/')) return next();
-    const info = identifyA2ARequest({
-      httpMethod: req.method,
-      url: `${baseUrl}${req.originalUrl}`,
-      bodyText: req.body === undefined ? undefined : JSON.stringify(req.body),
-    });
-    if (info === undefined) return next();
-    const seen = { binding: info.binding, method: info.method, messageId: info.messageId };
-    const key = info.messageId ?? info.method;
+    const seen = identify(req.method, req.path, req.body);
+    if (seen === undefined) return next();
+    const key = seen.messageId ?? seen.method;
     const index = counts.get(key) ?? 0;
     counts.set(key, index + 1);
     const refusal = options.gatekeeper(seen, index, req.body);
@@ -141,4 +134,32 @@ export async function startSdkAgent(options: {
         server.close(() => resolve());
       }),
   };
+}
+
+/** The binding, operation and messageId of a request to `/a2a/jsonrpc` or `/a2a/rest`. */
+function identify(
+  httpMethod: string,
+  path: string,
+  body: unknown,
+): Pick<Arrival, 'binding' | 'method' | 'messageId'> | undefined {
+  if (isRecord(body) && body.jsonrpc === '2.0') {
+    const method = toA2AMethod(body.method);
+    return method === undefined
+      ? undefined
+      : { binding: 'jsonrpc', method, messageId: messageIdOf(body.params) };
+  }
+  if (!path.startsWith('/a2a/rest/')) return undefined;
+  const found = matchRestRoute(httpMethod, path.slice('/a2a/rest'.length));
+  return isRestRoute(found)
+    ? { binding: 'rest', method: found.method, messageId: messageIdOf(body) }
+    : undefined;
+}
+
+function messageIdOf(params: unknown): string | undefined {
+  const message = isRecord(params) ? params.message : undefined;
+  return isRecord(message) && typeof message.messageId === 'string' ? message.messageId : undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -17,9 +17,9 @@ import {
   runSimulateCommand,
   type SimulateCommandOptions,
   type SimulateIo,
-} from '../packages/cli/src/simulate-command.js';
-import type { OutcomeSummary, SimulationJson } from '../packages/cli/src/simulation-report.js';
-import type { ClientKind } from '../packages/cli/src/simulation-summary.js';
+} from './simulate-command.js';
+import type { OutcomeSummary, SimulationJson } from './simulation-report.js';
+import type { ClientKind } from './simulation-summary.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'a2a-simulate-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -513,7 +513,7 @@ describe('simulate: arrivals, policies and errors', () => {
     });
   });
 
-  const main = resolve(import.meta.dirname, '../packages/cli/src/main.ts');
+  const main = resolve(import.meta.dirname, './main.ts');
   it.skipIf(!existsSync(main))(
     'runs through the real binary entry (packages/cli/src/main.ts)',
     () => {
@@ -530,7 +530,7 @@ describe('simulate: arrivals, policies and errors', () => {
           '--json',
         ],
         {
-          cwd: resolve(import.meta.dirname, '..'),
+          cwd: resolve(import.meta.dirname, '../../..'),
           encoding: 'utf8',
         },
       );

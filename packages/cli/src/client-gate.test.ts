@@ -2,13 +2,13 @@
  * The gate in virtual time against the real decision code: calls not yet sent wait for a learned
  * delay and are released at the policy's pace; gates are per method group and per caller.
  */
+
+import type { RatePolicy } from 'a2a-ratelimit';
+import { MemoryStore } from 'a2a-ratelimit';
+import { RetryScheduler } from 'a2a-ratelimit/client';
+import { createVirtualTime, seededRandom } from 'a2a-ratelimit/simulation';
 import { describe, expect, it } from 'vitest';
-import { SimulatedAgent } from '../packages/cli/src/simulated-agent.js';
-import { RetryScheduler } from '../src/client/retry-scheduler.js';
-import type { RatePolicy } from '../src/core/policy.js';
-import { seededRandom } from '../src/simulation/seeded-random.js';
-import { createVirtualTime } from '../src/simulation/virtual-time.js';
-import { MemoryStore } from '../src/store/memory-store.js';
+import { SimulatedAgent } from './simulated-agent.js';
 
 /** 5 per minute, burst 1: one call every 12 s. */
 const slowPolicy: RatePolicy = {

@@ -8,19 +8,21 @@
  * plan, the plan correcting itself from the next answers.
  */
 
-import { describe, expect, it } from 'vitest';
+import type { Policy } from 'a2a-ratelimit';
+import { MemoryStore } from 'a2a-ratelimit';
 import {
-  publishedAgentCard,
-  type SeenRequest,
-  SimulatedAgent,
-} from '../packages/cli/src/simulated-agent.js';
-import { isRetryBudgetExceededError } from '../src/client/retry-errors.js';
-import { RetryScheduler, type RetrySchedulerOptions } from '../src/client/retry-scheduler.js';
-import type { Policy } from '../src/core/policy.js';
-import { seededRandom } from '../src/simulation/seeded-random.js';
-import { createVirtualTime, type VirtualClock } from '../src/simulation/virtual-time.js';
-import { WORKED_EXAMPLE_POLICY } from '../src/simulation/worked-example-policy.js';
-import { MemoryStore } from '../src/store/memory-store.js';
+  isRetryBudgetExceededError,
+  RetryScheduler,
+  type RetrySchedulerOptions,
+} from 'a2a-ratelimit/client';
+import {
+  createVirtualTime,
+  seededRandom,
+  type VirtualClock,
+  WORKED_EXAMPLE_POLICY,
+} from 'a2a-ratelimit/simulation';
+import { describe, expect, it } from 'vitest';
+import { publishedAgentCard, type SeenRequest, SimulatedAgent } from './simulated-agent.js';
 
 const MESSAGES = ['SendMessage', 'SendStreamingMessage'] as const;
 /** The README's server policies. */
