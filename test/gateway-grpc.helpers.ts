@@ -8,21 +8,14 @@
 
 import { createServer, type Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { AGENT_CARD_PATH, type Task } from '@a2a-js/sdk';
-import {
-  AgentEvent,
-  type AgentExecutor,
-  DefaultRequestHandler,
-  type ExecutionEventBus,
-  InMemoryTaskStore,
-  type User,
-} from '@a2a-js/sdk/server';
+import { AGENT_CARD_PATH } from '@a2a-js/sdk';
+import { DefaultRequestHandler, InMemoryTaskStore, type User } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, type UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { exampleAgentCard, textMessage } from 'a2a-ratelimit/testing';
 import express from 'express';
-import { startTestGateway, type TestGateway } from './gateway.helpers.js';
+import { scriptedExecutor, startTestGateway, type TestGateway } from './gateway.helpers.js';
 
 /** The upstream as the gRPC tests see it. */
 export interface GrpcTestUpstream {
@@ -82,57 +75,7 @@ export async function startSdkGrpcUpstream(): Promise<GrpcTestUpstream> {
       { url: `${baseUrl}/a2a/jsonrpc`, protocolBinding: 'JSONRPC' },
     ],
   });
-  const status = (state: number) => ({ state, timestamp: new Date(0).toISOString() });
-  const executor: AgentExecutor = {
-    async execute(ctx, bus: ExecutionEventBus) {
-      const messageId = ctx.userMessage.messageId;
-      executions.set(messageId, (executions.get(messageId) ?? 0) + 1);
-      const part = ctx.userMessage.parts[0] as unknown as { content?: { value?: string } };
-      const text = part?.content?.value ?? '';
-      const { taskId, contextId } = ctx;
-      if (text !== 'hold' && text !== 'task') {
-        bus.publish(
-          AgentEvent.message(
-            textMessage({ messageId: `r-${messageId}`, text: 'ok', role: 'agent', contextId }),
-          ),
-        );
-        bus.finished();
-        return;
-      }
-      bus.publish(
-        AgentEvent.task({
-          id: taskId,
-          contextId,
-          status: status(2),
-          artifacts: [],
-          history: [ctx.userMessage],
-          metadata: {},
-        } as unknown as Task),
-      );
-      if (text === 'hold') {
-        const canceled = await new Promise<boolean>((resolve) => held.set(taskId, resolve));
-        if (canceled) return;
-      }
-      bus.publish(
-        AgentEvent.statusUpdate({ taskId, contextId, status: status(3), metadata: {} } as never),
-      );
-      bus.finished();
-    },
-    async cancelTask(taskId, bus) {
-      const resolve = held.get(taskId);
-      held.delete(taskId);
-      bus.publish(
-        AgentEvent.statusUpdate({
-          taskId,
-          contextId: '',
-          status: status(5),
-          metadata: {},
-        } as never),
-      );
-      bus.finished();
-      resolve?.(true);
-    },
-  };
+  const executor = scriptedExecutor(executions, held);
   const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
   const httpUser = (async (req: express.Request) =>

@@ -143,35 +143,17 @@ function usageOf(message: { metadata?: unknown }, options: SdkUpstreamOptions): 
 }
 
 /**
- * The SDK's agent with no limiter. Message text: `hold` (a task WORKING until released or
- * cancelled), `task` (a task completed at once), anything else a direct Message reply.
+ * The test agents' executor: a message's text picks the answer (`hold`: a task held WORKING until
+ * released or cancelled; `task`: a task completed at once; anything else: a Message), counting
+ * executions by messageId; the final status carries the usage report `options` asks for.
  */
-export const startSdkUpstream = async (options: SdkUpstreamOptions = {}): Promise<SdkUpstream> => {
-  let rejecting: { status: number; retryAfter: number } | null = null;
-  const executions = new Map<string, number>();
-  /** Tasks held WORKING: resolve(true) when cancelled, resolve(false) when released. */
-  const held = new Map<string, (canceled: boolean) => void>();
-  const requests: string[] = [];
-  const app = express();
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const baseCard = exampleAgentCard({
-    name: 'upstream',
-    interfaces: [
-      { url: `${baseUrl}/a2a/jsonrpc`, protocolBinding: 'JSONRPC' },
-      { url: `${baseUrl}/a2a/rest`, protocolBinding: 'HTTP+JSON' },
-    ],
-  });
-  const card =
-    options.extendedCard === true
-      ? ({
-          ...baseCard,
-          capabilities: { ...baseCard.capabilities, extendedAgentCard: true },
-        } as AgentCard)
-      : baseCard;
+export function scriptedExecutor(
+  executions: Map<string, number>,
+  held: Map<string, (canceled: boolean) => void>,
+  options: SdkUpstreamOptions = {},
+): AgentExecutor {
   const status = (state: number) => ({ state, timestamp: new Date(0).toISOString() });
-  const executor: AgentExecutor = {
+  return {
     async execute(ctx, bus: ExecutionEventBus) {
       const messageId = ctx.userMessage.messageId;
       executions.set(messageId, (executions.get(messageId) ?? 0) + 1);
@@ -223,6 +205,37 @@ export const startSdkUpstream = async (options: SdkUpstreamOptions = {}): Promis
       resolve?.(true);
     },
   };
+}
+
+/**
+ * The SDK's agent with no limiter. Message text: `hold` (a task WORKING until released or
+ * cancelled), `task` (a task completed at once), anything else a direct Message reply.
+ */
+export const startSdkUpstream = async (options: SdkUpstreamOptions = {}): Promise<SdkUpstream> => {
+  let rejecting: { status: number; retryAfter: number } | null = null;
+  const executions = new Map<string, number>();
+  /** Tasks held WORKING: resolve(true) when cancelled, resolve(false) when released. */
+  const held = new Map<string, (canceled: boolean) => void>();
+  const requests: string[] = [];
+  const app = express();
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const baseCard = exampleAgentCard({
+    name: 'upstream',
+    interfaces: [
+      { url: `${baseUrl}/a2a/jsonrpc`, protocolBinding: 'JSONRPC' },
+      { url: `${baseUrl}/a2a/rest`, protocolBinding: 'HTTP+JSON' },
+    ],
+  });
+  const card =
+    options.extendedCard === true
+      ? ({
+          ...baseCard,
+          capabilities: { ...baseCard.capabilities, extendedAgentCard: true },
+        } as AgentCard)
+      : baseCard;
+  const executor = scriptedExecutor(executions, held, options);
   const requestHandler = new DefaultRequestHandler(
     card,
     new InMemoryTaskStore(),

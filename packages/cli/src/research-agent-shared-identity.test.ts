@@ -130,14 +130,28 @@ describe.each(['jsonrpc', 'grpc'] as const)(
 );
 
 describe('the same two processes without a plan', () => {
-  it('send 60 at once: 10 admitted, 50 refused and retried (the figure planning is measured against)', async () => {
+  it('send 60 at once: the burst of 10 admitted, the rest refused but for what refilled while they were sent', async () => {
     const { clients, events } = await twoProcesses('jsonrpc', false);
     const rejected = events.filter((e) => e.outcome === 'rejected');
+    // First attempts only: on a loaded host the 60 sends spread out, and the bucket refills at
+    // 10 a second meanwhile; each token refilled may admit one more first attempt.
+    const firstAt = new Map<string, number>();
+    for (const e of events) {
+      const id = e.messageId ?? '';
+      const seen = firstAt.get(id);
+      if (seen === undefined || e.atMs < seen) firstAt.set(id, e.atMs);
+    }
+    const firsts = [...firstAt.values()];
+    const spreadSeconds = (Math.max(...firsts) - Math.min(...firsts)) / 1000;
+    const refilled = Math.ceil(spreadSeconds * (600 / 60)); // POLICY's rate: 10 a second
     console.log('[two unplanned processes, jsonrpc]', {
       requests: events.length,
       rejected: rejected.length,
+      spreadSeconds,
     });
     expect(clients.map((c) => c.completed)).toEqual([30, 30]);
-    expect(rejected.length).toBeGreaterThanOrEqual(50);
+    expect(firstAt.size).toBe(60);
+    expect(rejected.length).toBeGreaterThanOrEqual(50 - refilled);
+    expect(rejected.length).toBeGreaterThan(0);
   });
 });
