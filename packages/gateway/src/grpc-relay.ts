@@ -244,7 +244,12 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
           const sighting = bytes === undefined ? undefined : grpcSightingOf(shape, bytes);
           if (sighting?.kind !== 'task') continue;
           // The first sighting binds the admission; later ones only report states.
-          host.watch.task(last === undefined ? scope : undefined, sighting.taskId, sighting.state);
+          host.watch.task(
+            last === undefined ? scope : undefined,
+            sighting.taskId,
+            sighting.state,
+            sighting.object,
+          );
           last = sighting;
         }
       }

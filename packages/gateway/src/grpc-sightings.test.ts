@@ -22,7 +22,12 @@ describe('grpc-sightings (read with the SDK’s own encoder on the other side)',
     const wrapped = A2AService.sendMessage.responseSerialize({
       payload: { $case: 'task', value: task },
     } as never);
-    expect(grpcSightingOf('wrapped', wrapped)).toEqual({ kind: 'task', taskId: 't-1', state: 2 });
+    expect(grpcSightingOf('wrapped', wrapped)).toEqual({
+      kind: 'task',
+      taskId: 't-1',
+      state: 2,
+      object: { id: 't-1', status: { state: 2 }, metadata: { big: 'x'.repeat(1000) } },
+    });
     const update = A2AService.sendStreamingMessage.responseSerialize({
       payload: {
         $case: 'statusUpdate',
@@ -31,7 +36,7 @@ describe('grpc-sightings (read with the SDK’s own encoder on the other side)',
     } as never);
     expect(grpcSightingOf('wrapped', update)).toEqual({ kind: 'task', taskId: 't-1', state: 3 });
     const bare = A2AService.getTask.responseSerialize(task as never);
-    expect(grpcSightingOf('task', bare)).toEqual({ kind: 'task', taskId: 't-1', state: 2 });
+    expect(grpcSightingOf('task', bare)).toMatchObject({ kind: 'task', taskId: 't-1', state: 2 });
     const message = A2AService.sendMessage.responseSerialize({
       payload: {
         $case: 'message',
@@ -49,6 +54,41 @@ describe('grpc-sightings (read with the SDK’s own encoder on the other side)',
     } as never);
     expect(grpcSightingOf('wrapped', message)).toBeUndefined();
     expect(grpcSightingOf('wrapped', Buffer.from([0x0a, 0x50, 1]))).toBeUndefined();
+  });
+
+  it('reads the metadata of a Task and of a status update in JSON form (usage reports)', () => {
+    const metadata = {
+      usage: { totalTokens: 4000, parts: [1, 'two', true, null, { deep: { er: 2.5 } }] },
+    };
+    const update = A2AService.sendStreamingMessage.responseSerialize({
+      payload: {
+        $case: 'statusUpdate',
+        value: { taskId: 't-1', contextId: 'c-1', status: { state: 3 }, metadata },
+      },
+    } as never);
+    const seen = grpcSightingOf('wrapped', update);
+    expect(seen).toMatchObject({ taskId: 't-1', state: 3 });
+    expect(JSON.parse(JSON.stringify(seen?.kind === 'task' ? seen.object : null))).toEqual({
+      id: 't-1',
+      status: { state: 3 },
+      metadata,
+    });
+    const bare = A2AService.getTask.responseSerialize({
+      ...task,
+      status: { state: 3 },
+      metadata,
+    } as never);
+    const fromTask = grpcSightingOf('task', bare);
+    expect(
+      (fromTask?.kind === 'task' ? fromTask.object?.metadata : undefined) as unknown,
+    ).toMatchObject({ usage: { totalTokens: 4000 } });
+  });
+
+  it('a metadata Struct nested deeper than 64 is not read (the state still is)', () => {
+    let deep: Record<string, unknown> = { totalTokens: 1 };
+    for (let i = 0; i < 80; i++) deep = { d: deep };
+    const bare = A2AService.getTask.responseSerialize({ ...task, metadata: deep } as never);
+    expect(grpcSightingOf('task', bare)).toEqual({ kind: 'task', taskId: 't-1', state: 2 });
   });
 
   it('encodes GetTask and wraps a Task as the SDK decodes them', () => {

@@ -3,11 +3,13 @@
  * What a relayed gRPC answer says about tasks, read on the side with `@bufbuild/protobuf`'s wire
  * reader from the A2A 1.0 proto (`lf.a2a.v1`): a `SendMessageResponse` / `StreamResponse` (task 1,
  * message 2, status_update 3), a bare `Task` (GetTask, CancelTask); a Task's id (1) and
- * `status.state` (3 → 1), a status update's task_id (1) and `status.state`. Every other field is
- * skipped undecoded. And the one request the gateway writes itself: `GetTaskRequest`.
+ * `status.state` (3 → 1), a status update's task_id (1) and `status.state`, and their `metadata`
+ * (Task 6, update 4; JSON form, where usage reports are read). Every other field is skipped
+ * undecoded. And the one request the gateway writes itself: `GetTaskRequest`.
  */
 
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import { decodeStruct } from './grpc-struct.js';
 import type { TaskSighting } from './task-sightings.js';
 
 /** How a method's answer message is laid out. */
@@ -45,18 +47,27 @@ function stateOf(status: Uint8Array): number | undefined {
   return state;
 }
 
-/** A Task's (or a status update's) id (field 1) and status state (field 3). */
-function taskOf(bytes: Uint8Array): TaskSighting | undefined {
+/**
+ * A Task's (or a status update's) id (field 1), status state (field 3) and `metadata` Struct
+ * (Task: 6, status update: 4), the last in its JSON form where usage reports are read.
+ */
+function taskOf(bytes: Uint8Array, metadataField: 6 | 4): TaskSighting | undefined {
   let id = '';
   let state: number | undefined;
+  let metadata: Record<string, unknown> | undefined;
   readFields(bytes, (field, reader, wireType) => {
     if (wireType !== WireType.LengthDelimited) return false;
     if (field === 1) id = reader.string();
     else if (field === 3) state = stateOf(reader.bytes());
+    else if (field === metadataField) metadata = decodeStruct(reader.bytes());
     else return false;
     return true;
   });
-  return id === '' ? undefined : { kind: 'task', taskId: id, state: state ?? 0 };
+  if (id === '') return undefined;
+  const sighting = { kind: 'task' as const, taskId: id, state: state ?? 0 };
+  return metadata === undefined
+    ? sighting
+    : { ...sighting, object: { id, status: { state: state ?? 0 }, metadata } };
 }
 
 /**
@@ -73,11 +84,11 @@ export function grpcSightingOf(
   bytes: Uint8Array,
 ): TaskSighting | undefined {
   try {
-    if (shape === 'task') return taskOf(bytes);
+    if (shape === 'task') return taskOf(bytes, 6);
     let sighting: TaskSighting | undefined;
     readFields(bytes, (field, reader, wireType) => {
       if (wireType !== WireType.LengthDelimited || (field !== 1 && field !== 3)) return false;
-      sighting = taskOf(reader.bytes());
+      sighting = taskOf(reader.bytes(), field === 1 ? 6 : 4);
       return true;
     });
     return sighting;
