@@ -15,7 +15,12 @@ import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { exampleAgentCard, textMessage } from 'a2a-ratelimit/testing';
 import express from 'express';
-import { scriptedExecutor, startTestGateway, type TestGateway } from './gateway.helpers.js';
+import {
+  type SdkUpstreamOptions,
+  scriptedExecutor,
+  startTestGateway,
+  type TestGateway,
+} from './gateway.helpers.js';
 
 /** The upstream as the gRPC tests see it. */
 export interface GrpcTestUpstream {
@@ -49,9 +54,12 @@ const RPC_NAMES: Readonly<Record<string, string>> = Object.fromEntries(
 
 /**
  * The SDK's agent with no limiter, on gRPC. Message text: `hold` (a task WORKING until released
- * or cancelled), `task` (a task completed at once), anything else a direct Message reply.
+ * or cancelled), `task` (a task completed at once, its usage report as `options` say), anything
+ * else a direct Message reply.
  */
-export async function startSdkGrpcUpstream(): Promise<GrpcTestUpstream> {
+export async function startSdkGrpcUpstream(
+  options: SdkUpstreamOptions = {},
+): Promise<GrpcTestUpstream> {
   const executions = new Map<string, number>();
   const held = new Map<string, (canceled: boolean) => void>();
   const calls: string[] = [];
@@ -75,7 +83,7 @@ export async function startSdkGrpcUpstream(): Promise<GrpcTestUpstream> {
       { url: `${baseUrl}/a2a/jsonrpc`, protocolBinding: 'JSONRPC' },
     ],
   });
-  const executor = scriptedExecutor(executions, held);
+  const executor = scriptedExecutor(executions, held, options);
   const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
   const httpUser = (async (req: express.Request) =>
