@@ -13,7 +13,7 @@ export const MAX_STRUCT_DEPTH = 64;
 class TooDeep extends Error {}
 
 /** A `Value` (null 1, number 2, string 3, bool 4, struct 5, list 6) as JSON. */
-function valueOf(bytes: Uint8Array, depth: number): unknown {
+function jsonValueOf(bytes: Uint8Array, depth: number): unknown {
   const reader = new BinaryReader(bytes);
   let value: unknown = null;
   while (reader.pos < reader.len) {
@@ -41,7 +41,7 @@ function listOf(bytes: Uint8Array, depth: number): unknown[] {
   while (reader.pos < reader.len) {
     const [field, wireType] = reader.tag();
     if (field === 1 && wireType === WireType.LengthDelimited)
-      out.push(valueOf(reader.bytes(), depth));
+      out.push(jsonValueOf(reader.bytes(), depth));
     else reader.skip(wireType, field);
   }
   return out;
@@ -65,7 +65,7 @@ function structOf(bytes: Uint8Array, depth: number): Record<string, unknown> {
       const [entryField, entryWire] = entry.tag();
       if (entryField === 1 && entryWire === WireType.LengthDelimited) key = entry.string();
       else if (entryField === 2 && entryWire === WireType.LengthDelimited) {
-        value = valueOf(entry.bytes(), depth);
+        value = jsonValueOf(entry.bytes(), depth);
       } else entry.skip(entryWire, entryField);
     }
     out[key] = value;
