@@ -9,6 +9,7 @@
  */
 
 import { readFileSync } from 'node:fs';
+import * as http2 from 'node:http2';
 import { fileURLToPath } from 'node:url';
 import type { AgentCard } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
@@ -100,6 +101,78 @@ function officialSchema(): protobuf.Root {
   root.resolveAll();
   return root;
 }
+
+/** One raw HTTP/2 call to `target` writing `chunks` as they are (no gRPC library framing checks). */
+async function rawCall(
+  target: string,
+  chunks: readonly Buffer[],
+  gapMs = 0,
+): Promise<{ status: string | undefined; message: string | undefined }> {
+  const session = http2.connect(`http://${target}`);
+  try {
+    const req = session.request({
+      ':method': 'POST',
+      ':path': SEND,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'a2a-version': '1.0',
+      authorization: 'Bearer mallory',
+    });
+    const trailers = new Promise<http2.IncomingHttpHeaders>((resolve) => {
+      req.on('response', (headers) => {
+        if (headers['grpc-status'] !== undefined) resolve(headers);
+      });
+      req.on('trailers', (headers) => resolve(headers));
+      req.on('close', () => resolve({}));
+    });
+    req.on('data', () => undefined);
+    req.on('error', () => undefined);
+    for (const [i, chunk] of chunks.entries()) {
+      if (i > 0 && gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+      req.write(chunk);
+    }
+    req.end();
+    const t = await trailers;
+    const status = t['grpc-status'];
+    const message = t['grpc-message'];
+    return {
+      status: typeof status === 'string' ? status : undefined,
+      message: typeof message === 'string' ? decodeURIComponent(message) : undefined,
+    };
+  } finally {
+    session.close();
+  }
+}
+
+/** A gRPC length-prefixed frame around `message`. */
+function frameOf(message: Buffer): Buffer {
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(message.length, 1);
+  return Buffer.concat([prefix, message]);
+}
+
+describe('gRPC through the gateway: one decided message per call (attack)', () => {
+  it('a second SendMessage in the same call never reaches the agent, sent together or later', async () => {
+    const { upstream, gw } = await setup();
+    const together = await rawCall(gw.grpcTarget, [
+      Buffer.concat([frameOf(sendRequestBytes('x-1')), frameOf(sendRequestBytes('x-2'))]),
+    ]);
+    expect(together.status).toBe(String(grpc.status.INVALID_ARGUMENT));
+    // Nothing was decided nor forwarded.
+    expect(upstream.calls).toEqual([]);
+    // Sent later: the decided message goes alone and the agent's side is ended with it.
+    await rawCall(
+      gw.grpcTarget,
+      [frameOf(sendRequestBytes('y-1')), frameOf(sendRequestBytes('y-2'))],
+      300,
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    // The decided message may have run; the second never reached the agent.
+    expect(upstream.executions.has('y-2')).toBe(false);
+    expect(upstream.executions.get('y-1') ?? 0).toBeLessThanOrEqual(1);
+    expect(upstream.calls).toEqual(['SendMessage']);
+  });
+});
 
 describe('gRPC through the gateway (upstream: SDK)', () => {
   it('relays a unary call with its credentials, and serves the card with the gateway’s gRPC target', async () => {

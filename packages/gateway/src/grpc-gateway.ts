@@ -16,7 +16,13 @@ import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { A2AMethod } from 'a2a-ratelimit';
 import { grpcMethodOf, readGrpcRequestFields } from 'a2a-ratelimit/server';
 import type { GatewayRefusal, IdentifyRequest } from './gateway-options.js';
-import { GrpcFrameReader, grpcFrame, messageBytes, READABLE_ENCODINGS } from './grpc-frames.js';
+import {
+  GRPC_PREFIX_BYTES,
+  GrpcFrameReader,
+  grpcFrame,
+  messageBytes,
+  READABLE_ENCODINGS,
+} from './grpc-frames.js';
 import {
   type GrpcCallToRelay,
   type GrpcRelayHost,
@@ -58,13 +64,16 @@ export interface GrpcGatewayHost extends GrpcRelayHost {
   readonly log: (line: string) => void;
 }
 
-/** The first request message, the bytes it came in, and whether the caller ended its side. */
+/** The first request message, its frame, and whether the caller ended its side. */
 type FirstMessage =
   | {
       readonly kind: 'message';
       readonly message: Buffer;
       readonly compressed: boolean;
-      readonly received: Buffer[];
+      /** The message as it came: its 5-byte prefix and bytes (what is forwarded, nothing more). */
+      readonly frame: Buffer;
+      /** Bytes came after the first message (A2A methods take exactly one). */
+      readonly extra: boolean;
       readonly ended: boolean;
     }
   | { readonly kind: 'too-large'; readonly size: number }
@@ -74,7 +83,6 @@ type FirstMessage =
 function readFirstMessage(stream: ServerHttp2Stream, maxBytes: number): Promise<FirstMessage> {
   return new Promise((resolve) => {
     const reader = new GrpcFrameReader(maxBytes);
-    const received: Buffer[] = [];
     let settled = false;
     const settle = (value: FirstMessage): void => {
       if (settled) return;
@@ -86,16 +94,20 @@ function readFirstMessage(stream: ServerHttp2Stream, maxBytes: number): Promise<
       resolve(value);
     };
     const onData = (chunk: Buffer): void => {
-      received.push(chunk);
-      const [frame] = reader.push(chunk);
+      const frames = reader.push(chunk);
+      const [frame] = frames;
       if (frame === undefined) return;
       if (frame.message === undefined) settle({ kind: 'too-large', size: frame.length });
       else {
+        const prefix = Buffer.alloc(GRPC_PREFIX_BYTES);
+        prefix[0] = frame.compressed ? 1 : 0;
+        prefix.writeUInt32BE(frame.message.length, 1);
         settle({
           kind: 'message',
           message: frame.message,
           compressed: frame.compressed,
-          received,
+          frame: Buffer.concat([prefix, frame.message]),
+          extra: frames.length > 1 || reader.buffered > 0,
           ended: stream.readableEnded,
         });
       }
@@ -217,6 +229,11 @@ export function createGrpcHandler(
       sendGrpcStatus(stream, CODE.invalidArgument, 'the call carried no request message');
       return;
     }
+    // Only the decided message may reach the agent: a second one in the same call is refused.
+    if (first.extra) {
+      sendGrpcStatus(stream, CODE.invalidArgument, `${method} takes one request message`);
+      return;
+    }
     const bytes = messageBytes(
       { compressed: first.compressed, length: first.message.length, message: first.message },
       encoding,
@@ -292,7 +309,7 @@ export function createGrpcHandler(
       headers,
       path,
       method,
-      received: first.received,
+      frame: first.frame,
       clientEnded: first.ended,
       deadlineAtMs,
       ticket: outcome.ticket,

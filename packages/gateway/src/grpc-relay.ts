@@ -44,8 +44,8 @@ export interface GrpcCallToRelay {
   readonly headers: IncomingHttpHeaders;
   readonly path: string;
   readonly method: A2AMethod;
-  /** The bytes read so far, as received (the first message and whatever came with it). */
-  readonly received: readonly Buffer[];
+  /** The decided request message as it came (prefix and bytes): all the agent is sent. */
+  readonly frame: Buffer;
   /** Whether the caller already ended its side. */
   readonly clientEnded: boolean;
   /** When the caller's deadline passes (ms on `Date.now()`'s clock), if it set one. */
@@ -124,7 +124,7 @@ export function sendGrpcStatus(
  *
  * @example
  * ```ts
- * await relayGrpcCall(host, { stream, headers, path, method, received, clientEnded, deadlineAtMs, ticket, scope });
+ * await relayGrpcCall(host, { stream, headers, path, method, frame, clientEnded, deadlineAtMs, ticket, scope });
  * ```
  */
 export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promise<void> {
@@ -189,16 +189,15 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
       );
     }
 
-    // The caller's side: what was read, then the rest as it comes.
-    for (const chunk of call.received) up.write(chunk);
-    // The caller may have half-closed while the call was being decided (its stream paused).
-    if (call.clientEnded || stream.readableEnded) up.end();
-    else {
+    // The caller's side: the one message decided, nothing after it (A2A methods take one; a
+    // second message would reach the agent undecided, so the call is refused instead).
+    up.end(call.frame);
+    if (!call.clientEnded && !stream.readableEnded) {
       stream.on('data', (chunk: Buffer) => {
-        if (!up.write(chunk)) stream.pause();
+        if (chunk.length === 0) return;
+        cancelUpstream();
+        sendGrpcStatus(stream, 3, `${call.method} takes one request message`);
       });
-      up.on('drain', () => stream.resume());
-      stream.on('end', () => up.end());
       stream.resume();
     }
     // The caller left (RST_STREAM, connection gone) before the upstream ended: cancel it there.
