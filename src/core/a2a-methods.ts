@@ -1,7 +1,7 @@
 /**
  * @module a2a-methods
- * The A2A 1.0 operation names (as JSON-RPC methods and gRPC rpcs name them), the v0.3 legacy
- * aliases the SDK still serves, and which operations carry a `messageId` a caller can retry with.
+ * A2A 1.0 operation names (JSON-RPC methods, gRPC rpcs), the v0.3 aliases the SDK still serves,
+ * and which operations carry a `messageId`.
  */
 
 /**

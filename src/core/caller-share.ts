@@ -1,8 +1,7 @@
 /**
  * @module caller-share
- * A caller's fair share of an overload policy's in-flight cap (`maxInFlightPerCaller`): its
- * default, its validation, and the concurrency variant a decision applies right after the
- * overload policy, so one caller's stuck responses refuse that caller and not everyone.
+ * A caller's fair share of an overload policy's `maxInFlight`: its default, its validation and its
+ * concurrency variant.
  */
 
 import type {

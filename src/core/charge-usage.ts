@@ -1,7 +1,6 @@
 /**
  * @module charge-usage
- * Reported usage of a usage policy (tokens a task burned): charged to the budget after the fact,
- * possibly into debt. The same rule as the Redis script's mode `g`.
+ * Reported usage charged to a usage policy's budget after the fact, possibly into debt.
  */
 
 import { type CompiledRatePolicy, MAX_USAGE_DEBT_US } from './compiled-policy.js';

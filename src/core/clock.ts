@@ -1,8 +1,6 @@
 /**
  * @module clock
- * The time contract every component takes instead of reading the wall clock. Production passes the
- * system clock, tests and the simulation a manual or virtual one, and the same code runs in all
- * three. (Waiting, which needs timers and `AbortSignal`, is the client's `Sleep`.)
+ * The `Clock` contract every component takes instead of reading the wall clock.
  */
 
 /**

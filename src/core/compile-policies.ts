@@ -1,9 +1,7 @@
 /**
  * @module compile-policies
- * Validation and compilation of a policy set: every field checked with a {@link PolicyError} that
- * names the policy and the field, GCRA parameters in integer µs (the one rounding rule shared by
- * every store, the Redis script and the simulation), tier variants, hold options, and the
- * precomputed per-method (and per-tier) selections.
+ * Validation and compilation of a policy set: GCRA parameters, tier variants, hold options, and the
+ * per-method (and per-tier) selections.
  */
 
 import { A2A_METHODS, type A2AMethod, ALL_A2A_METHODS, isA2AMethod } from './a2a-methods.js';

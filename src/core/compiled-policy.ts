@@ -1,9 +1,7 @@
 /**
  * @module compiled-policy
- * The compiled forms of policies: what `compilePolicies` returns and every store decides with —
- * validated fields, GCRA parameters in integer µs, lease TTLs in ms, key functions, the per-method
- * selection — and the one constructor of compiled rate policies, so every one of them has the same
- * shape.
+ * The compiled forms of policies every store decides with, and the one constructor of compiled rate
+ * policies (one shape for all).
  */
 
 import type { A2AMethod } from './a2a-methods.js';

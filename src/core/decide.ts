@@ -1,8 +1,7 @@
 /**
  * @module decide
- * The admission decision over every policy that applies to a request: all-or-nothing,
- * queue-aware delays with held slots, lazy refunds of expired holds, no-show credit, leases and
- * overload. Pure: time is an argument, the state lives behind a `DecisionState`.
+ * The admission decision over every policy that applies to a request: two phases, all-or-nothing,
+ * the one-rate-policy fast path. Pure.
  */
 
 import type { CompiledPolicy, CompiledPolicySet, CompiledRatePolicy } from './compiled-policy.js';

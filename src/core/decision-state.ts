@@ -1,8 +1,7 @@
 /**
  * @module decision-state
- * The contract between the pure decision and a store: the state a decision reads and writes
- * ({@link DecisionState}) and its records — rate keys' holds and no-shows, concurrency leases —
- * and the decision's input. Types, and the one shared overflow key.
+ * The contract between the pure decision and a store (`DecisionState`), its hold and lease records,
+ * the decision's input, and the shared overflow key.
  */
 
 import type {

@@ -1,13 +1,11 @@
 /**
  * @module error-brand
- * How every error of this package is recognised across duplicate installs (where `instanceof`
- * fails): a readonly own property `is<Name>: true` set by the class, checked by one function.
- * The client's errors, `PolicyError`, `StoreTimeoutError`, `LimitedCallFailedError` and
- * `UnknownTaskUsageError` all use it.
+ * How every error of this package is recognised across duplicate installs: one brand check.
  */
 
 /**
- * Whether `value` is an object carrying the own property `brand` set to `true`.
+ * Whether `value` is an object carrying the own property `brand` set to `true`. Each error class of
+ * this package sets its brand (`is<Name>`, readonly) so it is recognised where `instanceof` fails.
  *
  * @example
  * ```ts

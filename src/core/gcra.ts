@@ -1,8 +1,6 @@
 /**
  * @module gcra
- * GCRA (the generic cell rate algorithm, a token bucket kept as one timestamp) in integer
- * microseconds. A key's state is its theoretical arrival time `tatUs`; a key with no state is the
- * same as `tatUs <= now`, a full bucket.
+ * GCRA arithmetic (a token bucket kept as one timestamp, `tatUs`) in integer microseconds.
  */
 
 /**

@@ -1,8 +1,7 @@
 /**
  * @module lease-step
- * Concurrency and overload leases: the lease step of a decision (prune abandoned leases, estimate
- * the delay of a full key from its observed hold times, the event-loop threshold), and the
- * release and renewal of a lease. The estimate's constants are shared with the Redis script.
+ * Concurrency and overload leases: a decision's lease step and delay estimate, and a lease's release
+ * and renewal.
  */
 
 import type { DecisionInput, DecisionState, LeasePolicy, LeaseSet } from './decision-state.js';

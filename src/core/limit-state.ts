@@ -1,7 +1,6 @@
 /**
  * @module limit-state
- * The `RateLimit` state (r, t) of a rate policy after a decision, as every store reports it for
- * the headers: from the key's timestamp, or r = 0 and t = the delay for the policy that rejected.
+ * The `RateLimit` states (r, t) a decision reports for its rate policies, `qu` for usage policies.
  */
 
 import type { CompiledRatePolicy } from './compiled-policy.js';

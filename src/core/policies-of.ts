@@ -1,7 +1,6 @@
 /**
  * @module policies-of
- * Which policies a decision applies: one selection function for every store, so `MemoryStore`,
- * `RedisStore` and its insurance limiter decide under the same policies.
+ * Which policies a decision applies: one selection function for every store.
  */
 
 import type { CompiledPolicy, CompiledPolicySet } from './compiled-policy.js';

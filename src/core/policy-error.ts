@@ -1,8 +1,6 @@
 /**
  * @module policy-error
- * `PolicyError`, the one error a malformed policy set raises, with a stable `code` and a brand
- * property like the client's errors, so {@link isPolicyError} recognises it across duplicate
- * installs of this package (where `instanceof` fails).
+ * `PolicyError`, the one error a malformed policy set raises, and its guard `isPolicyError`.
  */
 
 import { hasErrorBrand } from './error-brand.js';

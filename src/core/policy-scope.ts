@@ -1,8 +1,6 @@
 /**
  * @module policy-scope
- * Scopes: the built-in scope names, and for each policy the two functions a decision uses — the
- * request's subject (`caller:x`, the wire's ErrorInfo `subject`) and its key in the policy's own
- * table — with exemptions folded in (an exempt request has neither: the policy does not apply).
+ * Scopes: the built-in names, each policy's subject and key functions, exemptions.
  */
 
 import {

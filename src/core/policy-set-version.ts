@@ -1,8 +1,6 @@
 /**
  * @module policy-set-version
- * The version of a compiled policy set: a stable content hash of its data, so every replica
- * that runs the same policies reports the same string (in metrics, on a live change) and a
- * changed set a different one. Pure: no I/O, no randomness.
+ * A policy set's version: a stable content hash, the same on every replica running the same set.
  */
 
 import type { CompiledPolicySet } from './compiled-policy.js';

@@ -1,12 +1,7 @@
 /**
  * @module policy-tiers
- * Tiers of a rate policy: the caller's tier chooses the policy's limit, window and burst. A tiered
- * policy compiles to one {@link CompiledRatePolicy} per tier (its "variants"), all with the
- * policy's index, name and keys — so a caller's bucket is the same whatever tier it has — and each
- * with its own GCRA parameters and its own `paramIndex` (the row the Redis script reads). The
- * default tier's variant is the policy itself in the compiled set. A usage policy (`unit`) may be
- * tiered too: each tier's limit and burst are then in that unit, its admission charge the
- * policy's `estimate`. Pure.
+ * Tiers of a rate policy (usage budgets included): one compiled variant per tier and the per-tier
+ * selection.
  */
 
 import type { A2AMethod } from './a2a-methods.js';
@@ -198,10 +193,12 @@ export function variantFor(p: CompiledPolicy, tier: string | undefined): Compile
 
 /**
  * Tier variants of a compiled rate policy whose source lists `tiers`: one per tier, the default
- * tier's being `base` itself with its parameters replaced. Returns the problem of the first bad
- * field instead. `nextRow` hands out `paramIndex` values for the non-default tiers. With `usage`
- * (the source gave `unit` or `estimate`) every variant is a usage budget in that unit, and the
- * estimate must fit every tier's burst.
+ * tier's being `base` itself with its parameters replaced. Every variant keeps `base`'s index,
+ * name and keys, so a caller keeps one bucket whatever its tier, and has its own GCRA parameters
+ * and `paramIndex` (the row the Redis script reads; `nextRow` hands them out for the non-default
+ * tiers). Returns the problem of the first bad field instead. With `usage` (the source gave `unit`
+ * or `estimate`) every variant is a usage budget in that unit, and the estimate must fit every
+ * tier's burst.
  *
  * @example
  * ```ts

@@ -1,8 +1,7 @@
 /**
  * @module rate-holds
- * The reservation (hold) rules of caller-scoped rate policies: which request may hold a slot
- * (`holdKeyOf`, {@link reservableSlotUs}), its grace, and the lazy settling of a key's holds and
- * no-shows before a decision reads it. See `docs/architecture.md`, "The decision".
+ * Holds of caller-scoped rate policies: who may hold a slot, its grace, and settling expired holds
+ * and no-shows.
  */
 
 import { MESSAGE_METHODS } from './a2a-methods.js';

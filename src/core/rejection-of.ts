@@ -1,8 +1,7 @@
 /**
  * @module rejection-of
- * The {@link Rejection} value and the rejected decision a store returns when a policy set the
- * delay: kind, subject, the message with the policy's quota in words, quota details, `reserved`,
- * tier. Every store builds its rejections here.
+ * The `Rejection` value and rejected decision every store builds, with an overload refusal's
+ * `signal`.
  */
 
 import type { CompiledOverloadPolicy, CompiledPolicy } from './compiled-policy.js';

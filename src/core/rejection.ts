@@ -1,7 +1,6 @@
 /**
  * @module rejection
- * The values a decision produces — `Admission` and `Rejection` — and the one rounding rule that
- * turns an exact delay into the whole seconds every wire form carries.
+ * `Admission` and `Rejection`, and the one rounding rule from an exact delay to whole seconds.
  */
 
 import type { A2AMethod } from './a2a-methods.js';

@@ -1,10 +1,7 @@
 /**
  * @module table-key
- * The one encoding of table keys for every store: a pair of parts joined injectively (length
- * prefix), the reserved keys no request's parts can produce (no tenant, the overflow bucket), and
- * custom scopes' keys made well-formed. Pure; the parts it joins come bounded from
- * `store/bounded-key.ts`, whose shape rules it shares. `RedisStore` writes the same keys,
- * escaped where UTF-8 would merge them (`redis/redis-keys.ts`, with {@link escapeSurrogates}).
+ * The one table-key encoding of every store: pairs joined injectively, reserved keys (no tenant,
+ * overflow), custom keys made well-formed.
  */
 
 /**

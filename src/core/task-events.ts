@@ -1,7 +1,7 @@
 /**
  * @module task-events
- * The shapes of the SDK's task event plumbing that the limiter watches, structurally (so neither
- * the core nor the stores import the SDK), and the one list of A2A task states that end a task.
+ * The SDK's task event shapes the limiter watches, structurally, and the task states that end a
+ * task.
  */
 
 /**
