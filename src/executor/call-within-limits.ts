@@ -1,11 +1,7 @@
 /**
  * @module call-within-limits
- * For agent executors: a limit hit *inside* a task (a model provider's 429, a downstream 503) is
- * work inside the task, not a protocol error (docs/architecture.md, "Layers": `src/executor`).
- * `callWithinLimits` retries the internal call after the delay the provider named (read with
- * `extractRetryHint`), publishes a WORKING status update saying it is waiting and for how long,
- * and when it gives up ends the task `TASK_STATE_FAILED` with a status message saying why — so a
- * stream always ends with a terminal event. Structural event types: no SDK import.
+ * `callWithinLimits`: a limit hit inside a task (a model provider's 429) retried as work of the
+ * task.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -173,8 +169,9 @@ function why(hint: RetryHint): string {
  * quota, overload or transient-unknown (not `doNotRetry`): after the hinted delay plus jitter
  * uniform(0, 1 s), or full-jitter backoff when no delay was hinted. Before each wait a WORKING
  * status update says what it waits for and how long. It gives up — publishing a FAILED status
- * update that says why, then throwing {@link LimitedCallFailedError} — when the failure is not
- * retryable, attempts run out, the hinted wait exceeds `maxWaitMs`, or it would not fit the budget.
+ * update that says why (so a stream always ends with a terminal event), then throwing
+ * {@link LimitedCallFailedError} — when the failure is not retryable, attempts run out, the hinted
+ * wait exceeds `maxWaitMs`, or it would not fit the budget.
  *
  * @example
  * ```ts

@@ -1,8 +1,6 @@
 /**
  * @module system-clock
- * The one wall clock: `Date.now()` behind the `Clock` contract. `src/platform` is the leaf every
- * impure layer may import (stores, the Redis store, the server, the client, push) and the pure
- * ones may not (`core`, `wire`, `simulation` never read a clock); `biome.json` enforces both.
+ * `systemClock`, the one wall clock: `Date.now()` behind the `Clock` contract.
  */
 
 import type { Clock } from '../core/clock.js';

@@ -1,8 +1,7 @@
 /**
  * @module decoded-rejection
- * The one shape every binding's rejection decodes back to (so the three encodings can be
- * compared), and the reading of our details list — ErrorInfo with one of our reasons outside A2A's
- * domain, RetryInfo, QuotaFailure — that produces it.
+ * The one shape every binding's rejection decodes back to, and the reading of our details list
+ * (ErrorInfo, RetryInfo, QuotaFailure) into it.
  */
 
 import type { RejectionKind } from '../core/policy.js';

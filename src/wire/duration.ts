@@ -1,7 +1,7 @@
 /**
  * @module duration
- * `google.protobuf.Duration` conversions: ProtoJSON strings (`"12s"`, `"1.500s"`) both ways, and
- * to / from milliseconds; a retry delay past protobuf's range read as the longest one.
+ * `google.protobuf.Duration`: ProtoJSON text both ways, milliseconds, and retry delays past
+ * protobuf's range.
  */
 
 import type { Duration } from './google-rpc.js';

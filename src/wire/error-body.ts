@@ -1,9 +1,6 @@
 /**
  * @module error-body
- * Reading an HTTP error body of any shape an A2A agent or a gateway may send: a JSON-RPC error
- * envelope (`data` as array, object or absent), google.rpc.Status JSON under `error` (AIP-193,
- * A2A's HTTP+JSON binding), a bare ProtoJSON `google.rpc.Status`, or RFC 9457 problem details.
- * Anything else (an HTML gateway page, empty or truncated JSON) reads as `undefined`.
+ * Reading an HTTP error body of any shape an A2A agent or a gateway may send.
  */
 
 import type { Detail } from './google-rpc.js';
@@ -95,7 +92,10 @@ function fromProblem(object: JsonObject): ErrorBody {
 }
 
 /**
- * Reads an error body; `undefined` when it is not JSON of a known error shape.
+ * Reads an error body: a JSON-RPC error envelope (`data` as an array, an object or absent),
+ * google.rpc.Status JSON under `error` (AIP-193, A2A's HTTP+JSON binding), a bare ProtoJSON
+ * `google.rpc.Status`, or RFC 9457 problem details. `undefined` for anything else (an HTML gateway
+ * page, empty or truncated JSON).
  *
  * @example
  * ```ts

@@ -1,10 +1,6 @@
 /**
  * @module error-source
- * Finding the wire response inside a thrown error, whatever produced it: a grpc-js `ServiceError`
- * (`code`, `details`, `metadata`), the A2A SDK's transport errors (`statusCode` + `headers`,
- * `status` + `statusDetailsBin`, `envelopeCode` + `data`), fetch / axios-style errors carrying a
- * response, a raw JSON-RPC error object, or a network failure (`ECONNRESET`, …) — looking through
- * the `cause` chain.
+ * Finding the wire response inside a thrown error of any origin, through its `cause` chain.
  */
 
 /**

@@ -1,8 +1,6 @@
 /**
  * @module extract-retry-hint
- * The client's entry point (docs/architecture.md, "The client"): any failed response — our three encodings, spec-literal
- * agents, gateways, thrown errors — to one {@link RetryHint}: what kind of failure it is and how
- * long the server asked the caller to wait. Pure; time comes in as `nowMs`; never throws.
+ * `extractRetryHint`: any failed response, in any wire shape, to one `RetryHint` (kind and delay).
  */
 
 import {
@@ -350,6 +348,7 @@ function nonEmpty(value: string | undefined): string | undefined {
 
 /**
  * Reads a failed call's retry guidance from any wire shape (docs/architecture.md, "The client").
+ * Pure (time comes in as `nowMs`) and never throws.
  *
  * Delay precedence: RetryInfo, `Retry-After` (delta-seconds or HTTP-date relative to `nowMs`; a
  * past date is 0), `RateLimit` `t` of the rejecting (or smallest-`r`) exhausted item, `X-RateLimit`

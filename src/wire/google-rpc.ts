@@ -1,9 +1,7 @@
 /**
  * @module google-rpc
- * The google.rpc error model as plain values: `Status`, the detail messages this library reads and
- * writes (`ErrorInfo`, `RetryInfo`, `QuotaFailure`), `google.protobuf.Duration`, the type URLs and
- * the gRPC status codes. Field numbers follow googleapis `google/rpc/{status,error_details}.proto`.
- * Encoding lives in `proto-json.ts` (ProtoJSON) and `proto-binary.ts` (binary protobuf).
+ * The google.rpc error model as plain values (`Status`, `ErrorInfo`, `RetryInfo`, `QuotaFailure`,
+ * `Duration`), its type URLs and the gRPC status codes.
  */
 
 /**

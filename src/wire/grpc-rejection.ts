@@ -1,9 +1,6 @@
 /**
  * @module grpc-rejection
- * The gRPC binding of a rejection: status RESOURCE_EXHAUSTED (8) / UNAVAILABLE (14), sent
- * Trailers-Only, with `grpc-status-details-bin` = binary `google.rpc.Status` (same code and
- * message as the call status), `grpc-retry-pushback-ms` = seconds × 1000 and `retry-after`; and
- * its decoder.
+ * The gRPC binding of a rejection (Trailers-Only, `grpc-status-details-bin`) and its decoder.
  */
 
 import { type Rejection, wireDelaySeconds } from '../core/rejection.js';

@@ -1,9 +1,7 @@
 /**
  * @module headers-like
- * Reading header fields and gRPC metadata from whatever object a transport hands over: a fetch
- * `Headers`, a Node header record (any case, string or string[] values), gRPC metadata as a record
- * or as a grpc-js `Metadata`-like object with `get(name)`. Binary (`-bin`) metadata may arrive as
- * bytes or as base64 text (padded or not, repeats joined by `,`). Nothing here throws.
+ * Reading header fields and gRPC metadata from whatever object a transport hands over, without
+ * throwing.
  */
 
 import { base64Decode, getTextEncoding } from '@bufbuild/protobuf/wire';

@@ -1,15 +1,7 @@
 /**
  * @module wire/ip-address
- * IP address text, once for every layer that reads it (the server's address-keyed callers, the
- * push sender's webhook policy): dotted-decimal IPv4 (no leading zeros, as Node reads it) and
- * IPv6 in every RFC 4291 spelling (`::` anywhere, any case, leading zeros, an IPv4 tail, a
- * `%zone`), IPv6 printed in RFC 5952 form (what WHATWG `URL` writes), prefixes and CIDR ranges.
- * The hot-path readers (`parseIpv4`, `parseIpv6Into`) read characters only and allocate nothing;
- * the `IpAddress` values are built on them. Pure: no I/O, no Node APIs, so the tests check it
- * against Node's own parser.
- *
- * Odd IPv4 spellings (`2130706433`, `0x7f.1`, `0177.0.0.1`) are not parsed here on purpose: they
- * only occur in URLs, and WHATWG `URL` turns them into dotted decimal before anything reads them.
+ * IP address text for every layer: allocation-free IPv4/IPv6 readers, RFC 5952 printing, prefixes
+ * and CIDR ranges. Pure.
  */
 
 /**
@@ -224,6 +216,8 @@ export function formatIpv6(groups: readonly number[]): string {
  * Parses an address in canonical text: dotted-decimal IPv4 (`192.0.2.1`, no leading zeros, no
  * shortened or numeric forms) or IPv6 (`2001:db8::1`, `::ffff:192.0.2.1`, with or without
  * brackets; a `%zone` suffix is ignored). `undefined` for anything else (host names included).
+ * Odd IPv4 spellings (`2130706433`, `0x7f.1`, `0177.0.0.1`) are refused on purpose: they only
+ * occur in URLs, and WHATWG `URL` turns them into dotted decimal before anything reads them.
  *
  * @example
  * ```ts

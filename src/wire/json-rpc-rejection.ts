@@ -1,8 +1,6 @@
 /**
  * @module json-rpc-rejection
- * The JSON-RPC binding of a rejection: `{"jsonrpc":"2.0","id":…,"error":{"code":-32603,…,
- * "data":[details]}}` over HTTP 200 by default (429 / 503 when mirroring is asked for), with
- * `Retry-After` and RateLimit headers; and its decoder.
+ * The JSON-RPC binding of a rejection (`-32603` with the details in `error.data`) and its decoder.
  */
 
 import type { Rejection } from '../core/rejection.js';

@@ -1,10 +1,7 @@
 /**
  * @module proto-binary
- * Binary protobuf for the google.rpc error model, written and read with `BinaryWriter` /
- * `BinaryReader` from `@bufbuild/protobuf/wire`: `google.rpc.Status` with its details packed in
- * `google.protobuf.Any`, as carried by the gRPC `grpc-status-details-bin` trailer. Proto3 rules:
- * default values are not written; unknown fields and fields of an unexpected wire type are skipped;
- * truncated input throws.
+ * Binary protobuf for the google.rpc error model: `google.rpc.Status` with its details packed in
+ * `google.protobuf.Any`.
  */
 
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
@@ -127,6 +124,7 @@ export function packDetail(detail: Detail): AnyMessage | undefined {
 
 /**
  * Binary `google.rpc.Status` (code = 1, message = 2, details = 3 as `Any{type_url = 1, value = 2}`).
+ * Proto3 rules: default values are not written.
  *
  * @example
  * ```ts
@@ -295,8 +293,9 @@ function readAny(bytes: Uint8Array): AnyMessage {
 }
 
 /**
- * Decodes a binary `google.rpc.Status`. Throws on truncated or otherwise malformed input; use
- * {@link tryDecodeStatus} on untrusted bytes.
+ * Decodes a binary `google.rpc.Status`. Unknown fields and fields of an unexpected wire type are
+ * skipped (proto3). Throws on truncated or otherwise malformed input; use {@link tryDecodeStatus}
+ * on untrusted bytes.
  *
  * The value holds int64s as `bigint` (`Duration.seconds`, `QuotaViolation.quotaValue`), and is
  * JSON-safe all the same: `JSON.stringify` writes its ProtoJSON (a non-enumerable `toJSON`, as

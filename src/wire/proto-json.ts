@@ -1,9 +1,6 @@
 /**
  * @module proto-json
- * ProtoJSON for the google.rpc error model: details as `Any` objects with `@type`
- * (`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"12s"}`), int64 as strings,
- * durations as `"12s"`, default values omitted. Parsing is tolerant: it accepts lowerCamelCase and
- * original proto field names, int64 as string or number, and ignores members of the wrong type.
+ * ProtoJSON for the google.rpc error model: details as `Any` objects with `@type`, written and read.
  */
 
 import { formatJsonDuration, parseJsonRetryDelay } from './duration.js';
@@ -187,6 +184,8 @@ function quotaFailureFromJson(object: JsonObject): QuotaFailure {
 
 /**
  * Reads one ProtoJSON `Any` object; `undefined` when it is not an object with a string `@type`.
+ * Tolerant: field names in lowerCamelCase or as in the proto, int64 as a string or a number;
+ * members of the wrong type are ignored.
  *
  * @example
  * ```ts

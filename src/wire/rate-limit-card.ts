@@ -1,11 +1,7 @@
 /**
  * @module rate-limit-card
- * Reading the rate-limit extension an agent publishes on its card (the `capabilities.extensions`
- * entry that `withRateLimitExtension` writes on the server side), for a client that plans its
- * sends: the caller-relevant rate and concurrency policies, their methods and scopes, tiers, and
- * whether messageIds are deduplicated. Works on a card as JSON or as the SDK's decoded object (the
- * extension's `params` is a plain object in both). A card comes from the network: anything
- * malformed is left out (a policy with a bad number, a tier without a name), nothing throws.
+ * Reading the rate-limit extension an agent publishes on its card, for a client that plans its
+ * sends.
  */
 
 import { type A2AMethod, ALL_A2A_METHODS, toA2AMethod } from '../core/a2a-methods.js';
@@ -210,8 +206,9 @@ function ratePolicy(
 }
 
 /**
- * The rate-limit extension of an agent card, or `undefined` when the card does not carry it.
- * Overload policies and malformed entries are left out. Tiers (not yet written by this package's
+ * The rate-limit extension of an agent card (as JSON or as the SDK's decoded object), or
+ * `undefined` when the card does not carry it. Overload policies and malformed entries (a policy
+ * with a bad number, a tier without a name) are left out; it never throws. Tiers (not yet written by this package's
  * server; the shape a tiered agent publishes): a rate policy may list `tiers` (an array of
  * `{ name, limit, windowSeconds, burst }` or a record keyed by tier name) and a `defaultTier`; an
  * extended card names the caller's own tier as the policy's `tier` (its `limit` /

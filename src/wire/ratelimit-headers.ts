@@ -1,13 +1,7 @@
 /**
  * @module ratelimit-headers
- * `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-11, RFC 9651 structured
- * fields via `structured-headers`): writing them for our responses, and reading every form a
- * server may send — draft-11 named items, the draft-07 `limit=, remaining=, reset=` dictionary,
- * the draft-06 `RateLimit-Remaining` / `RateLimit-Reset` fields and the `X-RateLimit-*` family.
- * A usage policy's items carry its unit as `qu` (the draft's quota unit; absent means
- * `"requests"`), and a reader marks such policies and their states with `unit`, so pacing by
- * requests never mistakes a token budget for a request quota. Malformed fields are ignored, as
- * the draft requires.
+ * `RateLimit-Policy` and `RateLimit` (draft-11, `qu` for usage policies): written for our responses,
+ * read in every form a server may send, `X-RateLimit-*` included.
  */
 
 import {
@@ -255,7 +249,7 @@ function readDraft07State(text: string | undefined, nowMs: number | undefined): 
  * Every rate-limit state a response announces, in the order the forms rank: draft-11
  * `RateLimit` items (or, when that field is a draft-07 dictionary, its one state), then
  * `RateLimit-Remaining`/`-Reset`, then `X-RateLimit-*` / `X-Rate-Limit-*`; plus the
- * `RateLimit-Policy` items.
+ * `RateLimit-Policy` items. Malformed fields are ignored, as the draft requires.
  *
  * @example
  * ```ts

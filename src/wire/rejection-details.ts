@@ -1,8 +1,6 @@
 /**
  * @module rejection-details
- * What every binding says about a `Rejection`: the google.rpc details list (ErrorInfo, RetryInfo,
- * QuotaFailure, in that order: docs/architecture.md, "Wire contract") and the delay headers (`retry-after`, `ratelimit-policy`,
- * `ratelimit`), all carrying the same whole seconds from `wireDelaySeconds`.
+ * What every binding says about a `Rejection`: the google.rpc details list and the delay headers.
  */
 
 import {

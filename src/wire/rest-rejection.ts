@@ -1,8 +1,6 @@
 /**
  * @module rest-rejection
- * The HTTP+JSON (REST) binding of a rejection: 429 / 503 with google.rpc.Status JSON under
- * `error` (`code` = HTTP status, `status` = `RESOURCE_EXHAUSTED` / `UNAVAILABLE`), media type
- * `application/a2a+json`, `Retry-After` and RateLimit headers; and its decoder.
+ * The HTTP+JSON (REST) binding of a rejection (429 / 503, google.rpc.Status JSON) and its decoder.
  */
 
 import type { Rejection } from '../core/rejection.js';

@@ -1,7 +1,6 @@
 /**
  * @module retry-after
- * `Retry-After` (RFC 9110 §10.2.3): delta-seconds or an HTTP-date in any of the three formats a
- * recipient must accept (IMF-fixdate, RFC 850, asctime), read relative to an injected `nowMs`.
+ * `Retry-After` (RFC 9110): delta-seconds or an HTTP-date in any of its three formats.
  */
 
 const MONTHS: Readonly<Record<string, number>> = {

@@ -1,7 +1,6 @@
 /**
  * @module retry-hint
- * The client's view of a failed (or successful) call: what any wire shape decodes to. This file
- * owns only the types; `extractRetryHint` (extract-retry-hint.ts) produces them.
+ * The types of a call's retry guidance (`RetryHint`): what any wire shape decodes to.
  */
 
 /**
