@@ -1,11 +1,7 @@
 /**
  * @module circuit-board
- * `CircuitBoard`: the sender's circuits, one `WebhookCircuit` per webhook origin, and the
- * waiting they cause. A delivery asks {@link CircuitBoard.waitFor} before it runs (it waits while
- * the circuit is open, or gives up when the circuit stays open past its deadline) and takes a
- * {@link CircuitBoard.permit} before each POST; every end of a POST is recorded. State changes are
- * reported once each (metrics, log). Idle circuits are forgotten, so memory follows the origins
- * that are failing, not every origin ever seen.
+ * `CircuitBoard`: a sender's circuits, one `WebhookCircuit` per webhook origin, and the waiting
+ * they cause.
  */
 
 import type { Sleep } from '../client/sleep.js';
@@ -55,7 +51,11 @@ export interface CircuitBoardOptions {
 }
 
 /**
- * The circuits of one sender.
+ * The circuits of one sender, one per webhook origin. A delivery asks {@link CircuitBoard.waitFor}
+ * before it runs (it waits while the circuit is open, or gives up when it stays open past the
+ * deadline) and takes a {@link CircuitBoard.permit} before each POST; every end of a POST is
+ * recorded. Each state change is reported once (metrics, log). Idle circuits are forgotten, so
+ * memory follows the origins that are failing, not every origin ever seen.
  *
  * @example
  * ```ts

@@ -1,12 +1,7 @@
 /**
  * @module notification-queue
- * `NotificationQueue`: the notifications waiting for one webhook, as docs/architecture.md ("Push notifications") says — one lane per
- * (push config, task) that keeps the task's order and delivers one notification at a time; status
- * updates queued back to back in a lane are coalesced (the latest state wins); past
- * `maxQueued`, the oldest queued non-terminal status updates are dropped first, then non-terminal
- * task snapshots. Terminal states, artifact updates and messages are never dropped to make room.
- * Lanes take turns round-robin, so one busy task cannot starve the others. Pure bookkeeping: no
- * clock reads, no I/O; the sender (rate-limited-push-sender.ts) owns time, delivery and reporting.
+ * `NotificationQueue`: one webhook's queue — a lane per task, coalescing, what may be dropped for
+ * room. Pure bookkeeping.
  */
 
 import type { PushDropReason, PushPayloadKind } from './push-drops.js';
@@ -64,7 +59,12 @@ interface Lane<P> {
 }
 
 /**
- * The queue of one webhook.
+ * The queue of one webhook: one lane per (push config, task) that keeps the task's order and
+ * delivers one notification at a time; status updates queued back to back in a lane are coalesced
+ * (the latest state wins); past `maxQueued`, the oldest queued non-terminal status updates are
+ * dropped first, then non-terminal task snapshots. Terminal states, artifact updates and messages
+ * are never dropped to make room. Lanes take turns round-robin, so one busy task cannot starve the
+ * others. No clock reads, no I/O: the sender owns time, delivery and reporting.
  *
  * @example
  * ```ts

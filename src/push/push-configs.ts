@@ -1,9 +1,6 @@
 /**
  * @module push-configs
- * `PushConfigReader`: what the sender needs from the SDK's push-config world — the configs of a
- * task with the wire version each was registered over (as the SDK's own sender reads them), and
- * the POST one event makes for one config: the registered serializer's body and media type, and
- * the SDK's authentication rule (`authentication` → `Authorization`, else the legacy `token`).
+ * `PushConfigReader`: the push configs the sender reads for a task, and the POST each makes.
  */
 
 import {
@@ -22,7 +19,10 @@ type Task = NonNullable<Parameters<PushNotificationSender['send']>[2]>;
 const LEGACY_WIRE_VERSION = '0.3';
 
 /**
- * Reads push configs and renders notifications for them.
+ * Reads push configs and renders notifications for them: a task's configs with the wire version
+ * each was registered over (as the SDK's own sender reads them), and the POST one event makes for
+ * one config — the registered serializer's body and media type, and the SDK's authentication rule
+ * (`authentication` → `Authorization`, else the legacy `token`).
  *
  * @example
  * ```ts

@@ -1,8 +1,7 @@
 /**
  * @module push-drops
- * Why a push notification was not delivered, as stable strings, and the record handed to the
- * sender's `onDrop` hook. Every notification the sender accepts ends exactly once: delivered, or
- * dropped for one of these reasons.
+ * Why a push notification was dropped, as stable strings, and the records handed to the sender's
+ * hooks.
  */
 
 /**
@@ -48,7 +47,8 @@ export type PushDropReason = (typeof PUSH_DROP_REASONS)[keyof typeof PUSH_DROP_R
 export type PushPayloadKind = 'task' | 'message' | 'statusUpdate' | 'artifactUpdate';
 
 /**
- * A dropped notification, as reported to `onDrop`.
+ * A dropped notification, as reported to `onDrop`. Every notification the sender accepts ends
+ * exactly once: delivered, or dropped for one of {@link PUSH_DROP_REASONS}.
  *
  * @example
  * ```ts

@@ -1,10 +1,7 @@
 /**
  * @module push-metrics
- * Prometheus metrics of a `RateLimitedPushSender` (the `a2a-ratelimit/push/metrics` entry; the
- * only push file importing prom-client, an optional peer): notifications delivered and dropped
- * by reason, delivery latency, circuits open now and circuit state changes. No label carries a
- * webhook URL or origin: callers choose those, so they would be unbounded (the log lines and
- * `onCircuitChange` name the origin).
+ * `createPushMetrics`: Prometheus metrics of a `RateLimitedPushSender` (the only push file importing
+ * prom-client).
  */
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -47,7 +44,8 @@ export interface PushMetrics {
  * `refused` — someone registered a forbidden webhook — and on `circuit-open`),
  * `a2a_ratelimit_push_delivery_seconds` (acceptance to 2xx), `a2a_ratelimit_push_circuits_open`
  * (origins whose circuit is open or half-open) and
- * `a2a_ratelimit_push_circuit_changes_total{to}`.
+ * `a2a_ratelimit_push_circuit_changes_total{to}`. No label carries a webhook URL or origin: callers
+ * choose those, so they would be unbounded (the log lines and `onCircuitChange` name the origin).
  *
  * @example
  * ```ts

@@ -1,8 +1,6 @@
 /**
  * @module push-outcomes
- * How the push sender's notifications end, counted and reported: delivered, dropped (by reason),
- * the POSTs and re-sends made, errors of stores and serializers, and circuit changes. Every hook
- * is called inside a `try`: a metrics hook can never break delivery nor reach the SDK.
+ * `PushOutcomes`: how the push sender's notifications end, counted and reported to its hooks.
  */
 
 import type { PushCircuitEvent } from './circuit-board.js';
@@ -40,7 +38,8 @@ interface OutcomeCounters {
 }
 
 /**
- * The outcome ledger of one push sender: counters and the user's hooks.
+ * The outcome ledger of one push sender: counters and the user's hooks. Every hook is called
+ * inside a `try`: a metrics hook can never break delivery nor reach the SDK.
  *
  * @example
  * ```ts

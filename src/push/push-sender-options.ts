@@ -1,8 +1,6 @@
 /**
  * @module push-sender-options
- * The options, counters and logger of `RateLimitedPushSender` (rate-limited-push-sender.ts):
- * limits, retry rules, where webhooks may be (the SSRF policy) and how POSTs are sent, the
- * circuit per webhook origin, and the injectable time sources and hooks.
+ * The options, counters and logger of `RateLimitedPushSender`.
  */
 
 import type { PushNotificationSerializer } from '@a2a-js/sdk/server';

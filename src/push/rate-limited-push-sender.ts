@@ -1,19 +1,7 @@
 /**
  * @module rate-limited-push-sender
- * `RateLimitedPushSender`: a drop-in `PushNotificationSender` for `@a2a-js/sdk` (the 6th argument
- * of `DefaultRequestHandler`) that treats the caller's webhook the way our client treats an agent
- * (docs/architecture.md, "Push notifications"). It POSTs the same body, media type and
- * authentication header as the SDK's `DefaultPushNotificationSender`, but each POST runs through
- * the shared {@link RetryScheduler}: one gate per webhook URL across all tasks, 429/503 honoured
- * with RetryInfo, `Retry-After` (seconds or HTTP-date) and `RateLimit`, jittered backoff when no
- * delay is given, a deadline per notification. Per-task order is kept, queued status updates of a task are coalesced (latest
- * state wins), and each webhook's queue is bounded (notification-queue.ts). It cannot be turned
- * against the agent's own network: every URL is checked by the webhook policy and POSTs go through
- * the SSRF-safe transport (webhook-policy.ts, webhook-transport.ts); a webhook that keeps failing
- * is left alone for a while by its origin's circuit (circuit-board.ts). One notification's
- * delivery is webhook-delivery.ts, the counting and hooks of how it ended push-outcomes.ts; this
- * room accepts events, renders and queues them per webhook. A webhook's failures never reach the
- * task: `send` never rejects, and every notification ends delivered or counted as dropped.
+ * `RateLimitedPushSender`: the SDK's push sender with the client's rules against the webhook;
+ * accepts events, renders them and queues them per webhook.
  */
 
 import type {

@@ -1,10 +1,6 @@
 /**
  * @module push/special-purpose-ranges
- * What an address is to the webhook policy: the classification of an address against IANA's
- * special-purpose registries — every range whose addresses are not globally reachable (loopback,
- * RFC 1918, CGNAT, link-local, unique-local, multicast, documentation…) — looking through the
- * IPv6 forms that carry an IPv4 address (IPv4-mapped, NAT64, 6to4). The addresses themselves are
- * parsed by wire/ip-address.ts. Pure: no I/O, no Node APIs.
+ * IANA special-purpose ranges: what an address is to the webhook policy. Pure.
  */
 
 import { type Cidr, cidrContains, type IpAddress, parseCidr } from '../wire/ip-address.js';

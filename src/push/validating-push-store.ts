@@ -1,13 +1,6 @@
 /**
  * @module validating-push-store
- * `validatingPushNotificationStore`: refuses a push config whose webhook the policy refuses, when
- * it is registered. It wraps the `PushNotificationStore` given to the SDK's
- * `DefaultRequestHandler`, whose every way of registering a webhook ends in `save` —
- * `CreateTaskPushNotificationConfig` and the `taskPushNotificationConfig` of `SendMessage` /
- * `SendStreamingMessage` — and throws the SDK's own `RequestMalformedError` (INVALID_PARAMS), so
- * the caller gets the same answer the SDK gives any invalid parameter on every binding:
- * JSON-RPC -32602, HTTP 400 `INVALID_ARGUMENT`, gRPC `INVALID_ARGUMENT`. Delivery checks again
- * (DNS may change); this is the early, explicit answer.
+ * `validatingPushNotificationStore`: refusing a forbidden webhook when it is registered.
  */
 
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
@@ -41,7 +34,11 @@ export interface ValidatingPushStoreOptions {
 /**
  * Wraps `store` so that `save` refuses a webhook the policy refuses, with the SDK's
  * `RequestMalformedError` (its `metadata`: `webhookRefusal` = the reason). Everything else is the
- * inner store's (`loadWithMetadata` only when it has one).
+ * inner store's (`loadWithMetadata` only when it has one). Every way the SDK registers a webhook
+ * (`CreateTaskPushNotificationConfig`, the `taskPushNotificationConfig` of `SendMessage` /
+ * `SendStreamingMessage`) ends in `save`, so the caller gets the SDK's answer to any invalid
+ * parameter on every binding: JSON-RPC -32602, HTTP 400 / gRPC `INVALID_ARGUMENT`. Delivery checks
+ * again (DNS may change); this is the early, explicit answer.
  *
  * @example
  * ```ts

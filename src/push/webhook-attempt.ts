@@ -1,10 +1,6 @@
 /**
  * @module webhook-attempt
- * One POST of one notification, as the retry scheduler runs it: the circuit's permit first (a
- * closed-for-now circuit pauses the delivery instead), the POST through the transport under a
- * per-POST timeout and the sender's closing signal, then what came back — as the scheduler's
- * {@link AttemptOutcome} (a `RetryHint`: 429/503 delays, 5xx and network failures to back off
- * from, final answers) and as the circuit's outcome (answered, failed, neutral).
+ * One POST of one notification, as the retry scheduler runs it.
  */
 
 import type { AttemptOutcome } from '../client/retry-scheduler.js';
@@ -74,7 +70,10 @@ export interface PostResult {
 
 /**
  * The attempt function for `RetryScheduler.run`: one POST of `post` per call, recorded in
- * `trace` and in the circuit.
+ * `trace` and in the circuit. The circuit's permit comes first (a circuit closed for now throws
+ * {@link CircuitPause}); the POST runs under the per-POST timeout and the sender's closing signal,
+ * and what came back becomes the scheduler's outcome (429/503 delays, 5xx and network failures to
+ * back off from, final answers) and the circuit's (answered, failed, neutral).
  *
  * @example
  * ```ts

@@ -1,11 +1,6 @@
 /**
  * @module webhook-circuit
- * `WebhookCircuit`: the circuit breaker of one webhook origin, as a pure state machine (time is
- * passed in). Closed, it counts consecutive failed POSTs (no answer, or a 5xx without a delay);
- * at `failureThreshold` it opens for `openMs`, during which no POST is sent; then one probe POST
- * is let through (half-open): an answer closes it, a failure opens it again for `openMs`. Any
- * answer from the webhook — 2xx, a 429 with its delay, a 404 — proves it is up and resets the
- * count; POSTs refused by the policy before connecting do not count at all.
+ * `WebhookCircuit`: the circuit breaker of one webhook origin, a pure state machine.
  */
 
 /**
@@ -76,7 +71,11 @@ export type CircuitPermit =
   | { readonly go: false; readonly untilMs?: number };
 
 /**
- * The circuit of one webhook origin.
+ * The circuit of one webhook origin; time is passed in. Closed, it counts consecutive failed
+ * POSTs; at `failureThreshold` it opens for `openMs`, during which no POST is sent; then one probe
+ * POST is let through (half-open): an answer closes it, a failure opens it again for `openMs`. Any
+ * answer from the webhook (2xx, a 429 with its delay, a 404) proves it is up and resets the count;
+ * POSTs refused by the policy before connecting do not count at all.
  *
  * @example
  * ```ts

@@ -1,9 +1,6 @@
 /**
  * @module webhook-delivery
- * Delivering one push notification: wait while its origin's circuit is open, run the POST through
- * the shared {@link RetryScheduler} (the webhook's gate, its 429/503 delays, backoff, the
- * notification's deadline), start over after a pause the circuit imposed mid-way, and report how
- * it ended — delivered, or dropped with the reason that stopped it.
+ * Delivering one push notification: circuit wait, the retry scheduler, and how it ended.
  */
 
 import { isRetryBudgetExceededError, isRetryError } from '../client/retry-errors.js';
@@ -37,7 +34,10 @@ export interface WebhookDeliveryDeps {
 }
 
 /**
- * Delivers one notification and reports its outcome to `deps.outcomes`. Never rejects.
+ * Delivers one notification and reports its outcome to `deps.outcomes`: waits while its origin's
+ * circuit is open, runs the POST through the shared scheduler (the webhook's gate, its 429/503
+ * delays, backoff, the notification's deadline), starts over after a pause the circuit imposed
+ * mid-way, and ends delivered or dropped with the reason that stopped it. Never rejects.
  *
  * @example
  * ```ts

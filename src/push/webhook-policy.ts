@@ -1,11 +1,7 @@
 /**
  * @module webhook-policy
- * Where push notifications may go: `createWebhookPolicy` turns the operator's choice (deny by
- * default, an allow list of host names and CIDR ranges, `allowPrivateNetworks` for local
- * development) into two pure checks — one of a webhook URL (parsed with WHATWG `URL`, which
- * normalises `http://2130706433/`, `0x7f.1`, `0177.0.0.1` and IPv6 spellings to one form), one of
- * each address a host name resolved to, which the transport (webhook-transport.ts) runs before it
- * connects to exactly that address. No I/O here.
+ * `createWebhookPolicy`: where push notifications may go, as two pure checks (URL, resolved
+ * address).
  */
 
 import {
@@ -132,7 +128,10 @@ export interface WebhookPolicyOptions {
 }
 
 /**
- * The compiled policy: two pure checks.
+ * The compiled policy: two pure checks. `checkUrl` reads the URL with WHATWG `URL`, which
+ * normalises `http://2130706433/`, `0x7f.1`, `0177.0.0.1` and IPv6 spellings to one form;
+ * `checkAddress` checks each address a host name resolved to, and the transport runs it before it
+ * connects to exactly that address.
  *
  * @example
  * ```ts

@@ -1,18 +1,7 @@
 /**
  * @module webhook-rate-limit
- * The webhook side: `pushWebhookRateLimit`, Express (or plain `node:http`) middleware for the
- * endpoint where a client receives an agent's push notifications. It rate-limits per sending
- * agent, and learns who the sender is only from what the client itself handed that agent when it
- * registered the webhook — the config's `authentication` (`Authorization: <scheme>
- * <credentials>`) or its `token` (`X-A2A-Notification-Token`) — mapped to an agent by the
- * client's `identifySender`; nothing else in the request (a name header, the address) is
- * trusted. An unknown or missing credential is refused with 401 before anything is counted. A
- * notification over its sender's limit gets the answer this library's agents give: 429,
- * `Retry-After`, `RateLimit` / `RateLimit-Policy` and a google.rpc body (ErrorInfo, RetryInfo,
- * QuotaFailure), encoded by the limiter's REST encoder. Each notification is one `SendMessage`
- * to the limiter, its messageId a hash of the body, so a refused notification re-sent unchanged
- * after its delay (as `RateLimitedPushSender` and any honest sender do) claims the slot it was
- * given.
+ * `pushWebhookRateLimit`: the webhook side's middleware, rate-limiting notifications per sending
+ * agent.
  */
 
 import { createHash } from 'node:crypto';
@@ -128,7 +117,14 @@ export function pushWebhookPolicy(
 }
 
 /**
- * Builds the receiver middleware. Throws a `TypeError` without `identifySender` or without one
+ * Builds the receiver middleware (Express, or plain `node:http`). The sending agent is learnt only
+ * from what the client handed it when registering the webhook — the config's `authentication`
+ * (`Authorization`) or its `token` (`X-A2A-Notification-Token`), mapped by `identifySender`;
+ * nothing else in the request is trusted, and an unknown or missing credential gets 401 before
+ * anything is counted. Over its limit a notification gets this library's REST rejection (429,
+ * `Retry-After`, `RateLimit`, google.rpc body). Each notification is one `SendMessage` whose
+ * messageId is a hash of the body, so one re-sent unchanged after its delay claims its held slot.
+ * Throws a `TypeError` without `identifySender` or without one
  * of `rate` / `limiter`, and the limiter's `PolicyError` / `RangeError` for a bad `rate` or
  * `domain`.
  *

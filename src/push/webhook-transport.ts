@@ -1,13 +1,6 @@
 /**
  * @module webhook-transport
- * The POST that reaches a webhook, and nothing else: `createWebhookTransport` sends over
- * `node:http` / `node:https` through keep-alive agents whose every new connection is opened here —
- * the host name is resolved (an injectable resolver), **every** address it resolved to is checked
- * against the webhook policy, and the socket is connected to that checked address (an injectable
- * connector). No second lookup happens anywhere, so there is no window for DNS rebinding: the
- * address checked is the address connected to, and a pooled connection is only ever one that was
- * checked when it was opened. Redirects are never followed (`node:http` does not; a 3xx is
- * returned as the answer). Response bodies are read up to a bound.
+ * `createWebhookTransport`: the SSRF-safe POST to a webhook, pinned to the checked address.
  */
 
 import { lookup } from 'node:dns/promises';
@@ -264,7 +257,9 @@ class ConnectionGuard {
 /**
  * Creates the SSRF-safe transport the push sender uses: only http(s), the policy checked on the
  * URL and on every resolved address, connections pinned to the checked address, redirects not
- * followed, bounded response bodies.
+ * followed, bounded response bodies. Every new connection is opened here and no second lookup
+ * happens anywhere, so there is no window for DNS rebinding: the address checked is the address
+ * connected to, and a pooled connection is only ever one that was checked when it was opened.
  *
  * @example
  * ```ts
