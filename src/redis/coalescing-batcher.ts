@@ -1,9 +1,7 @@
 /**
  * @module coalescing-batcher
- * Coalescing of single-slot decisions (single node): a decision made while none is outstanding is
- * sent at once; decisions made while one is outstanding are collected until the end of the
- * event-loop turn and sent as one script call (mode `b`) that decides them one after the other,
- * in arrival order, at one instant — for one `TIME`, one write and one reply.
+ * `CoalescingBatcher`: single-slot decisions made while one is outstanding, sent together as one
+ * script call (single node).
  */
 
 import type { DecisionInput } from '../core/decision-state.js';
@@ -51,7 +49,10 @@ export interface BatchHost {
 }
 
 /**
- * The queue of one store's single-slot decisions.
+ * The queue of one store's single-slot decisions (single node). A decision made while none is
+ * outstanding is sent at once; those made while one is outstanding are collected until the end
+ * of the event-loop turn and sent as one script call (mode `b`) that decides them one after the
+ * other, in arrival order, at one instant: one `TIME`, one write and one reply.
  *
  * @internal
  */

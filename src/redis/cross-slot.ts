@@ -1,12 +1,6 @@
 /**
  * @module cross-slot
- * The two-phase protocol that keeps a decision all-or-nothing when a request's keys live in
- * several Cluster slots (a caller policy plus a tenant or agent policy). Phase 1 decides every
- * slot group in parallel; groups that admit charge tentatively. If all admit, that is the
- * admission (one parallel round). Otherwise phase 2 refunds the tentative charges (timestamp − T,
- * held slots put back, leases dropped) and, when the policy that set the delay may reserve,
- * reserves the slot in its group. Between the phases other requests may see the tentative charge
- * and be told to wait slightly longer; nothing is ever admitted beyond a limit.
+ * The two-phase protocol that keeps a decision all-or-nothing across Redis Cluster slots.
  */
 
 import type { DecisionInput } from '../core/decision-state.js';
@@ -62,7 +56,12 @@ function rowsOf(steps: readonly RequestStep[], group: readonly number[]): string
 }
 
 /**
- * Decides `steps` (more than one hash tag) with the two-phase protocol. The delay of a rejection
+ * Decides `steps` (more than one hash tag) with the two-phase protocol. Phase 1 decides every slot
+ * group in parallel, groups that admit charging tentatively; if all admit, that is the admission.
+ * Otherwise phase 2 refunds the tentative charges (timestamp − T, held slots put back, leases
+ * dropped) and, when the policy that set the delay may reserve, reserves the slot in its group.
+ * Between the phases other requests may see a tentative charge and wait slightly longer; nothing
+ * is ever admitted beyond a limit. The delay of a rejection
  * comes from the group that held the latest conforming time (the earliest policy in declared
  * order on a tie, as in core). `script` is the one the decision started with.
  *

@@ -1,8 +1,6 @@
 /**
  * @module deadline-timer
- * One timer for every Redis call in flight: each call registers a deadline `timeoutMs` after its
- * write; the oldest one is the only one the timer looks at. A deadline expires a call only after
- * the poll phase has delivered every reply already received (see {@link DeadlineTimer}).
+ * `DeadlineTimer`: one timer for the deadline of every Redis call in flight.
  */
 
 import { StoreTimeoutError } from './store-timeout-error.js';
@@ -20,7 +18,9 @@ export interface Waiter {
 }
 
 /**
- * Deadlines of calls in flight, in deadline order (insertion order; one timer for all of them).
+ * Deadlines of calls in flight, in deadline order (insertion order; one timer for all of them,
+ * looking at the oldest only). A deadline expires a call only after the poll phase has delivered
+ * every reply already received.
  *
  * @internal
  */

@@ -1,21 +1,7 @@
 /**
  * @module decision-script
- * The Lua script `RedisStore` runs: the decision of `core/decide.ts` (see `docs/architecture.md`,
- * "The decision") transcribed
- * line by line, so a Redis-backed limiter decides exactly as `MemoryStore` does, in one round trip.
- * It also releases and renews leases and keeps deduplication records. The policies are baked into
- * a short generated header (one script and one SHA per policy set); the body is constant.
- *
- * Number discipline: every timestamp is an integer number of µs (≈1.76e15, exact in a double).
- * A Lua number passed to `redis.call` is written exactly (Redis formats it with `%.17g`, or an
- * exact shortest form from 7.2 on), but Lua's own `tostring` and `..` use `%.14g`, so numbers
- * built into strings are formatted explicitly (`%.0f` for integers, `%.17g` for the fractional
- * lease times in ms and the hold-time EWMA). Everything returned is an integer (Redis truncates
- * Lua numbers to integers in replies).
- *
- * This module owns the modes, the generated header and the assembly; the body's text lives in
- * `decision.lua` and `leases-and-records.lua` (read by `lua-files.ts`); keys are `redis-keys.ts`'s, replies are
- * decoded by `script-replies.ts`.
+ * The Lua script `RedisStore` runs: its modes, the header generated per policy set, and its
+ * assembly.
  */
 
 import { createHash } from 'node:crypto';
@@ -62,7 +48,17 @@ export const SCRIPT_MODES = {
 } as const;
 
 /**
- * The body of the script: constant, the same for every policy set. ARGV and KEYS per mode:
+ * The body of the script: constant, the same for every policy set; the decision of
+ * `core/decide.ts` transcribed line by line, so a Redis-backed limiter decides exactly as
+ * `MemoryStore` does, in one round trip.
+ *
+ * Numbers: every timestamp is an integer number of µs (≈1.76e15, exact in a double). A Lua number
+ * passed to `redis.call` is written exactly, but Lua's own `tostring` and `..` use `%.14g`, so
+ * numbers built into strings are formatted explicitly (`%.0f` for integers, `%.17g` for the
+ * fractional lease times in ms and the hold-time EWMA). Everything returned is an integer (Redis
+ * truncates Lua numbers to integers in replies).
+ *
+ * ARGV and KEYS per mode:
  *
  * - every mode: `ARGV[1]` mode, `ARGV[2]` now in ms (`''` = Redis `TIME`).
  * - `d`, `t`: `ARGV[3]` hold key (`holdKeyOf`, `''` = none), `ARGV[4..]` policy
@@ -142,7 +138,8 @@ export interface DecisionScript {
 }
 
 /**
- * Builds the script for a policy set and key prefix. `keyTtlPaddingMs` is how long every key
+ * Builds the script for a policy set and key prefix: the policies baked into a short generated
+ * header before the constant body, so one script and one SHA per policy set. `keyTtlPaddingMs` is how long every key
  * outlives the moment its state stops mattering.
  *
  * @example

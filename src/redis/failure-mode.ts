@@ -1,8 +1,7 @@
 /**
  * @module failure-mode
- * The failure-mode state machine of a `RedisStore`: who answers (`redis`, or the declared failure
- * policy), the switches between them, the probes that lead back to Redis, and the answer of the
- * failure policy itself (fail-open, fail-closed, or the insurance limiter).
+ * The failure-mode state machine of a `RedisStore`: who answers, the probes back to Redis, and the
+ * failure policy's answer.
  */
 
 import type { DecisionInput } from '../core/decision-state.js';

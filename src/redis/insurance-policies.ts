@@ -1,8 +1,6 @@
 /**
  * @module insurance-policies
- * The policies of the in-memory insurance limiter a `RedisStore` falls back to when Redis is
- * unreachable: the same names, scopes and windows, with every limit divided by the number of
- * replicas that share the Redis store, so the replicas together stay within the shared limit.
+ * The insurance limiter's policies: the shared ones with every limit divided among the replicas.
  */
 
 import type { CompiledPolicy, CompiledPolicySet } from '../core/compiled-policy.js';

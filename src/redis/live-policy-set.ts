@@ -1,9 +1,7 @@
 /**
  * @module live-policy-set
- * The policy set a `RedisStore` decides with, and its live changes: the swap (script, rows,
- * insurance limiter), the publication to the other stores on the prefix, the adoption of what
- * they publish, and the listeners told of it. State in Redis is kept per policy name
- * (`redis-keys.ts`), so a swap touches no key.
+ * `LivePolicySet`: the policy set a `RedisStore` decides with, and its live changes (swap, publish,
+ * adopt, tell listeners).
  */
 
 import type { Clock } from '../core/clock.js';
@@ -47,7 +45,8 @@ export interface LivePolicySetOptions {
 }
 
 /**
- * The current set of one store and its changes.
+ * The current set of one store and its changes. State in Redis is kept per policy name, so a swap
+ * touches no key.
  *
  * @internal
  */

@@ -1,7 +1,6 @@
 /**
  * @module lua-files
- * Reads the Redis store's Lua scripts, kept as `.lua` files beside this module (the build copies
- * them into `dist/redis/`), once at load.
+ * The Redis store's Lua script texts, read once at load from the `.lua` files beside this module.
  */
 
 import { readFileSync } from 'node:fs';

@@ -1,11 +1,7 @@
 /**
  * @module policy-set-sync
- * How replicas sharing a Redis prefix converge on one policy set: the set a store was told to use
- * (`updatePolicies`) is published under `<prefix>policy-set` with a generation number; every other
- * store on the prefix polls the generation (one cheap script call per interval) and adopts a newer
- * one. Policies travel as their declared JSON; a function-valued field (an `exempt` predicate, a
- * custom scope's `key`) cannot, so it travels as a marker and each replica re-attaches its own
- * function of the same policy name and field — or refuses the set, naming them.
+ * How replicas sharing a Redis prefix converge on one policy set: publish under `<prefix>policy-set`,
+ * follow by generation.
  */
 
 import { createHash } from 'node:crypto';
@@ -131,7 +127,9 @@ export interface PolicySetHost {
 }
 
 /**
- * Publishes this store's set and follows the sets other stores publish on the same prefix.
+ * Publishes this store's set and follows the sets other stores publish on the same prefix: a set
+ * is published under `<prefix>policy-set` with a generation number, and every other store polls
+ * the generation (one cheap script call per interval).
  *
  * At start a store uses its own configured set and remembers the generation published then (it
  * does not adopt it); it publishes only when told (`updatePolicies`); any generation published

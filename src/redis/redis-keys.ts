@@ -1,10 +1,7 @@
 /**
  * @module redis-keys
- * The Redis key layout of `RedisStore`: one key per (policy name, table key), a Redis Cluster hash
- * tag per subject, deduplication records in the caller's slot, and the policy-set record. Keys
- * depend on the policy's *name*, never its position, so a reordered or changed policy set keeps
- * every key's state. The hash-tag escaping, and the escaping that keeps lone surrogates apart in
- * UTF-8 ({@link redisKeyPart}), live here and only here.
+ * The Redis key layout of `RedisStore`, by policy name, with Cluster hash tags; keys made UTF-8-safe
+ * (lone surrogates escaped).
  */
 
 import type { CompiledPolicy } from '../core/compiled-policy.js';
@@ -67,7 +64,8 @@ function takesLease(p: CompiledPolicy): boolean {
 }
 
 /**
- * A policy's key for a request: `prefix k {tag} name \0 tableKey`, `tableKey` being the policy's
+ * A policy's key for a request: `prefix k {tag} name \0 tableKey` — by the policy's name, never its
+ * position, so a reordered or changed set keeps every key's state. `tableKey` is the policy's
  * `keyOf` — the very key `MemoryStore` uses — made UTF-8-safe ({@link redisKeyPart}), so both
  * stores keep the same identities apart. The
  * hash tag is a function of the key alone, so one key always lives in one slot: caller-scoped keys

@@ -1,9 +1,6 @@
 /**
  * @module redis-leases
- * Release and renewal of a `RedisStore`'s leases (modes `l` and `n`), and of the insurance
- * limiter's leases taken while Redis was unavailable. A lease is renewed under its policy's row
- * in the current policy set, found by the policy name in its key, so a reordered set renews it
- * right and a removed policy's lease is left to expire.
+ * Release and renewal of a `RedisStore`'s leases, and of the insurance limiter's.
  */
 
 import type { CompiledPolicy } from '../core/compiled-policy.js';
@@ -63,7 +60,9 @@ export async function releaseLeases(host: LeaseHost, leases: readonly LeaseRef[]
 
 /**
  * `Store.renew` on Redis. When Redis cannot answer, a lease is reported alive (`true`): an outage
- * must not abort work that is already running. A lease of a policy the set no longer has: `false`.
+ * must not abort work that is already running. A lease is renewed under its policy's row in the
+ * current set, found by the policy name in its key, so a reordered set renews it right; a lease of
+ * a policy the set no longer has: `false` (left to expire).
  *
  * @internal
  */

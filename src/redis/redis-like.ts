@@ -1,8 +1,7 @@
 /**
  * @module redis-like
- * The two commands `RedisStore` needs from a Redis client, so any client can be plugged in:
- * ioredis `Redis` and `Cluster` fit as they are; node-redis or others through a five-line adapter.
- * Also the ioredis options that make a limiter fail fast instead of queueing stale decisions.
+ * `RedisLike`: the two commands `RedisStore` needs of a client, and the ioredis options that suit a
+ * limiter.
  */
 
 /**

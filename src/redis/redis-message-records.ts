@@ -1,9 +1,7 @@
 /**
  * @module redis-message-records
- * The deduplication records of a `RedisStore` (modes `m`, `k`, `p`, `x` of the script): one
- * record per (caller, messageId) in the caller's slot, pending while its owner renews it, then
- * orphaned; the task id once the message started one. When Redis cannot answer, whether a message
- * is a copy is unknown: the answer is `unavailable`, never a silent second run.
+ * The deduplication records of a `RedisStore`: pending, orphaned, taken over, and the task a message
+ * started.
  */
 
 import {

@@ -1,7 +1,7 @@
 /**
  * @module redis-store-options
- * What a `RedisStore` is configured with and reports: its options, failure policies and modes,
- * mode-change events, the logger it writes notices to, and its counters.
+ * What a `RedisStore` is configured with and reports: options, failure policies and modes, logger,
+ * counters.
  */
 
 import type { Clock } from '../core/clock.js';

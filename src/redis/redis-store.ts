@@ -1,14 +1,6 @@
 /**
  * @module redis-store
- * `RedisStore`: the `Store` several agent replicas share. One decision is one `EVALSHA` of the
- * decision script, which makes exactly the decision of `core/decide.ts` on Redis's own clock
- * (`TIME`), so every replica sees one clock. This file wires the rooms together and owns the
- * public methods; the key layout (`redis-keys.ts`), coalescing (`coalescing-batcher.ts`), the
- * deadlines (`deadline-timer.ts`), the failure modes (`failure-mode.ts`), the cross-slot protocol
- * (`cross-slot.ts`), the reply decoders (`script-replies.ts`) and the policy-set publication
- * (`policy-set-sync.ts`) each live in their own.
- *
- * It does not create connections: pass any {@link RedisLike} (ioredis `Redis` or `Cluster`).
+ * `RedisStore`: wiring and public methods of the `Store` several agent replicas share.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -58,7 +50,8 @@ const EMPTY_LIMITS: readonly LimitState[] = Object.freeze([]);
 /**
  * The Redis-backed store. Decides exactly like `MemoryStore` (the contract suite and a
  * differential property test hold both to it), atomically in one round trip per decision when a
- * request's keys share a slot.
+ * request's keys share a slot. It creates no connection: pass any {@link RedisLike} (ioredis
+ * `Redis` or `Cluster`).
  *
  * **Which clock decides.** Without `clock`, each script reads `TIME` on the Redis node that runs
  * it. One slot: that node's clock alone. Cross-slot (Cluster only): each node decides its own

@@ -1,9 +1,7 @@
 /**
  * @module relay-events
- * What the task-event relay (`task-event-relay.ts`) sends through Redis and how it reads it back:
- * the entry of a task's stream (an agent event, or the end of the flow), the JSON form of an
- * event (byte arrays kept), stream-id order, the SDK's `resubscribe` mapping of an event to a
- * `StreamResponse`, and the owner's bus that appends every event to the stream.
+ * What the task-event relay sends through Redis Streams and reads back, and the owner's bus that
+ * appends it.
  */
 
 import type { EventBusLike } from '../core/task-events.js';

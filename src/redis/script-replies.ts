@@ -1,7 +1,6 @@
 /**
  * @module script-replies
- * Typed decoders of the decision script's replies (the shapes `DECISION_SCRIPT_BODY` documents),
- * and the `Decision` a decision reply means. Nothing else reads a reply by position.
+ * Typed decoders of the decision script's replies, and the `Decision` a decision reply means.
  */
 
 import type { DecisionInput } from '../core/decision-state.js';

@@ -1,8 +1,6 @@
 /**
  * @module script-runner
- * Runs the decision script: `EVALSHA`, and on a `NOSCRIPT` reply (the script cache is per node,
- * emptied by restarts and `SCRIPT FLUSH`) the same call once more as `EVAL`, which caches it
- * again. The one place that fallback is written.
+ * `ScriptRunner`: the decision script run by `EVALSHA`, with the one `NOSCRIPT` fallback.
  */
 
 import type { DecisionScript } from './decision-script.js';
@@ -13,7 +11,9 @@ function isNoScript(error: unknown): boolean {
 }
 
 /**
- * The client and the script it runs (swapped when the policy set changes).
+ * The client and the script it runs (swapped when the policy set changes): `EVALSHA`, and on a
+ * `NOSCRIPT` reply (the script cache is per node, emptied by restarts and `SCRIPT FLUSH`) the same
+ * call once more as `EVAL`, which caches it again. The one place that fallback is written.
  *
  * @internal
  */

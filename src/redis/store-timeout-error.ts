@@ -1,7 +1,6 @@
 /**
  * @module store-timeout-error
- * The error of a store call that outlived its deadline, with a stable `code` and a brand property
- * so it is recognised across duplicate installs of this package (not by `instanceof`).
+ * `StoreTimeoutError`: a store call that outlived its deadline, its code and guard.
  */
 
 import { hasErrorBrand } from '../core/error-brand.js';

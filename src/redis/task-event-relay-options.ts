@@ -1,7 +1,6 @@
 /**
  * @module task-event-relay-options
- * The contract of the task-event relay (`createTaskEventRelay`): its options, the part of the
- * SDK's request handler it wraps, and the relay's own interface.
+ * The contract of the task-event relay: its options, the request handler it wraps, its interface.
  */
 
 import type { Redis } from 'ioredis';

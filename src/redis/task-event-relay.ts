@@ -1,29 +1,6 @@
 /**
  * @module task-event-relay
- * `createTaskEventRelay`: lets any replica serve a resubscription to, or a cancel of, a task that
- * runs on another replica, through Redis Streams (ioredis). The SDK keeps a task's event bus in the
- * process that runs it, so on its own a `SubscribeToTask` (or a deduplicated streaming copy) that
- * lands elsewhere gets one snapshot and an end, and a `CancelTask` there cannot reach the executor.
- * Two adapters fix that without changing the SDK:
- *
- * - **owner side** (`eventBusManager(inner)`): every event published on a task's bus is also
- *   appended to the task's stream (`XADD`, capped, with a TTL) and the end of the flow is marked;
- *   the replica holds a short owner key per task whose executor runs here (renewed; a task left
- *   input-required or auth-required after its executor returned keeps one long key, written
- *   once, see `docs/redis.md`) and reads cancel requests from its
- *   own inbox stream, which it runs with the SDK's own `cancelTask` (stopping its executor, so the
- *   limiter's leases are released by the task's terminal state);
- * - **serving side** (`requestHandler(inner)`): `resubscribe` of a task owned elsewhere yields the
- *   stored snapshot, then the owner's events from the stream until the terminal one (or the owner
- *   key lapses: the owner died); `cancelTask` sends a cancel request to the owner's inbox, waits for
- *   the terminal event, then answers as the SDK does; `getTask` of a task whose events exist but
- *   that the owner has not written to the task store yet waits for it (up to a second) instead of
- *   answering "not found" — the answer a deduplicated copy would otherwise get in that moment.
- *
- * In the SDK this belongs in its `ExecutionEventBusManager` (a distributed bus) and in
- * `DefaultRequestHandler.cancelTask` (a cancel that reaches the owning process); this is that
- * adapter, kept here until the SDK has one. One Redis node (streams of different tasks are read in
- * one `XREAD`, so not across Cluster slots). One blocking connection per replica (`duplicate()`).
+ * `createTaskEventRelay`: resubscribe to and cancel a task from any replica, through Redis Streams.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -63,7 +40,24 @@ interface OwnedTask {
 }
 
 /**
- * Creates the relay for one replica.
+ * Creates the relay for one replica. The SDK keeps a task's event bus in the process that runs it,
+ * so on its own a `SubscribeToTask` (or a deduplicated streaming copy) landing on another replica
+ * gets one snapshot and an end, and a `CancelTask` there cannot reach the executor. The relay:
+ *
+ * - **owner side** (`eventBusManager`): every event published on a task's bus is also appended to
+ *   the task's stream (`XADD`, capped, with a TTL) and the end of the flow is marked; the replica
+ *   holds a short owner key per task whose executor runs here (renewed; a task left input-required
+ *   or auth-required after its executor returned keeps one long key, written once) and runs the
+ *   cancel requests of its inbox stream with the SDK's own `cancelTask`, so the limiter's leases
+ *   are released by the task's terminal state;
+ * - **serving side** (`requestHandler`): `resubscribe` of a task owned elsewhere yields the stored
+ *   snapshot, then the owner's events until the terminal one (or until the owner key lapses);
+ *   `cancelTask` sends a cancel request to the owner's inbox, waits for the terminal event, then
+ *   answers as the SDK does; `getTask` of a task whose events exist but that the owner has not
+ *   written to the task store yet waits for it (up to a second) instead of answering "not found".
+ *
+ * One Redis node (streams of different tasks are read in one `XREAD`, so not across Cluster
+ * slots); one blocking connection per replica (`duplicate()`).
  *
  * @example
  * ```ts
