@@ -48,7 +48,7 @@ export type PushPayloadKind = 'task' | 'message' | 'statusUpdate' | 'artifactUpd
 
 /**
  * A dropped notification, as reported to `onDrop`. Every notification the sender accepts ends
- * exactly once: delivered, or dropped for one of {@link PUSH_DROP_REASONS}.
+ * exactly once: delivered, or dropped for one of `PUSH_DROP_REASONS`.
  *
  * @example
  * ```ts

@@ -1,7 +1,7 @@
 /**
  * @module agent-listen
- * Binding the research agent's ports: HTTP `listen` and gRPC `bindAsync`, a port in use or a
- * failed bind reported as a {@link CliError} naming the option to change.
+ * Binding the research agent's ports (HTTP `listen`, gRPC `bindAsync`); a failed bind is a
+ * `CliError` naming the option to change.
  */
 
 import type { Server as HttpServer } from 'node:http';

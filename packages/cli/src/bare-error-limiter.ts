@@ -1,10 +1,7 @@
 /**
  * @module bare-error-limiter
- * The "spec-literal" agent of the demo: the very same limiter decision, but every rejection goes
- * out as a bare internal error — HTTP 500 google.rpc.Status with no details on REST, JSON-RPC
- * -32603 "Internal error" with no `data`, gRPC INTERNAL with no trailers — and no `RateLimit`
- * headers on admitted responses. Nothing on the wire says "quota" or "when". It exists to show
- * that the difference between the two demo runs is the response format alone.
+ * `bareErrorLimiter`: the demo's spec-literal agent — the same decision, every rejection a bare
+ * internal error.
  */
 
 import type { GrpcRejectionStatus, HttpRejectionResponse } from 'a2a-ratelimit';
@@ -30,7 +27,9 @@ function withoutRateLimitHeaders(outcome: AdmissionOutcome): AdmissionOutcome {
 
 /**
  * Wraps a limiter so that it decides exactly as before but answers like an agent that follows the
- * spec's examples literally: a bare 500 / -32603 / INTERNAL, no retry guidance at all.
+ * spec's examples literally: a bare 500 / -32603 / INTERNAL, no retry guidance at all, and no
+ * `RateLimit` headers on admitted responses. It shows that the difference between the demo's runs
+ * is the response format alone.
  *
  * @example
  * ```ts

@@ -1,7 +1,7 @@
 /**
  * @module call-outcomes
- * What happened to a fan-out's calls, as `demo` and `simulate` both report it, and the one
- * function that counts it from the requests an agent saw.
+ * What happened to a fan-out's calls, as `demo` and `simulate` report it, counted from the requests
+ * an agent saw.
  */
 
 /**

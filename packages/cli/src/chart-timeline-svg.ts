@@ -1,11 +1,7 @@
 /**
  * @module chart-timeline-svg
- * The chart of `a2a-ratelimit simulate --chart FILE.svg`: admissions, rejections and abandoned
- * calls per second over time, one line per client kind in each of three stacked panels (each kind
- * with its own colour, dash and width, the widest drawn first, so no line hides another), drawn
- * headless as SVG by Apache
- * ECharts' server-side renderer (no canvas, no DOM). ECharts is an optional peer dependency and is
- * imported only here, only when a chart is asked for.
+ * The chart of `simulate --chart FILE.svg`: admissions, rejections and abandoned calls over time per
+ * client kind, as SVG.
  */
 
 import { CliError } from './cli-error.js';
@@ -36,7 +32,8 @@ export interface EchartsModule {
 }
 
 /**
- * Imports ECharts, or throws a `CliError` saying to install it when it is not installed.
+ * Imports ECharts, or throws a `CliError` saying to install it when it is not installed. ECharts is
+ * an optional peer dependency, imported only here and only when a chart is asked for.
  *
  * @example
  * ```ts
@@ -182,7 +179,8 @@ export interface TimelineChartOptions {
 /**
  * The SVG chart of admissions (top panel), rejections (middle) and abandoned calls (bottom) per
  * second over virtual time, one line per client kind in each panel (its colour, dash and width:
- * see {@link seriesStyle}), with a legend naming the kinds.
+ * see {@link seriesStyle}), with a legend naming the kinds. Drawn headless by ECharts' server-side
+ * SVG renderer (no canvas, no DOM).
  *
  * @example
  * ```ts

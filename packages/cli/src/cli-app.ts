@@ -1,8 +1,7 @@
 /**
  * @module cli-app
- * The `a2a-ratelimit` program: a cac parser with the four commands registered, and `runCli`,
- * which parses argv, runs the matched command and turns every failure into one line on stderr and
- * an exit code (the stack only with `--debug`). `main.ts` is only the process entry around it.
+ * The `a2a-ratelimit` program: the cac parser with its commands, and `runCli` (one line and an exit
+ * code per failure).
  */
 
 import { readFileSync } from 'node:fs';
@@ -78,7 +77,7 @@ export function joinNegativeValues(args: readonly string[]): string[] {
 
 /**
  * Runs the program on `argv` (as `process.argv`: node, script, then arguments) and resolves with
- * the exit code. Errors are written to `stderr` as one line.
+ * the exit code. Errors are written to `stderr` as one line (the stack only with `--debug`).
  *
  * @example
  * ```ts

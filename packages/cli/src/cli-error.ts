@@ -1,9 +1,7 @@
 /**
  * @module cli-error
- * Errors a user of the `a2a-ratelimit` command can act on (an unreachable agent, a wrong binding,
- * an agent that never rejects, a bad flag, a bad config file): a {@link CliError} is printed as one
- * line on stderr and ends the process with a non-zero exit code, never with a stack trace.
- * Anything else is printed as one line too; `--debug` adds the stack.
+ * `CliError`, the errors a user of the command can act on, and how any error ends the command (one
+ * line, an exit code).
  */
 
 /**

@@ -1,7 +1,7 @@
 /**
  * @module cli-options
- * Parsing of flag values shared by the commands: the binding name, positive numbers, ports, hosts.
- * Every bad value is a {@link CliError} naming the flag and what it got.
+ * Parsing of flag values shared by the commands (binding, numbers, ports, hosts, URLs); a bad value
+ * is a `CliError` naming the flag.
  */
 
 import { CliError } from './cli-error.js';

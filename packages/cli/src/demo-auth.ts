@@ -1,7 +1,7 @@
 /**
  * @module demo-auth
- * The demo agent's authentication: the bearer token names the caller (`<caller>` or
- * `<caller>@<tier>`), and the tier it last saw per caller.
+ * The demo agent's authentication: the bearer token names the caller (and its tier), and the tier
+ * last seen per caller.
  */
 
 import type { User } from '@a2a-js/sdk/server';

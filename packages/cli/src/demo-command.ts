@@ -1,11 +1,7 @@
 /**
  * @module demo-command
- * `a2a-ratelimit demo`: the worked example on real sockets. A research agent limited to 60
- * SendMessage per minute per caller (burst 10) gets 30 calls at once from an orchestrator using
- * this library's client; then the same fan-out hits an agent that answers a bare 500 over plain
- * GCRA, with a naive backoff client; then our agent once more, with our client planning from the
- * policies on the agent's card. Prints live progress, then the three runs side by side (or one
- * JSON object with `--json`).
+ * `a2a-ratelimit demo`: the worked example's three fan-outs on real sockets, printed side by side
+ * (or as JSON).
  */
 
 import type { CAC } from 'cac';

@@ -1,13 +1,7 @@
 /**
  * @module fan-out-demo
- * The seed's worked example, for real: a research agent (the SDK, all three bindings, 60
- * SendMessage per minute per caller with burst 10) and an orchestrator that sends 30 SendMessage
- * calls at once through this library's client on one binding. Run once against our encoding with
- * our client, and once against a spec-literal agent (the same limiter over plain GCRA, answering
- * a bare 500) with a naive client (full-jitter backoff from 0.5 s, 4 retries, 30 s budget), and
- * once more against our encoding with our client planning from the agent's card (the card the
- * SDK's factory fetches goes through the same retrying fetch, which learns its policies). What
- * the agent saw is counted on the server side, per messageId.
+ * `runFanOut`: one run of the demo's fan-out — a research agent on loopback, an orchestrator's 30
+ * calls at once — counted.
  */
 
 import { SendMessageRequest } from '@a2a-js/sdk';
@@ -199,7 +193,8 @@ function summarize(
 
 /**
  * Runs one fan-out: starts its agent on loopback (any free ports), sends the calls at once,
- * waits for every call to end, stops the agent and returns the counts.
+ * waits for every call to end, stops the agent and returns the counts. What the agent saw is
+ * counted on the server side, per messageId.
  *
  * @example
  * ```ts

@@ -1,10 +1,7 @@
 /**
  * @module gateway-config
- * The gateway's one config file (`--config`, JSON or YAML): `policies:` (with `holds:` and
- * `domain:`) exactly as `serve` reads them, plus `identity:` (handed to the identity resolver) and
- * `usage:` (`{ path, policies }`: usage charged from the agent's own reports; its policies are
- * usage policies, rate policies with `unit`, read as `serve` reads policies), and `logRefusals:`
- * (a boolean). A file with anything else, or a bad section, is refused naming the file and field.
+ * The gateway's config file: `policies:` as `serve` reads them, plus `identity:`, `usage:` and
+ * `logRefusals:`.
  */
 
 import { compilePolicies, type Policy, PolicyError } from 'a2a-ratelimit';
@@ -108,7 +105,9 @@ export function gatewayPolicies(config: GatewayConfig): readonly Policy[] {
 }
 
 /**
- * Validates a gateway config value.
+ * Validates a gateway config value: `policies:` (with `holds:` and `domain:`) as `serve` reads
+ * them, `identity:`, `usage:` (`{ path, policies }`, usage policies only) and `logRefusals:`. Any
+ * other key, or a bad section, is refused naming the source and the field.
  *
  * @example
  * ```ts

@@ -1,9 +1,6 @@
 /**
  * @module gateway-metrics
- * The gateway's own Prometheus metrics, beside the in-process ones on the admin port's `/metrics`:
- * the upstream's latency to its answer's headers by binding, A2A method and status (a histogram)
- * and the upstream's failures by kind. Fed by the engine's `onUpstream` hook. Loaded only when
- * `prom-client` is installed.
+ * The gateway command's own Prometheus metrics: the upstream latency histogram and failure counter.
  */
 
 import type { UpstreamAnswer } from 'a2a-ratelimit-gateway';

@@ -1,10 +1,7 @@
 /**
  * @module gateway-tls
- * `gateway --tls-cert FILE --tls-key FILE`: HTTPS on the gateway's listener (node:https; SSE
- * works as over HTTP). Both flags or neither; a file that cannot be read, or a certificate and key
- * that do not parse or do not match, is refused in one line. SIGHUP re-reads both files into the
- * running server (`setSecureContext`: new connections get the new certificate); a pair that fails
- * keeps the running one and says why in one line.
+ * `gateway --tls-cert/--tls-key`: HTTPS on the gateway's listener, the certificate re-read on
+ * SIGHUP.
  */
 
 import { readFile } from 'node:fs/promises';

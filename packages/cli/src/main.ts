@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 /**
  * @module main
- * The `a2a-ratelimit` executable: runs the program on `process.argv` and exits with its code
- * (commands: `demo`, `serve`, `simulate`, `probe`; see `a2a-ratelimit --help`). If a library
- * keeps a handle open after the command finished, the process still exits shortly after.
+ * The `a2a-ratelimit` executable: `runCli` on `process.argv`, exiting with its code (shortly after,
+ * even if a library keeps a handle open).
  */
 
 import { runCli } from './cli-app.js';

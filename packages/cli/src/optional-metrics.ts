@@ -1,7 +1,7 @@
 /**
  * @module optional-metrics
  * The demo agent's Prometheus metrics when `prom-client` is installed, and none (with the reason)
- * when it is not: `serve` runs either way, and says which.
+ * when it is not.
  */
 
 import type { RateLimitMetrics } from 'a2a-ratelimit/server/metrics';

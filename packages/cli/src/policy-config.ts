@@ -1,9 +1,7 @@
 /**
  * @module policy-config
- * `serve --config FILE`: a policy set in JSON or YAML, validated with a zod schema so that a bad
- * file gets one line naming the field (`policies[0].limit: must be a positive integer`), then
- * compiled with the library's own `compilePolicies` so that its `PolicyError`s (duplicate names,
- * a burst below 1, …) surface the same way.
+ * Policy files (`serve --config`, JSON or YAML): validated with every problem named by its field,
+ * compiled by `compilePolicies`.
  */
 
 import { readFile } from 'node:fs/promises';

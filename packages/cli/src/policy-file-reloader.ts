@@ -1,10 +1,7 @@
 /**
  * @module policy-file-reloader
- * `serve --config`'s live reload: on SIGHUP, and when the policy file changes (its folder is
- * watched, so a replaced file or a re-pointed symlink counts), reads the file
- * again and hands the new set to the limiter. A reload is all or nothing: a file that cannot be
- * read, parsed or validated leaves the running set in force and prints one line naming the
- * file and the field. Reloads never overlap; triggers during one coalesce into one more.
+ * `watchPolicyFile`: `serve --config`'s (and `gateway --config`'s) reload on SIGHUP and on file
+ * changes.
  */
 
 import { createHash } from 'node:crypto';
@@ -54,7 +51,9 @@ export interface PolicyFileReloader {
 /**
  * Watches `file` and reloads it on the signal and on changes. The file's directory is watched
  * (editors and config-map updates replace the file rather than write it in place), and a change
- * that leaves the bytes as they were is not a reload.
+ * that leaves the bytes as they were is not a reload. A reload is all or nothing: a file that
+ * cannot be read, parsed or validated leaves the running set in force and its one line names the
+ * file and the field. Reloads never overlap; triggers during one coalesce into one more.
  *
  * @example
  * ```ts

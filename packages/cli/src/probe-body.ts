@@ -1,9 +1,7 @@
 /**
  * @module probe-body
- * How `probe` reads a rejection's body per binding: google.rpc.Status JSON under `error` (REST),
- * a JSON-RPC `-32603` envelope with the details in `error.data`, or the binary
- * `grpc-status-details-bin` trailer agreeing with `grpc-status` and `grpc-message` — the verdict
- * on the body and the details it carried.
+ * How `probe` reads a rejection's body per binding: the verdict on the body and the details it
+ * carried.
  */
 
 import {
@@ -97,7 +95,10 @@ export function httpBody(response: CapturedResponse): BodyReading {
   };
 }
 
-/** The body check of a gRPC rejection (its binary details trailer), and its details. */
+/**
+ * The body check of a gRPC rejection (its binary `grpc-status-details-bin` trailer, which must agree
+ * with `grpc-status` and `grpc-message`), and its details.
+ */
 export function grpcBody(response: CapturedResponse): BodyReading {
   if (response.statusDetails === undefined) {
     return {

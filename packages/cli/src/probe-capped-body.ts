@@ -1,8 +1,6 @@
 /**
  * @module probe-capped-body
- * How `probe` reads any HTTP body (the agent card, every answer): streamed, up to a fixed number
- * of bytes, the rest cancelled unread — so an agent or a gateway answering with 120 MB costs the
- * probe at most the cap, never the whole body.
+ * How `probe` reads any HTTP body: streamed up to a fixed cap, the rest cancelled unread.
  */
 
 /**

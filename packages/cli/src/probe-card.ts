@@ -1,8 +1,7 @@
 /**
  * @module probe-card
- * What `probe` reads from an agent card: the interfaces (binding and URL) and the ErrorInfo domain
- * the rate-limit extension announces — fetched from `<base-url>/.well-known/agent-card.json`, at
- * most {@link PROBE_MAX_CARD_BYTES} of it, with every way it can be missing named.
+ * What `probe` reads from an agent card: the interfaces and the rate-limit extension's ErrorInfo
+ * domain.
  */
 
 import { RATE_LIMIT_EXTENSION_URI } from 'a2a-ratelimit/server';
@@ -39,7 +38,8 @@ export interface CardReading {
 }
 
 /**
- * Reads the agent card under `base`; a `CliError` names what is wrong (unreachable, no card, not
+ * Reads the agent card at `<base>/.well-known/agent-card.json`, at most
+ * {@link PROBE_MAX_CARD_BYTES} of it; a `CliError` names what is wrong (unreachable, no card, not
  * JSON, no interfaces, larger than the cap).
  *
  * @example

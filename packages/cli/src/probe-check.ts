@@ -1,7 +1,6 @@
 /**
  * @module probe-check
- * One named check of `probe` and its verdict: status, grade, and the pass / fail makers the body
- * readers and the checks share.
+ * One named check of `probe` and its verdict: status, grade, and the pass / fail makers.
  */
 
 /**

@@ -1,10 +1,7 @@
 /**
  * @module probe-checks
- * What `probe` checks about one rejection as it arrived, per binding — status, media type, body
- * shape, ErrorInfo reason and domain, RetryInfo, `Retry-After`, `RateLimit` (and, on gRPC,
- * `grpc-retry-pushback-ms`) agreeing with the body — each check named, graded as the rate-limit
- * response format grades it (required, or a recommended hint whose absence is a warning), with
- * what was expected and what was received. Pure: the captured response in, the verdicts out.
+ * What `probe` checks about one rejection as it arrived, per binding, each check named and graded.
+ * Pure.
  */
 
 import {

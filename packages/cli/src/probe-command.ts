@@ -1,11 +1,6 @@
 /**
  * @module probe-command
- * `a2a-ratelimit probe <base-url>`: says up front how many requests it will send (and that
- * admitted messages run real tasks), runs {@link runProbe} and prints a report naming each check,
- * required or recommended, and what was not received — lost on the way or never sent, when
- * `--direct` could tell (or one JSON object with `--json`). Exit code 0 when every required check
- * passed (warnings allowed), 1 when one failed, 2 when the probe could not run (a `CliError`, e.g.
- * no limiter found).
+ * `a2a-ratelimit probe <base-url>`: its flags, `runProbe`, the report and the exit code.
  */
 
 import type { CAC } from 'cac';
@@ -127,7 +122,8 @@ export function renderProbeReport(report: ProbeReport): string {
 }
 
 /**
- * Registers `probe` on the CLI.
+ * Registers `probe` on the CLI. Exit code 0 when every required check passed (warnings allowed),
+ * 1 when one failed, 2 when the probe could not run (a `CliError`, e.g. no limiter found).
  *
  * @example
  * ```ts

@@ -1,7 +1,7 @@
 /**
  * @module probe-methods
- * The A2A methods `a2a-ratelimit probe --method` can send (kept apart from the transport so the
- * CLI parses flags without loading the SDK or grpc-js).
+ * The A2A methods `probe --method` can send (apart from the transport, so parsing flags loads no
+ * SDK).
  */
 
 /**

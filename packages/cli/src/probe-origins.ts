@@ -1,8 +1,7 @@
 /**
  * @module probe-origins
- * `probe --direct`: where each part that did not arrive through the gateway went — never sent by
- * the agent, or lost between the agent and the caller — by comparing the same check on the
- * agent's own answer.
+ * `probe --direct`: whether each part that did not arrive was never sent by the agent or lost on
+ * the way.
  */
 
 import type { ProbeCheck } from './probe-check.js';

@@ -1,7 +1,7 @@
 /**
  * @module probe-response
- * Naming what came back to `probe`, for its messages: the content (`text/html (a gateway
- * page?)`, an empty body) and a one-line summary of any response per binding.
+ * Naming what came back to `probe`, for its messages: the content and a one-line summary per
+ * binding.
  */
 
 import { GRPC_CODES, parseErrorBody } from 'a2a-ratelimit';

@@ -1,10 +1,7 @@
 /**
  * @module probe-transport
- * How `probe` talks to an agent: one A2A call at a time over exactly one binding, to exactly the
- * address it was given, capturing the raw response — HTTP status, headers, media type and body, or
- * the gRPC status, message, headers and trailers (with `grpc-status-details-bin` as bytes) — so
- * that the checks can say precisely what survived the way back. No retrying client in between:
- * the probe wants to see the wire, not recover from it.
+ * How `probe` talks to an agent: one raw A2A call at a time over one binding, the response captured
+ * as it arrived.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -64,7 +61,8 @@ export interface ProbeCall {
 }
 
 /**
- * Sends probe calls over one binding.
+ * Sends probe calls over one binding, to exactly the address it was given, and captures each raw
+ * response. No retrying client in between: the probe wants to see the wire, not recover from it.
  *
  * @example
  * ```ts

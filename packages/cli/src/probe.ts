@@ -1,15 +1,7 @@
 /**
  * @module probe
- * `runProbe`: sends one rejection end to end through whatever sits in front of an agent and
- * grades what arrived against the rate-limit response format. It talks only to the base URL it
- * was given (and `--grpc-target`), taking only PATHS from the agent card, so every call goes
- * through the gateway, not around it; at most `maxRequests` requests, announced before the first.
- * It sends calls until one is refused, checks that refusal (probe-checks.ts), waits the delay a
- * client would read from it (plus a small margin) and re-sends the identical call, which must then
- * be admitted. With `direct` (the agent's own URL) it runs the same calls there too and says, of
- * each part that did not arrive, whether the agent never sent it or it was lost on the way.
- * Problems a user can act on — nothing answers, no such binding, no limiter found — are
- * `CliError`s.
+ * `runProbe`: one rejection sent end to end through whatever fronts an agent, graded, and the same
+ * call re-sent after its delay.
  */
 
 import { extractRetryHint, type RetrySource } from 'a2a-ratelimit';
@@ -367,8 +359,13 @@ async function probeOnce(
 }
 
 /**
- * Runs the probe. Resolves with a report (passed or not); rejects with a `CliError` when the
- * probe cannot do its job (no card, no such binding, nothing answers, no limiter found).
+ * Runs the probe: sends calls until one is refused, checks that refusal, waits the delay a client
+ * would read from it (plus a small margin) and re-sends the identical call, which must then be
+ * admitted. It talks only to `baseUrl` (and `grpcTarget`), taking only paths from the agent card,
+ * so every call goes through whatever fronts the agent; at most `maxRequests` requests. With
+ * `direct` it runs the same calls on the agent itself, to say where each missing part was lost.
+ * Resolves with a report (passed or not); rejects with a `CliError` when the probe cannot do its
+ * job (no card, no such binding, nothing answers, no limiter found).
  *
  * @example
  * ```ts

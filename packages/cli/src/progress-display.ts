@@ -1,8 +1,6 @@
 /**
  * @module progress-display
- * The demo's live progress: one bar per run (cli-progress) when the output is a terminal, and
- * plain lines — one at the start of a run and one every few finished calls — when it is not
- * (a pipe, a CI log).
+ * The demo's live progress: a bar per run in a terminal, plain lines in a pipe or a CI log.
  */
 
 import cliProgress from 'cli-progress';
@@ -45,7 +43,8 @@ function describe(p: FanOutProgress): string {
 }
 
 /**
- * Creates the display for the demo's runs.
+ * Creates the display for the demo's runs: one bar per run (cli-progress) when the output is a
+ * terminal, else plain lines — one at the start of a run and one every few finished calls.
  *
  * @example
  * ```ts

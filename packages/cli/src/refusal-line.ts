@@ -1,8 +1,6 @@
 /**
  * @module refusal-line
- * `gateway --log-refusals`: one log line per refused request (time, status, reason, policy, delay,
- * method, binding, caller, tenant), with every caller-chosen value quoted, its control and
- * invisible format characters escaped and its length capped, so no caller can forge or split a line.
+ * `gateway --log-refusals`: one escaped, length-capped log line per refused request.
  */
 
 import type { GatewayRefusal } from 'a2a-ratelimit-gateway';

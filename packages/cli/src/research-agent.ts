@@ -1,14 +1,7 @@
 /**
  * @module research-agent
- * The example research agent behind `demo` and `serve`: a real `@a2a-js/sdk` agent (request
- * handler, in-memory task store, the SDK's JSON-RPC and REST routers and gRPC service) with this
- * library's admission in front of every binding (`rateLimitedJsonRpcHandler`,
- * `rateLimitedRestHandler`, `grpcAdmissionInterceptor`), the policies published as a card extension, Prometheus metrics,
- * and a hook that reports every request the agent decided — so callers of the demo can count
- * what the agent saw on the server side. Demo authentication: the bearer token is the caller's
- * name; no token means an anonymous caller keyed by its address. A task may be given a duration
- * (`task`), so that concurrency limits have something to count; the agent reports how many of its
- * tasks ran at once.
+ * The example research agent behind `demo` and `serve`: SDK wiring on all three bindings with this
+ * library's admission in front.
  */
 
 import type { Server as HttpServer } from 'node:http';
@@ -190,7 +183,9 @@ function combineObservers(...observers: (LimiterObserver | undefined)[]): Limite
 /**
  * Starts the research agent on all three bindings: JSON-RPC at `/a2a/jsonrpc`, REST at
  * `/a2a/rest`, the card at `/.well-known/agent-card.json`, metrics at `/metrics`, gRPC on its own
- * port. Listening errors (a port in use) are {@link CliError}s.
+ * port. Listening errors (a port in use) are {@link CliError}s. Every request the agent decides is
+ * reported (server side) so the demo counts what the agent saw; the bearer token is the caller's
+ * name, and no token means an anonymous caller keyed by its address.
  *
  * @example
  * ```ts

@@ -1,7 +1,7 @@
 /**
  * @module research-executor
- * The research agent's work (its `AgentExecutor`): a task that is worked on for the configured
- * duration and completed with a note, counted while it runs; cancel ends it.
+ * The research agent's work (its `AgentExecutor`): a task worked on for a set duration, then
+ * completed; counted while it runs.
  */
 
 import { Message, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';

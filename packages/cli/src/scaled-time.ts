@@ -1,9 +1,7 @@
 /**
  * @module scaled-time
- * One clock that runs N times faster than real time, for `demo --time-scale N`: the agent's
- * limiter and the orchestrator's client both read it, so the wire still says 1…20 s while the run
- * takes 1/N as long. `nowMs = t0 + (real elapsed) × N`; `sleep(ms)` waits ms / N real
- * milliseconds and never resolves before the scaled clock has reached its target.
+ * `createScaledTime`: one clock running N times faster than real time and its sleep, for `demo
+ * --time-scale N`.
  */
 
 import type { Clock } from 'a2a-ratelimit';
@@ -36,7 +34,8 @@ export interface ScaledTime {
 
 /**
  * Creates a clock running `scale` times faster than real time (1 = real time), starting at
- * `startMs` (default: now).
+ * `startMs` (default: now): `nowMs = startMs + (real elapsed) × scale`; `sleep(ms)` waits
+ * `ms / scale` real milliseconds and never resolves before the scaled clock has reached its target.
  *
  * @example
  * ```ts

@@ -1,11 +1,7 @@
 /**
  * @module serve-command
- * `a2a-ratelimit serve`: the example research agent as a long-lived process to point clients,
- * gateways and probes at. All three bindings with this library's admission in front, the worked
- * example's policy unless `--config` gives another set, optionally shared through Redis; demo
- * authentication (the bearer token is the caller's name). Prints its URLs when ready, reloads
- * `--config` on SIGHUP and when the file changes, and stops cleanly on SIGINT / SIGTERM, releasing
- * its ports.
+ * `a2a-ratelimit serve`: the example research agent as a long-lived process, with `--config`
+ * reloads and optional Redis.
  */
 
 import type { CompiledPolicy, HoldOptions, Policy, Store } from 'a2a-ratelimit';

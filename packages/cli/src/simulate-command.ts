@@ -1,11 +1,6 @@
 /**
  * @module simulate-command
- * `a2a-ratelimit simulate`: any number of callers and calls, any policy set and arrival pattern,
- * and several client kinds side by side, in virtual time with the production decision, encoders,
- * hint extraction and retry scheduler (see simulation.ts). Prints a table (or one JSON object with
- * `--json`) and, with `--chart FILE.svg`, draws admissions and rejections over time per client
- * kind. `registerSimulateCommand` adds it to the `cac` program; `runSimulateCommand` is the same
- * command as a function, for tests and for other programs.
+ * `a2a-ratelimit simulate`: flags to scenario, the run, the table or JSON, and the chart.
  */
 
 import { writeFile } from 'node:fs/promises';

@@ -1,12 +1,7 @@
 /**
  * @module simulated-agent
- * A socket-free A2A agent for tests and simulations in virtual time: the real decision
- * (`MemoryStore`), the real wire encoders, and the real `extractRetryHint` on the encoded
- * response — only the socket is left out. It records every request it sees. `mode` picks how a
- * rejection is answered: our REST encoding (429/503 with RetryInfo, `Retry-After`, `RateLimit`),
- * or a spec-literal bare HTTP 500 that says nothing. `a2a-ratelimit simulate` runs on it.
- * `publishedAgentCard` is the card such an agent publishes (the production card extension), for
- * clients that plan from it.
+ * `SimulatedAgent`: a socket-free A2A agent in virtual time on the real decision, encoders and hint
+ * extraction.
  */
 
 import type { A2AMethod, Clock, LeaseRef, MemoryStore, Policy } from 'a2a-ratelimit';
@@ -102,7 +97,8 @@ export interface SimulatedAgentOptions {
 
 /**
  * An agent in front of a `MemoryStore`, answering through the real encoders and decoding each
- * answer with the real `extractRetryHint`, as a client would on the wire.
+ * answer with the real `extractRetryHint`, as a client would on the wire; only the socket is left
+ * out. It records every request it sees.
  *
  * @example
  * ```ts

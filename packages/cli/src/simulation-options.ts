@@ -1,8 +1,6 @@
 /**
  * @module simulation-options
- * The flags of `a2a-ratelimit simulate` turned into a {@link SimulationScenario}: numbers checked,
- * the arrival pattern and client list parsed, and `--config FILE` read with the same policy-file
- * loader as `serve`. Every mistake is a `CliError` whose one line names the flag or field.
+ * The flags of `simulate` turned into a `SimulationScenario`, every mistake a one-line `CliError`.
  */
 
 import {

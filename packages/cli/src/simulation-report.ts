@@ -1,8 +1,7 @@
 /**
  * @module simulation-report
- * How `a2a-ratelimit simulate` shows a {@link SimulationReport}: a text table with one column per
- * client kind, and a JSON summary (one object: the scenario, then one entry per client kind with
- * the same keys as `demo --json`, plus the simulation's own figures).
+ * How `simulate` shows a `SimulationReport`: a text table with one column per client kind, and a
+ * JSON summary.
  */
 
 import type { Policy } from 'a2a-ratelimit';

@@ -1,7 +1,6 @@
 /**
  * @module simulation-summary
- * The client kinds a simulation compares, and what one kind's run came to: per-call tracks in,
- * the outcome out (admissions at once, on the first and later retries, abandoned calls, waits at p50/p99, total time).
+ * The client kinds a simulation compares, and what one kind's run came to.
  */
 
 import { type CallOutcomeCounts, countAttempts } from './call-outcomes.js';

@@ -1,13 +1,7 @@
 /**
  * @module simulation
- * The engine of `a2a-ratelimit simulate`: many callers, each with its own client, fan calls out to
- * one agent in virtual time. The agent is the production decision (`MemoryStore`) behind the
- * production wire encoders, and every answer is decoded with the production `extractRetryHint`
- * (`SimulatedAgent`); the obedient client is the production `RetryScheduler` (the `planned` kind
- * also reads the card the agent publishes, `publishedAgentCard`). Only sockets and
- * the wall clock are left out, so a run of minutes of traffic takes seconds and is reproducible
- * from its seed. Each client kind runs on its own fresh agent and clock; arrivals are the same for
- * every kind, so the kinds are compared on identical traffic.
+ * The engine of `simulate`: callers fanning calls out to one agent in virtual time, one run per
+ * client kind on identical traffic.
  */
 
 import type { HoldOptions, Policy } from 'a2a-ratelimit';
@@ -307,7 +301,9 @@ export async function simulateClientKind(
 }
 
 /**
- * Runs every client kind of `scenario`, one after another, each on its own fresh agent.
+ * Runs every client kind of `scenario`, one after another, each on its own fresh agent and clock,
+ * on the same arrivals. Only sockets and the wall clock are left out, so a run of minutes of
+ * traffic takes seconds and is reproducible from the scenario's seed.
  *
  * @example
  * ```ts

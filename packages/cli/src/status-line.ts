@@ -1,8 +1,7 @@
 /**
  * @module status-line
- * Progress of long work that is not a count of calls (probe waiting out a retry slot, simulate
- * running one client kind after another): in a terminal one status line redrawn in place (with a
- * countdown while waiting), otherwise plain lines, one per step, that read well in a log.
+ * A status line for long work that is not a count of calls: redrawn in place in a terminal, plain
+ * lines otherwise.
  */
 
 /**
@@ -50,7 +49,8 @@ export interface StatusLine {
 const CLEAR = '\r\u001b[2K';
 
 /**
- * Creates a status line on `target`.
+ * Creates a status line on `target`: in a terminal one line redrawn in place (with a countdown
+ * while waiting), otherwise plain lines, one per step, that read well in a log.
  *
  * @example
  * ```ts

@@ -1,7 +1,7 @@
 /**
  * @module text-table
- * A plain-text table for terminal output: a header row, a rule, and rows whose cells are padded
- * to the widest cell of their column (text left-aligned, numbers right-aligned).
+ * A plain-text table for terminal output: columns padded to their widest cell, numbers
+ * right-aligned.
  */
 
 /**
