@@ -1,10 +1,7 @@
 /**
  * @module duplicate-answer
- * The answer to a retried copy of a message the limiter already admitted (`duplicate`), which
- * never reaches the upstream as a message again: the first copy's task, fetched with GetTask from
- * the upstream with this copy's own credentials, or the Message the first copy was answered with;
- * a stream gets it as its one SSE event. JSON-RPC in its result shape (1.0 `{task}` / `{message}`,
- * v0.3 the object itself), REST as `{task}` / `{message}`.
+ * The answer to a retried copy of an admitted message: the first copy's task or Message, never a
+ * second run upstream.
  */
 
 import type { AdmissionOutcome } from 'a2a-ratelimit/server';
@@ -40,7 +37,11 @@ function answerWith(
 }
 
 /**
- * The answer to a duplicate.
+ * The answer to a duplicate, which never reaches the upstream as a message again: the first
+ * copy's task, fetched with GetTask from the upstream with this copy's own credentials, or the
+ * Message the first copy was answered with; a stream gets it as its one SSE event. JSON-RPC in its
+ * result shape (1.0 `{task}` / `{message}`, v0.3 the object itself), REST as `{task}` /
+ * `{message}`.
  *
  * @example
  * ```ts

@@ -1,8 +1,6 @@
 /**
  * @module gateway-answers
- * The answers the gateway writes itself, in each binding's own error shape: a JSON-RPC error
- * object, or a REST `google.rpc.Status` body — for paths outside the card's interfaces, bodies it
- * will not forward, refused webhooks and failed identification. Pure.
+ * The answers the gateway writes itself, in each binding's own error shape. Pure.
  */
 
 /** A complete HTTP answer. */

@@ -1,7 +1,6 @@
 /**
  * @module gateway-options
- * What `createGateway` takes: the upstream, the limiter, how callers are identified, and the
- * bounds of what it reads, forwards and waits for — with their defaults.
+ * What `createGateway` takes — upstream, limiter, identity, bounds — and their defaults.
  */
 
 import type { IncomingMessage } from 'node:http';

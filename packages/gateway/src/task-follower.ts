@@ -1,10 +1,7 @@
 /**
  * @module task-follower
- * Follows a task the upstream left running after its answer: polls the upstream's GetTask with
- * the admitting request's credentials, backing off (each delay doubled up to a cap), until the
- * task is terminal — its state is then published to the limiter through the task watch, freeing
- * its leases — or the polls run out (the upstream is gone or the task never ends): then the task
- * is given up and its leases are freed.
+ * `TaskFollower`: polls the upstream's GetTask for a task left running after its answer, until it
+ * ends or the polls run out.
  */
 
 import type { Dispatcher } from 'undici';
@@ -22,7 +19,10 @@ export interface TaskFollowerOptions {
 }
 
 /**
- * Polls tasks until they end.
+ * Polls tasks until they end: the upstream's GetTask with the admitting request's credentials,
+ * each delay doubled up to a cap, until the task is terminal (its state is then published through
+ * the task watch, freeing its leases) or the polls run out (the upstream is gone or the task never
+ * ends: the task is given up and its leases are freed).
  *
  * @example
  * ```ts

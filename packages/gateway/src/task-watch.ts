@@ -1,14 +1,7 @@
 /**
  * @module task-watch
- * Tells the limiter what became of the admissions the gateway forwarded — through the limiter's
- * own task tracking (`limiter.trackTasks`), so leases and deduplication work exactly as for an
- * in-process agent: the gateway plays the SDK's event-bus manager. An answer showing task X binds
- * the admission's task leases and deduplication entry to X (or records the Message it was
- * answered with); each later state of X seen passing through (stream events, GetTask and
- * CancelTask answers, polls) is published on X's bus, and the first terminal state frees X's
- * leases; giving up on X (its upstream stopped answering) finishes its bus. With usage reports
- * on (`usage-reports.ts`), each binding awaits its run's report and each object seen is read for
- * it before X's end is told.
+ * `TaskWatch`: the gateway's side of `limiter.trackTasks`, telling the limiter what became of the
+ * admissions it forwarded.
  */
 
 import type { EventBusLike, EventBusManagerLike, Limiter } from 'a2a-ratelimit/server';
@@ -57,7 +50,13 @@ export interface WatchScope {
 const TERMINAL: ReadonlySet<number> = new Set([3, 4, 5, 7]);
 
 /**
- * The gateway's side of `limiter.trackTasks`.
+ * The gateway's side of `limiter.trackTasks`: it plays the SDK's event-bus manager, so leases and
+ * deduplication work exactly as for an in-process agent. An answer showing task X binds the
+ * admission's task leases and deduplication entry to X (or records the Message it was answered
+ * with); each later state of X seen passing through (stream events, GetTask and CancelTask
+ * answers, polls) is published on X's bus, and the first terminal state frees X's leases; giving
+ * up on X (its upstream stopped answering) finishes its bus. With usage reports on, each binding
+ * awaits its run's report, and each object seen is read for it, before X's end is told.
  *
  * @example
  * ```ts

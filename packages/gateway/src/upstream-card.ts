@@ -1,11 +1,7 @@
 /**
  * @module upstream-card
- * The upstream agent's card as the gateway serves it: fetched from
- * `<upstream>/.well-known/agent-card.json` (and refetched), every JSON-RPC and HTTP+JSON interface
- * URL rewritten to the gateway's public address (the gRPC one onto its public gRPC target when it
- * relays gRPC), the rate-limit extension added and kept current
- * exactly as an in-process agent does (`withRateLimitExtension`, `followPolicyChanges`), and the
- * paths of those interfaces — the only paths the gateway proxies.
+ * The upstream's card as the gateway serves it: fetched and refetched, interfaces rewritten onto the
+ * gateway, the paths proxied.
  */
 
 import type { Limiter } from 'a2a-ratelimit/server';
@@ -124,7 +120,11 @@ export interface UpstreamCardOptions {
 
 /**
  * The upstream card, refetched every `refreshMs`; undefined until the first fetch succeeded (the
- * gateway is not ready before). A failed refetch keeps the last good card.
+ * gateway is not ready before). A failed refetch keeps the last good card. Every JSON-RPC and
+ * HTTP+JSON interface URL is rewritten onto the gateway's public address (the gRPC one onto its
+ * public gRPC target when it relays gRPC), and the rate-limit extension is added and kept current
+ * as an in-process agent does (`withRateLimitExtension`, `followPolicyChanges`). The paths of
+ * those interfaces are the only paths the gateway proxies.
  *
  * @example
  * ```ts

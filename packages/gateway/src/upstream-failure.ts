@@ -1,10 +1,7 @@
 /**
  * @module upstream-failure
- * The upstream's failures in the seed's shape: an upstream that cannot be reached or does not
- * answer in time becomes an overload rejection (503, ErrorInfo reason `AGENT_UNAVAILABLE` in the
- * operator's domain) with a `Retry-After`; the upstream's own 429 / 503 with a `Retry-After` is
- * re-encoded as a quota / overload rejection carrying its delay. Encoded by the limiter, like
- * every rejection. Pure.
+ * The upstream's failures as rejections the limiter encodes: unreachable or late, or its own
+ * 429 / 503 with a delay. Pure.
  */
 
 import type { A2AMethod, Rejection } from 'a2a-ratelimit';
@@ -14,7 +11,9 @@ import { parseRetryAfter, REASONS } from 'a2a-ratelimit';
 export const UPSTREAM_POLICY = 'upstream';
 
 /**
- * The rejection for an upstream that could not be reached (or timed out): nothing ran.
+ * The rejection for an upstream that could not be reached (or timed out): nothing ran. An
+ * overload rejection (503, ErrorInfo reason `AGENT_UNAVAILABLE` in the operator's domain) with a
+ * `Retry-After`.
  *
  * @example
  * ```ts
@@ -39,8 +38,8 @@ export function unavailableRejection(
 }
 
 /**
- * The rejection an upstream 429 / 503 with a `Retry-After` becomes (undefined for any other
- * answer, which passes through untouched). An HTTP-date is read against `nowMs`.
+ * The rejection an upstream 429 / 503 with a `Retry-After` becomes: a quota / overload rejection
+ * carrying its delay (undefined for any other answer, which passes through untouched). An HTTP-date is read against `nowMs`.
  *
  * @example
  * ```ts

@@ -1,13 +1,7 @@
 /**
  * @module usage-reports
- * Usage charged from the agent's own reports: the number at a dotted path (e.g.
- * `metadata.usage.totalTokens`) of a task's final object — a Task or status update in a terminal
- * or interrupted state, or a Message answer — seen passing through on any binding, charged once
- * per admission into the task to the limiter's usage policies, through `limiter.usageOf` (the
- * caller whose admission started the run; the first report settles its reservation). A fraction
- * is charged as the next whole unit; a report that is not a finite number ≥ 0 (a string, NaN, a
- * negative number, an object) is ignored and counted. Pure bookkeeping over the
- * limiter: no I/O of its own.
+ * `UsageReports`: usage charged from the agent's own reports at a configured path, through
+ * `limiter.usageOf`.
  */
 
 import type { Limiter } from 'a2a-ratelimit/server';
@@ -85,6 +79,11 @@ export interface UsageReportsOptions {
  * Reads the agent's usage reports and charges them. The gateway calls {@link admitted} when an
  * admission is bound to a task and {@link see} with every Task or status update object of that
  * task seen passing through (HTTP answers, stream events, polls, decoded gRPC messages alike).
+ * The number at the path of a task's final object (a Task or status update in a terminal or
+ * interrupted state, or a Message answer) is charged once per admission, through
+ * `limiter.usageOf`, to the caller whose admission started the run (the first report settles its
+ * reservation). A fraction is charged as the next whole unit; a report that is not a finite
+ * number ≥ 0 is ignored and counted. No I/O of its own.
  *
  * @example
  * ```ts

@@ -1,9 +1,7 @@
 /**
  * @module webhook-check
- * The push SSRF policy applied at the gateway, since the agent behind it may not check: a webhook
- * URL a request registers (SendMessage's push config, CreateTaskPushNotificationConfig) is checked
- * with the library's webhook policy (`a2a-ratelimit/push`), its host name resolved and every
- * address checked; the first refusal is returned.
+ * The push SSRF policy at the gateway: the webhook URLs a request registers, checked before it is
+ * forwarded.
  */
 
 import { lookup } from 'node:dns/promises';
@@ -32,7 +30,9 @@ export async function defaultWebhookPolicy(): Promise<WebhookPolicy> {
 }
 
 /**
- * Why the first refused URL of `urls` is refused, or undefined when all are allowed.
+ * Why the first refused URL of `urls` is refused, or undefined when all are allowed: each URL is
+ * checked with the webhook policy, its host name resolved and every address checked (the agent
+ * behind the gateway may not check).
  *
  * @example
  * ```ts

@@ -1,7 +1,7 @@
 /**
  * @module api-key-table
- * API keys by their SHA-256: building the table from `apiKeys:` and `apiKeysFile` (YAML or JSON,
- * read through an injected reader) and finding a presented key in constant time.
+ * API keys by their SHA-256: the table from `apiKeys:` and `apiKeysFile`, and a presented key found
+ * in constant time.
  */
 
 import { createHash, timingSafeEqual } from 'node:crypto';

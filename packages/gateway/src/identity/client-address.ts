@@ -1,8 +1,7 @@
 /**
  * @module client-address
- * Where a request comes from: CIDR sets (`node:net` BlockList), addresses as sockets and
- * `X-Forwarded-For` spell them (IPv4-mapped IPv6 read as IPv4, zones and ports dropped), and the
- * client behind trusted proxies, found by walking `X-Forwarded-For` from the right.
+ * Where a request comes from: CIDR sets, addresses as sockets and `X-Forwarded-For` spell them, and
+ * the client behind trusted proxies.
  */
 
 import { BlockList, isIP } from 'node:net';

@@ -1,7 +1,7 @@
 /**
  * @module identity-config
- * The gateway config's `identity:` section: its zod schema, its types, and `parseIdentityConfig`,
- * which names every bad field by its path (`identity.apiKeys[2].sha256: must be 64 hex characters`).
+ * The gateway config's `identity:` section: its zod schema, its types, and `parseIdentityConfig`
+ * (every bad field named by its path).
  */
 
 import { createHash } from 'node:crypto';

@@ -1,9 +1,7 @@
 /**
  * @module identity-resolver
- * Who is calling: a trusted outer proxy's header, an API key, a JWT, or else the client address
- * — in that order — as the caller key the policies use. An unknown key or a bad token is a
- * failure (401), never a silent fall back to anonymous. Headers are only read, never changed:
- * credentials travel to the upstream as they came.
+ * Who is calling: trusted header, API key, JWT, else the client address; a failure is a 401 reason,
+ * never a silent anonymous.
  */
 
 import { readFile } from 'node:fs/promises';
@@ -110,7 +108,8 @@ const MAX_TRUSTED_VALUE_LENGTH = 512;
  * Order: the trusted header (only from `trustedHeader.fromCidrs`), then `X-API-Key`, then
  * `Authorization: Bearer` (an API key when the table has it; else a JWT when `jwt` is set; else
  * `unknown-key`), then anonymous. A Bearer credential is read only when `apiKeys`/`apiKeysFile`
- * or `jwt` is configured; otherwise it is the upstream's business and passes untouched.
+ * or `jwt` is configured; otherwise it is the upstream's business and passes untouched. Headers
+ * are only read, never changed: credentials travel to the upstream as they came.
  *
  * @example
  * ```ts

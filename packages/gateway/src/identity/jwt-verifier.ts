@@ -1,7 +1,7 @@
 /**
  * @module jwt-verifier
- * JWT bearer tokens checked with `jose`: the signature against a JWKS (remote, cached by jose, or
- * a local file), the issuer and audience, `exp` and `nbf`; the caller and tier read from claims.
+ * JWT bearer tokens checked with `jose` (JWKS, issuer, audience, `exp`, `nbf`); the caller and tier
+ * read from claims.
  */
 
 import {

@@ -1,8 +1,6 @@
 /**
  * @module unauthenticated-response
- * A failed identity as each binding answers it: REST HTTP 401 with a google.rpc Status body,
- * JSON-RPC HTTP 401 with an error object, gRPC UNAUTHENTICATED with `grpc-status-details-bin`;
- * each carrying an ErrorInfo (reason `UNAUTHENTICATED`, the operator's domain, the failure).
+ * A failed identity as each binding answers it: REST and JSON-RPC HTTP 401, gRPC UNAUTHENTICATED.
  */
 
 import {
