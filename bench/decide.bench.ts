@@ -1,17 +1,19 @@
 /**
  * @module decide.bench
- * `npm run bench:decide`: the synchronous MemoryStore decision path against rate-limiter-flexible's
- * `RateLimiterMemory.consume()` and against a floor (one clock read, one `Map` get/set and the GCRA
- * arithmetic per decision: what any in-process GCRA limiter must do at least), measured in the same
- * run, interleaved, medians of rounds, per second of this process's CPU time (`BENCH_TIME=wall`
- * for elapsed time). Prints one line per round and one JSON object as the last line. Needs
- * `--expose-gc` for memory figures; `BENCH_ONLY=hotKey,keys100k` runs only those workloads.
+ * `npm run bench:decide`: the synchronous `MemoryStore` decision against rate-limiter-flexible and a
+ * floor, per second of CPU time. Prints JSON.
  */
 
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { Policy } from '../src/core/policy.js';
 import { MemoryStore } from '../src/store/memory-store.js';
 
+/**
+ * Method: ours, rate-limiter-flexible's `RateLimiterMemory.consume()` and the floor (one clock
+ * read, one `Map` get/set and the GCRA arithmetic per decision: what any in-process GCRA limiter
+ * must do at least) in the same run, interleaved, medians of rounds; one line per round, one JSON
+ * object as the last line. Needs `--expose-gc` for memory figures.
+ */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 300);
 const KEYS_100K = 100_000;

@@ -1,12 +1,7 @@
 /**
  * @module dedup-answers.bench
- * `node --expose-gc --import tsx bench/dedup-answers.bench.ts`: what keeping a first copy's
- * Message answer costs a limiter on a `MemoryStore` (the in-process path), against the same
- * limiter with `dedup.answers: false` (the record then says "no task", as before) in the same
- * run. Per message: admit, settle with the README quick start's reply (a Message of one text part,
- * a UUID messageId), end — µs per message, interleaved rounds, medians; per copy: µs to answer a
- * copy (the record read and the answer decoded); and the heap each kept answer takes (after GC,
- * 100,000 messages, both variants). Prints one JSON object.
+ * What keeping a first copy's Message answer costs a limiter on a `MemoryStore`: µs per message and
+ * per copy, heap per answer. Prints JSON.
  */
 
 import { Message } from '@a2a-js/sdk';
@@ -100,6 +95,13 @@ function heapBytes(): number {
   return process.memoryUsage().heapUsed;
 }
 
+/**
+ * Run: `node --expose-gc --import tsx bench/dedup-answers.bench.ts`. Against the same limiter with
+ * `dedup.answers: false` (the record then says "no task") in the same run. Per message: admit,
+ * settle with the README quick start's reply (a Message of one text part, a UUID messageId), end —
+ * µs per message, interleaved rounds, medians; per copy: µs to answer it (the record read and the
+ * answer decoded); and the heap each kept answer takes (after GC, 100,000 messages, both variants).
+ */
 async function main(): Promise<void> {
   const caller = (i: number) => `caller-${i % 1000}`;
   const perMessage: Record<'kept' | 'off', number[]> = { kept: [], off: [] };

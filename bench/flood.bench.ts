@@ -1,17 +1,20 @@
 /**
  * @module flood.bench
- * `npm run bench:flood`: a `MemoryStore` (default maxKeys 100,000) under a flood of distinct
- * one-request callers, for three policy shapes: how many brand-new callers are then admitted (and
- * with their whole burst), whether a caller limited before the flood is still limited, how fast the
- * flood is decided, and memory (RSS and heap after GC) after 200,000 and after 1,000,000 flood
- * callers. Then the heap a live key costs with a 16 kB caller name. Prints one JSON object. Needs
- * `--expose-gc`.
+ * `npm run bench:flood`: a `MemoryStore` under a flood of distinct one-request callers — who is
+ * still admitted or limited, speed, memory. Prints JSON.
  */
 
 import type { Policy } from '../src/core/policy.js';
 import { MemoryStore } from '../src/store/memory-store.js';
 import { ManualClock } from '../src/testing/manual-clock.js';
 
+/**
+ * Method: `maxKeys` at its default (100,000), three policy shapes. After the flood: how many
+ * brand-new callers are admitted (and with their whole burst), whether a caller limited before is
+ * still limited, how fast the flood is decided, and memory (RSS and heap after GC) after 200,000
+ * and 1,000,000 flood callers; then the heap a live key costs with a 16 kB caller name. Needs
+ * `--expose-gc`.
+ */
 const gc = (globalThis as { gc?: () => void }).gc;
 const NEWCOMERS = 1000;
 

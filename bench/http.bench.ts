@@ -1,25 +1,7 @@
 /**
  * @module http.bench
- * `tsx bench/http.bench.ts`: what admission costs an Express A2A agent.
- * (a) In-process: JSON-RPC requests driven through an Express app without sockets (fake
- *     IncomingMessage / ServerResponse) for no limiter, ours (a limit never reached),
- *     express-rate-limit and a rate-limiter-flexible middleware, each in front of a router that
- *     stands in for the SDK's (it parses the body and answers with `res.json`); extra µs per
- *     request over the baseline. Ours is mounted as the README does (one middleware that hands
- *     admitted requests to the router: `sdkHandler`) and, as `oursSeparate`, as a layer of its
- *     own before the router, as the peers are. Each limiter keys callers by client address as
- *     its documentation shows (ours: the default identity; express-rate-limit: its default key;
- *     rate-limiter-flexible: `req.ip`, its README's middleware), and once more all with one
- *     constant key. rate-limiter-flexible's README middleware sets no headers; `rlfWithHeaders`
- *     adds the three its README offers, so that it tells clients their quota as ours (two IETF
- *     `RateLimit` fields) and express-rate-limit (draft-8 fields) do. Interleaved rounds, medians.
- * (b) Loopback: a real SDK JSON-RPC SendMessage server (echo executor) without a limiter, with
- *     ours as policies alone (`dedup: false`, no task tracking) mounted as the README does
- *     (`rateLimitedJsonRpcHandler`) and as two layers (`oursSeparate`), with ours as the README
- *     sets it up (deduplication and task tracking on: `oursFull`), and, for scale, with
- *     rate-limiter-flexible's README middleware without and with its headers, driven by autocannon (10 connections, a new
- *     messageId per request) from a child process; interleaved rounds, median requests/second.
- * Prints one line per round and one JSON object as the last line.
+ * `npm run bench:http`: what admission costs an Express A2A agent, in process and on loopback,
+ * against peer limiters. Prints JSON.
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -334,6 +316,28 @@ function runLoad(
   });
 }
 
+/**
+ * (a) In process: JSON-RPC requests driven through an Express app without sockets (fake
+ *     IncomingMessage / ServerResponse) for no limiter, ours (a limit never reached),
+ *     express-rate-limit and a rate-limiter-flexible middleware, each in front of a router that
+ *     stands in for the SDK's (it parses the body and answers with `res.json`); extra µs per
+ *     request over the baseline. Ours is mounted as the README does (one middleware that hands
+ *     admitted requests to the router: `sdkHandler`) and, as `oursSeparate`, as a layer of its
+ *     own before the router, as the peers are. Each limiter keys callers by client address as
+ *     its documentation shows (ours: the default identity; express-rate-limit: its default key;
+ *     rate-limiter-flexible: `req.ip`, its README's middleware), and once more all with one
+ *     constant key. rate-limiter-flexible's README middleware sets no headers; `rlfWithHeaders`
+ *     adds the three its README offers, so that it tells clients their quota as ours (two IETF
+ *     `RateLimit` fields) and express-rate-limit (draft-8 fields) do. Interleaved rounds, medians.
+ * (b) Loopback: a real SDK JSON-RPC SendMessage server (echo executor) without a limiter, with
+ *     ours as policies alone (`dedup: false`, no task tracking) mounted as the README does
+ *     (`rateLimitedJsonRpcHandler`) and as two layers (`oursSeparate`), with ours as the README
+ *     sets it up (deduplication and task tracking on: `oursFull`), and, for scale, with
+ *     rate-limiter-flexible's README middleware without and with its headers, driven by
+ *     autocannon (10 connections, a new messageId per request) from a child process; interleaved
+ *     rounds, median requests/second.
+ * Prints one line per round and one JSON object as the last line.
+ */
 async function main(): Promise<void> {
   // (a)
   const apps = inProcessApps();

@@ -1,11 +1,7 @@
 /**
  * @module probe-body.bench
- * `npm run bench:probe-body`: what a 120 MB rejection body costs `probe`. A loopback server
- * answers SendMessage with 429 and 120 MB; a fresh child process reads it once through the probe's
- * REST transport (the body read up to `PROBE_MAX_BODY_BYTES`, the rest cancelled) and once the way
- * the probe read bodies before (`response.text()`, the peer). Per reader: RSS before and after,
- * peak RSS, and the bytes the server got out before the reader hung up. Medians of `RUNS` runs
- * each, alternated. Prints one JSON object.
+ * `npm run bench:probe-body`: what a 120 MB rejection body costs `probe` (memory, bytes the server
+ * got out), against reading it whole. Prints JSON.
  */
 
 import { spawn } from 'node:child_process';
@@ -71,6 +67,13 @@ async function child(mode: 'capped' | 'whole', url: string): Promise<ReaderResul
   return JSON.parse(out) as ReaderResult;
 }
 
+/**
+ * Method: a loopback server answers SendMessage with 429 and 120 MB; a fresh child process reads
+ * it once through the probe's REST transport (up to `PROBE_MAX_BODY_BYTES`, the rest cancelled)
+ * and once the way the probe read bodies before (`response.text()`, the peer). Per reader: RSS
+ * before and after, peak RSS, and the bytes the server got out before the reader hung up. Medians
+ * of `RUNS` runs each, alternated.
+ */
 async function main(): Promise<void> {
   let served = 0;
   let done: (() => void) | undefined;

@@ -1,16 +1,20 @@
 /**
  * @module push.bench
- * `npm run bench:push`: what the SSRF-safe delivery costs. POSTs per second to a webhook on
- * 127.0.0.1 (4 in flight, as `maxConcurrentPerWebhook`) through `createWebhookTransport`
- * (keep-alive `node:http` agent, every new connection resolved, checked and pinned) against the
- * global `fetch` the sender used before (undici, keep-alive, no checks), interleaved rounds,
- * medians; and the pure checks alone (`checkUrl`, `checkAddress`). Last line: one JSON object.
+ * `npm run bench:push`: what the SSRF-safe webhook delivery costs against plain `fetch`, and the
+ * pure checks alone. Prints JSON.
  */
 
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createWebhookPolicy, createWebhookTransport } from '../src/push/index.js';
 
+/**
+ * Method: POSTs per second to a webhook on 127.0.0.1 (4 in flight, as `maxConcurrentPerWebhook`)
+ * through `createWebhookTransport` (keep-alive `node:http` agent, every new connection resolved,
+ * checked and pinned) against the global `fetch` the sender used before (undici, keep-alive, no
+ * checks), interleaved rounds, medians; and the pure checks alone (`checkUrl`, `checkAddress`).
+ * Last line: one JSON object.
+ */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 1_000);
 const IN_FLIGHT = 4;

@@ -1,13 +1,7 @@
 /**
  * @module redis-timeout-bench
- * What `RedisStore`'s `timeoutMs` (default 50) measures on this host: the round trip of decisions
- * to one Redis (`REDIS_URL`) with 64 in flight — quiet, then with this process's own event loop
- * stalling 20–90 ms every 100 ms (the loaded host of issue 13) — and how many decisions time out
- * at 50 ms in each phase. Latency is from the write to the reply's callback, so under stalls it
- * includes the stall; the timeout counts only calls whose reply had not arrived by the deadline.
- * Prints one JSON object.
- *
- * Run: `npx tsx bench/redis-timeout.bench.ts` (env: `PHASE_MS`, default 4000).
+ * `npm run bench:redis-timeout`: what `RedisStore`'s `timeoutMs` (default 50) measures on this host,
+ * quiet and with event-loop stalls. Prints JSON.
  */
 
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -15,6 +9,13 @@ import { Redis } from 'ioredis';
 import { RECOMMENDED_IOREDIS_OPTIONS } from '../src/redis/redis-like.js';
 import { RedisStore } from '../src/redis/redis-store.js';
 
+/**
+ * Method: the round trip of decisions to one Redis (`REDIS_URL`) with 64 in flight — quiet, then
+ * with this process's own event loop stalling 20–90 ms every 100 ms (a loaded host) — and how many
+ * decisions time out at 50 ms in each phase. Latency is from the write to the reply's callback, so
+ * under stalls it includes the stall; the timeout counts only calls whose reply had not arrived by
+ * the deadline. Env: `PHASE_MS` (default 4000).
+ */
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const phaseMs = Number(process.env.PHASE_MS ?? 4000);
 const prefix = `a2arl-bench:timeout:${Date.now().toString(36)}:`;

@@ -1,13 +1,7 @@
 /**
  * @module redis-bench
- * Decisions per second of `RedisStore` against one Redis (`REDIS_URL`, default
- * redis://127.0.0.1:6379), next to rate-limiter-flexible's `RateLimiterRedis.consume()` on the
- * same Redis and the same ioredis client, and the floor: `PING` and a trivial `EVALSHA`. Every
- * measurement runs once per round, rounds interleave the contenders, and the medians are
- * reported. All measured calls are admitted (the common path). Prints one JSON line per round
- * and, last, one JSON object with the medians and ratios.
- *
- * Run: `npx tsx bench/redis.bench.ts` (env: `ROUNDS`, default 7; `ROUND_MS`, default 800).
+ * `npm run bench:redis`: decisions per second of `RedisStore` against rate-limiter-flexible's
+ * `RateLimiterRedis` and a floor. Prints JSON.
  */
 
 import { Redis } from 'ioredis';
@@ -15,6 +9,13 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { RECOMMENDED_IOREDIS_OPTIONS } from '../src/redis/redis-like.js';
 import { RedisStore } from '../src/redis/redis-store.js';
 
+/**
+ * Method: one Redis (`REDIS_URL`), rate-limiter-flexible on the same Redis and the same ioredis
+ * client, the floor `PING` and a trivial `EVALSHA`. Every measurement runs once per round, rounds
+ * interleave the contenders, medians are reported; all measured calls are admitted (the common
+ * path). One JSON line per round and, last, one JSON object with the medians and ratios. Env:
+ * `ROUNDS` (default 7), `ROUND_MS` (default 800).
+ */
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const rounds = Number(process.env.ROUNDS ?? 7);
 const roundMs = Number(process.env.ROUND_MS ?? 800);

@@ -1,21 +1,7 @@
 /**
  * @module refusal-cost.bench
- * `npm run bench:refusal`: what a refused request costs the agent, whatever its body. A real SDK
- * agent (JSON-RPC, REST and gRPC, echo executor) runs in a child process that reports its own
- * CPU time over IPC; this process is the callers. A caller ("attacker") is spent first (one
- * message an hour), then sends, one at a time: a 98 kB JSON-RPC SendMessage body flat (3,000
- * metadata fields) and nested 49,000 deep, the same two as REST bodies, and a 3.7 MiB gRPC
- * SendMessage (a `metadata` Struct of ~135,000 fields, under grpc-js's 4 MiB default) and a
- * 0.9 MiB one (33,000 fields, under this package's 1 MiB default). The agent's
- * CPU µs per request of each is set against an admitted small SendMessage of another caller (and
- * an admitted one with the same flat 98 kB body).
- * Then other callers' latency (p50/p95 of a small JSON-RPC SendMessage, one at a time) with no
- * attack and under each attack (4 attackers sending back to back), and how many of them an
- * overload policy (event-loop delay over 200 ms) refused. Each scenario starts after a 1.2 s pause
- * and a garbage collection in the agent (not counted), in an order rotated every round. Medians
- * of rounds; one JSON object as
- * the last line. Runs on older versions of this package too (for before/after figures): what a
- * version lacks (`rateLimitedServiceDefinition`) is left out.
+ * `npm run bench:refusal`: what a refused request costs the agent whatever its body, and other
+ * callers' latency under such an attack. Prints JSON.
  */
 
 import { type ChildProcess, fork } from 'node:child_process';
@@ -226,6 +212,22 @@ function grpcCall(client: grpc.Client, bytes: Buffer, caller: string): Promise<A
   });
 }
 
+/**
+ * A real SDK agent (JSON-RPC, REST and gRPC, echo executor) runs in a child process that reports
+ * its own CPU time over IPC; this process is the callers. A caller ("attacker") is spent first
+ * (one message an hour), then sends, one at a time: a 98 kB JSON-RPC SendMessage body flat (3,000
+ * metadata fields) and nested 49,000 deep, the same two as REST bodies, and a 3.7 MiB gRPC
+ * SendMessage (a `metadata` Struct of ~135,000 fields, under grpc-js's 4 MiB default) and a
+ * 0.9 MiB one (33,000 fields, under this package's 1 MiB default). The agent's CPU µs per request
+ * of each is set against an admitted small SendMessage of another caller (and an admitted one
+ * with the same flat 98 kB body). Then other callers' latency (p50/p95 of a small JSON-RPC
+ * SendMessage, one at a time) with no attack and under each attack (4 attackers sending back to
+ * back), and how many of them an overload policy (event-loop delay over 200 ms) refused. Each
+ * scenario starts after a 1.2 s pause and a garbage collection in the agent (not counted), in an
+ * order rotated every round. Medians of rounds; one JSON object as the last line. Runs on older
+ * versions of this package too (for before/after figures): what a version lacks
+ * (`rateLimitedServiceDefinition`) is left out.
+ */
 async function main(): Promise<void> {
   const agent: ChildProcess = fork(process.argv[1] as string, ['agent'], {
     execArgv: [...process.execArgv, '--expose-gc'],

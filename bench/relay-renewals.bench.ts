@@ -1,17 +1,19 @@
 /**
  * @module relay-renewals-bench
- * Redis writes per second the task-event relay makes for tasks left input-required after their
- * executors returned (issue 24): 500 such tasks on one replica, the SDK's settle offered for each
- * as `DefaultRequestHandler` does (the bus kept alive), then every command under this run's
- * private key prefix counted with `MONITOR` over a measuring window. Prints one JSON object.
- *
- * Run: `npx tsx bench/relay-renewals.bench.ts` (env: `REDIS_URL`, `TASKS` default 500,
- * `WINDOW_MS` default 10000; `RELAY_MODULE` to measure another copy of `task-event-relay.ts`).
+ * `npm run bench:relay-renewals`: Redis writes per second the task-event relay makes for tasks left
+ * input-required. Prints JSON.
  */
 
 import { DefaultExecutionEventBusManager } from '@a2a-js/sdk/server';
 import { Redis } from 'ioredis';
 
+/**
+ * Method: 500 tasks left input-required after their executors returned, on one replica, the SDK's
+ * settle offered for each as `DefaultRequestHandler` does (the bus kept alive), then every command
+ * under this run's private key prefix counted with `MONITOR` over a measuring window. Env:
+ * `REDIS_URL`, `TASKS` (default 500), `WINDOW_MS` (default 10000), `RELAY_MODULE` to measure
+ * another copy of `task-event-relay.ts`.
+ */
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const tasks = Number(process.env.TASKS ?? 500);
 const windowMs = Number(process.env.WINDOW_MS ?? 10_000);

@@ -1,16 +1,17 @@
 /**
  * @module task-usage-memory-bench
- * Heap kept per finished task by `limiter.usageOf`'s book of admitted identities
- * (`server/task-usage.ts`): one caller with an 8 kB name (issue 24: a caller pinning memory with
- * a long name), and the floor of an 8-byte name, in the same run. Each task's identity arrives
- * as a fresh string (as a header parse makes one per request). Prints one JSON object.
- *
- * Run: `node --expose-gc --import tsx bench/task-usage-memory.bench.ts` (env: `TASKS`, default
- * 20000; `TASK_USAGE_MODULE` to measure another copy of `task-usage.ts`).
+ * `npm run bench:task-usage-memory`: heap kept per finished task by `limiter.usageOf`'s book of
+ * admitted identities. Prints JSON.
  */
 
 import { Buffer } from 'node:buffer';
 
+/**
+ * Method: one caller with an 8 kB name (a caller pinning memory with a long name), and the floor
+ * of an 8-byte name, in the same run; each task's identity arrives as a fresh string (as a header
+ * parse makes one per request). Needs `--expose-gc`. Env: `TASKS` (default 20000),
+ * `TASK_USAGE_MODULE` to measure another copy of `task-usage.ts`.
+ */
 const tasks = Number(process.env.TASKS ?? 20_000);
 const modulePath = process.env.TASK_USAGE_MODULE ?? '../src/server/task-usage.js';
 const { TaskUsageBook } = (await import(
