@@ -1,7 +1,7 @@
 /**
  * @module decide.bench
- * `npm run bench:decide`: the synchronous `MemoryStore` decision against rate-limiter-flexible and a
- * floor, per second of CPU time. Prints JSON.
+ * `npm run bench:decide`: the synchronous `MemoryStore` decision against rate-limiter-flexible and
+ * a floor, per second of CPU time. Prints JSON.
  */
 
 import { RateLimiterMemory } from 'rate-limiter-flexible';

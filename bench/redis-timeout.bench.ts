@@ -1,7 +1,7 @@
 /**
  * @module redis-timeout-bench
- * `npm run bench:redis-timeout`: what `RedisStore`'s `timeoutMs` (default 50) measures on this host,
- * quiet and with event-loop stalls. Prints JSON.
+ * `npm run bench:redis-timeout`: what `RedisStore`'s `timeoutMs` (default 50) measures on this
+ * host, quiet and with event-loop stalls. Prints JSON.
  */
 
 import { monitorEventLoopDelay } from 'node:perf_hooks';

@@ -1,7 +1,7 @@
 /**
  * @module lease-step
- * Concurrency and overload leases: a decision's lease step and delay estimate, and a lease's release
- * and renewal.
+ * Concurrency and overload leases: a decision's lease step and delay estimate, and a lease's
+ * release and renewal.
  */
 
 import type { DecisionInput, DecisionState, LeasePolicy, LeaseSet } from './decision-state.js';

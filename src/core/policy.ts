@@ -1,7 +1,7 @@
 /**
  * @module policy
- * The policy model as the operator writes it: request identity, scopes, the three policy kinds, tier
- * limits and hold options.
+ * The policy model as the operator writes it: request identity, scopes, the three policy kinds,
+ * tier limits and hold options.
  */
 
 import type { A2AMethod } from './a2a-methods.js';

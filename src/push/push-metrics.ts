@@ -1,7 +1,7 @@
 /**
  * @module push-metrics
- * `createPushMetrics`: Prometheus metrics of a `RateLimitedPushSender` (the only push file importing
- * prom-client).
+ * `createPushMetrics`: Prometheus metrics of a `RateLimitedPushSender` (the only push file
+ * importing prom-client).
  */
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';

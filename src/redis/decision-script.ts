@@ -139,8 +139,8 @@ export interface DecisionScript {
 
 /**
  * Builds the script for a policy set and key prefix: the policies baked into a short generated
- * header before the constant body, so one script and one SHA per policy set. `keyTtlPaddingMs` is how long every key
- * outlives the moment its state stops mattering.
+ * header before the constant body, so one script and one SHA per policy set. `keyTtlPaddingMs` is
+ * how long every key outlives the moment its state stops mattering.
  *
  * @example
  * ```ts

@@ -1,7 +1,7 @@
 /**
  * @module policy-set-sync
- * How replicas sharing a Redis prefix converge on one policy set: publish under `<prefix>policy-set`,
- * follow by generation.
+ * How replicas sharing a Redis prefix converge on one policy set: publish under
+ * `<prefix>policy-set`, follow by generation.
  */
 
 import { createHash } from 'node:crypto';

@@ -1,7 +1,7 @@
 /**
  * @module redis-keys
- * The Redis key layout of `RedisStore`, by policy name, with Cluster hash tags; keys made UTF-8-safe
- * (lone surrogates escaped).
+ * The Redis key layout of `RedisStore`, by policy name, with Cluster hash tags; keys made
+ * UTF-8-safe (lone surrogates escaped).
  */
 
 import type { CompiledPolicy } from '../core/compiled-policy.js';

@@ -1,7 +1,7 @@
 /**
  * @module redis-message-records
- * The deduplication records of a `RedisStore`: pending, orphaned, taken over, and the task a message
- * started.
+ * The deduplication records of a `RedisStore`: pending, orphaned, taken over, and the task a
+ * message started.
  */
 
 import {

@@ -1,6 +1,6 @@
 /**
  * @module proto-json
- * ProtoJSON for the google.rpc error model: details as `Any` objects with `@type`, written and read.
+ * ProtoJSON for the google.rpc error model (details as `Any` objects with `@type`), both ways.
  */
 
 import { formatJsonDuration, parseJsonRetryDelay } from './duration.js';

@@ -208,10 +208,10 @@ function ratePolicy(
 /**
  * The rate-limit extension of an agent card (as JSON or as the SDK's decoded object), or
  * `undefined` when the card does not carry it. Overload policies and malformed entries (a policy
- * with a bad number, a tier without a name) are left out; it never throws. Tiers (not yet written by this package's
- * server; the shape a tiered agent publishes): a rate policy may list `tiers` (an array of
- * `{ name, limit, windowSeconds, burst }` or a record keyed by tier name) and a `defaultTier`; an
- * extended card names the caller's own tier as the policy's `tier` (its `limit` /
+ * with a bad number, a tier without a name) are left out; it never throws. Tiers (not yet written
+ * by this package's server; the shape a tiered agent publishes): a rate policy may list `tiers` (an
+ * array of `{ name, limit, windowSeconds, burst }` or a record keyed by tier name) and a
+ * `defaultTier`; an extended card names the caller's own tier as the policy's `tier` (its `limit` /
  * `windowSeconds` / `burst` are then that tier's) or as the extension's `callerTier`.
  *
  * @example

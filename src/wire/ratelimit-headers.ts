@@ -1,7 +1,7 @@
 /**
  * @module ratelimit-headers
- * `RateLimit-Policy` and `RateLimit` (draft-11, `qu` for usage policies): written for our responses,
- * read in every form a server may send, `X-RateLimit-*` included.
+ * `RateLimit-Policy` and `RateLimit` (draft-11, `qu` for usage policies): written for our
+ * responses, read in every form a server may send, `X-RateLimit-*` included.
  */
 
 import {

@@ -1,7 +1,7 @@
 /**
  * @module chart-timeline-svg
- * The chart of `simulate --chart FILE.svg`: admissions, rejections and abandoned calls over time per
- * client kind, as SVG.
+ * The chart of `simulate --chart FILE.svg`: admissions, rejections and abandoned calls over time
+ * per client kind, as SVG.
  */
 
 import { CliError } from './cli-error.js';

@@ -96,8 +96,8 @@ export function httpBody(response: CapturedResponse): BodyReading {
 }
 
 /**
- * The body check of a gRPC rejection (its binary `grpc-status-details-bin` trailer, which must agree
- * with `grpc-status` and `grpc-message`), and its details.
+ * The body check of a gRPC rejection (its binary `grpc-status-details-bin` trailer, which must
+ * agree with `grpc-status` and `grpc-message`), and its details.
  */
 export function grpcBody(response: CapturedResponse): BodyReading {
   if (response.statusDetails === undefined) {

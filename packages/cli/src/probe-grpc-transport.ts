@@ -1,7 +1,7 @@
 /**
  * @module probe-grpc-transport
- * `probe`'s gRPC transport: a plain grpc-js client capturing status, message, headers and trailers as
- * they arrived.
+ * `probe`'s gRPC transport: a plain grpc-js client capturing status, message, headers and trailers
+ * as they arrived.
  */
 
 import { GetTaskRequest, ListTasksRequest, SendMessageRequest } from '@a2a-js/sdk';

@@ -1,7 +1,7 @@
 /**
  * @module upstream-card
- * The upstream's card as the gateway serves it: fetched and refetched, interfaces rewritten onto the
- * gateway, the paths proxied.
+ * The upstream's card as the gateway serves it: fetched and refetched, interfaces rewritten onto
+ * the gateway, the paths proxied.
  */
 
 import type { Limiter } from 'a2a-ratelimit/server';

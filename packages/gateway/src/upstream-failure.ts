@@ -39,7 +39,8 @@ export function unavailableRejection(
 
 /**
  * The rejection an upstream 429 / 503 with a `Retry-After` becomes: a quota / overload rejection
- * carrying its delay (undefined for any other answer, which passes through untouched). An HTTP-date is read against `nowMs`.
+ * carrying its delay (undefined for any other answer, which passes through untouched). An HTTP-date
+ * is read against `nowMs`.
  *
  * @example
  * ```ts
