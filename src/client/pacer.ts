@@ -6,9 +6,9 @@
  * answers (a lane per method group: a refusal's "not before t", then the pace `RateLimit` /
  * `RateLimit-Policy` announce, with the calls queued there: pacer-lane.ts). Each policy is paced by
  * one of them only: by its bucket when the card publishes it for the call, else by its lane's
- * hold. A call is one {@link PacedCall} (its lane and its buckets), which routes what came back. At most
- * {@link MAX_POLICIES_PER_PACER} lanes (further policies named by refusals share one overflow
- * lane, their waits add up there) and as many planned policies per call.
+ * hold. A call is one {@link PacedCall} (its lane and its buckets), which routes what came back.
+ * At most {@link MAX_POLICIES_PER_PACER} lanes (further policies named by refusals share one
+ * overflow lane, their waits add up there) and as many planned policies per call.
  */
 
 import type { CardPolicy } from '../wire/rate-limit-card.js';
