@@ -229,6 +229,8 @@ export class PacedCall implements LanePlan, CallBuckets {
   private readonly pacer: Pacer;
   private readonly method: string;
   private lane: PacerLane;
+  /** The call has card buckets (without, only its lane paces it). */
+  private readonly planned: boolean;
   /** When the current send left (set by {@link begin}), ms. */
   private sentAtMs = Number.NaN;
 
@@ -238,6 +240,7 @@ export class PacedCall implements LanePlan, CallBuckets {
     this.lane = lane;
     this.rates = buckets?.rates ?? [];
     this.concurrency = buckets?.concurrency ?? [];
+    this.planned = buckets !== undefined;
   }
 
   /** Whether the card publishes a bucket of this policy for the call. */
@@ -280,7 +283,7 @@ export class PacedCall implements LanePlan, CallBuckets {
 
   /** The send failed without an answer (a thrown error): the call ends. */
   failed(): void {
-    this.settle(undefined);
+    if (this.planned) this.settle(this.pacer.nowMs(), undefined);
     this.lane.endSend();
   }
 
@@ -289,7 +292,7 @@ export class PacedCall implements LanePlan, CallBuckets {
    * call follows. `busyUntil`: the call occupies the agent until then (a stream).
    */
   answered(rateLimit: RateLimitInfo | undefined, busyUntil?: Promise<unknown>): void {
-    this.settle(rateLimit, busyUntil);
+    if (this.planned) this.settle(this.pacer.nowMs(), rateLimit, busyUntil);
     this.lane.onSucceeded(this.forLane(rateLimit));
     this.lane.endSend();
   }
@@ -300,14 +303,17 @@ export class PacedCall implements LanePlan, CallBuckets {
    * call, and in that policy's lane (this method's calls queue there from now on).
    */
   refused(hint: RetryHint): void {
-    this.settle(hint);
-    if (hint.kind !== 'quota' && hint.kind !== 'overload') return;
-    if (hint.delayMs !== undefined) {
+    const limited = hint.kind === 'quota' || hint.kind === 'overload';
+    if (this.planned) {
       const nowMs = this.pacer.nowMs();
+      this.settle(nowMs, hint);
       for (const p of this.rates) {
-        if (p.policy === hint.policy) p.onRejected(hint.delayMs, hint.reserved === true, nowMs);
+        if (limited && hint.delayMs !== undefined && p.policy === hint.policy) {
+          p.onRejected(hint.delayMs, hint.reserved === true, nowMs);
+        }
       }
     }
+    if (!limited) return;
     if (hint.policy !== undefined) {
       const named = this.pacer.learnPolicy(this.method, hint.policy);
       if (named !== this.lane) {
@@ -316,7 +322,7 @@ export class PacedCall implements LanePlan, CallBuckets {
         this.lane = named;
       }
     }
-    this.lane.onRejected(hint, this.covers(hint.policy));
+    this.lane.onRejected(hint, this.planned && this.covers(hint.policy));
   }
 
   /** The retry rules stopped: the call ends. */
@@ -338,7 +344,9 @@ export class PacedCall implements LanePlan, CallBuckets {
   /** The re-send leaves now; it claims the slot `hint` says was held for it, if any. */
   resend(hint: RetryHint): void {
     this.lane.beginRetrySend();
-    this.begin(this.pacer.nowMs(), hint.reserved === true ? hint.policy : undefined);
+    if (this.planned) {
+      this.begin(this.pacer.nowMs(), hint.reserved === true ? hint.policy : undefined);
+    }
   }
 
   /**
@@ -346,10 +354,10 @@ export class PacedCall implements LanePlan, CallBuckets {
    * concurrency room frees now, or when `busyUntil` settles.
    */
   private settle(
+    nowMs: number,
     limits: RateLimitInfo | RetryHint | undefined,
     busyUntil?: Promise<unknown>,
   ): void {
-    const nowMs = this.pacer.nowMs();
     for (const p of this.rates) p.settled(this.sentAtMs, nowMs, limits);
     const release = (): void => {
       for (const p of this.concurrency) p.end();
@@ -360,7 +368,7 @@ export class PacedCall implements LanePlan, CallBuckets {
 
   /** What the lane's own pacing still needs: the `RateLimit` items no bucket of this call follows. */
   private forLane(info: RateLimitInfo | undefined): RateLimitInfo | undefined {
-    if (info === undefined) return info;
+    if (info === undefined || !this.planned) return info;
     const states = info.states.filter((s) => !this.covers(s.policy));
     if (states.length === info.states.length) return info;
     if (states.length === 0) return undefined;
