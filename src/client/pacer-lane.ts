@@ -1,17 +1,12 @@
 /**
  * @module pacer-lane
  * A lane of a pacer (pacer.ts; docs/architecture.md, "The client"): one per (agent, caller,
- * method group), where the group is the policy a refusal named, else the method. It holds what
- * answers taught: when one call learns "not before t", calls not yet sent in that group wait here
- * and are then released at the policy's pace (`q`/`w` from `RateLimit-Policy`; without it, one at
- * a time as responses come back) instead of each finding out separately; `RateLimit` (r, t) on
- * successful responses keeps a steady client under the quota. Retries never queue here (each goes
- * at its own hinted time), but they count: a rejected call will use the slot it was told, so the
- * next free slot is one interval after it. A call may bring a {@link CallPlan} (the card's
- * buckets): it then also waits until every bucket says it conforms, and is counted in them when it
- * goes; planned calls go at their instant, with jitter only when a bucket is contended (other
- * senders want the same slots). This file owns bookkeeping and waiting; the rules of a retry are
- * plan-retry.ts.
+ * method group), the group being the policy a refusal named, else the method. Its hold: once one
+ * call learns "not before t", calls not yet sent in the group wait here, then go at the policy's
+ * pace (`RateLimit-Policy` q/w, else one at a time as answers come back); `RateLimit` (r, t) on
+ * successes keeps a steady client under the quota. Retries never queue here but use a slot. A call
+ * with card buckets ({@link LanePlan}) also waits until they let it go (with jitter only when one
+ * is contended). Bookkeeping and waiting only; the rules of a retry are plan-retry.ts.
  */
 
 import type { Clock } from '../core/clock.js';
@@ -21,19 +16,10 @@ import type {
   RateLimitInfo,
   RetryHint,
 } from '../wire/retry-hint.js';
-import type { CallPlan } from './policy-plan.js';
 import { type BudgetOption, RetryBudgetExceededError } from './retry-errors.js';
 import type { Sleep } from './sleep.js';
 
-/**
- * How long a call may wait in a lane.
- *
- * @internal
- * @example
- * ```ts
- * await lane.acquire({ deadlineMs: clock.nowMs() + 30_000, maxWaitMs: 60_000 });
- * ```
- */
+/** How long a call may wait in a lane. @internal */
 export interface LaneWaitLimits {
   /** Absolute deadline, ms on the lane's clock (`Infinity` for none). */
   readonly deadlineMs: number;
@@ -43,20 +29,24 @@ export interface LaneWaitLimits {
   readonly signal?: AbortSignal | undefined;
 }
 
+/** What a lane asks of a call's card buckets (its `PacedCall`, pacer.ts). @internal */
+export interface LanePlan {
+  releaseAtMs(nowMs: number, position?: number): number | undefined;
+  contended(nowMs: number): { readonly intervalMs: number } | undefined;
+  onRoom(listener: () => void): void;
+  begin(nowMs: number): void;
+}
+
 interface Waiter {
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
   readonly cleanup: AbortController;
-  readonly plan: CallPlan | undefined;
+  readonly plan: LanePlan | undefined;
   /** Drawn once, when a contended plan first makes this call wait, ms. */
   jitterMs?: number;
 }
 
-/**
- * What a lane needs: time, and for jitter on contended plans a random source and a cap.
- *
- * @internal
- */
+/** What a lane needs: time, and for jitter on contended plans a random source and a cap. @internal */
 export interface PacerLaneDeps {
   readonly clock: Clock;
   readonly sleep: Sleep;
@@ -68,15 +58,7 @@ export interface PacerLaneDeps {
 
 /**
  * One lane. Calls `acquire()` before their first send and `endSend()` when its response arrived;
- * retries call `retryScheduled()` then `beginRetrySend()`. Responses feed `onRejected` /
- * `onSucceeded`.
- *
- * @example
- * ```ts
- * const lane = new PacerLane('per-caller', { clock: systemClock, sleep: systemSleep });
- * await lane.acquire({ deadlineMs: Number.POSITIVE_INFINITY, maxWaitMs: 60_000 });
- * try { await send(); } finally { lane.endSend(); }
- * ```
+ * retries call `retryScheduled()` then `beginRetrySend()`. Answers feed `onRejected` / `onSucceeded`.
  *
  * @internal
  */
@@ -140,7 +122,7 @@ export class PacerLane {
    * wait does not fit in `limits`; a wait that is not predictable (pace unknown, a concurrency
    * plan full) fails when the deadline or `maxWaitMs` is reached.
    */
-  acquire(limits: LaneWaitLimits, plan?: CallPlan): Promise<void> {
+  acquire(limits: LaneWaitLimits, plan?: LanePlan): Promise<void> {
     if (limits.signal?.aborted) return Promise.reject(limits.signal.reason);
     const nowMs = this.clock.nowMs();
     if (this.waiters.length === 0 && this.headReleaseAtMs(nowMs, plan) === nowMs) {
@@ -306,7 +288,7 @@ export class PacerLane {
    */
   private headReleaseAtMs(
     nowMs: number,
-    plan: CallPlan | undefined,
+    plan: LanePlan | undefined,
     waiter?: Waiter,
   ): number | undefined {
     const laneAtMs = this.releaseAtMs(nowMs);
@@ -325,7 +307,7 @@ export class PacerLane {
   }
 
   /** Predictable release time of the waiter at `position` (0 = head), ms. */
-  private estimateReleaseMs(nowMs: number, position: number, plan: CallPlan | undefined): number {
+  private estimateReleaseMs(nowMs: number, position: number, plan: LanePlan | undefined): number {
     const planAtMs = plan?.releaseAtMs(nowMs, position) ?? nowMs;
     const notBeforeMs = Math.max(nowMs, this.wallMs, planAtMs);
     if (this.probing || this.tokens === undefined) return notBeforeMs;
@@ -335,7 +317,7 @@ export class PacerLane {
     return Math.max(notBeforeMs, this.nextTokenAtMs + behind * (this.intervalMs ?? 0));
   }
 
-  private take(nowMs: number, plan: CallPlan | undefined): void {
+  private take(nowMs: number, plan: LanePlan | undefined): void {
     this.inFlight++;
     this.consumeIfKnown(nowMs);
     plan?.begin(nowMs);

@@ -200,7 +200,7 @@ describe("PacerTable: the cards' buckets", () => {
     const table = new PacerTable({ clock, maxEntries: 3 });
     table.learn('a', limits(perCaller));
     const busy = table.planFor('a', 'busy', 'SendMessage');
-    busy?.begin(0);
+    busy?.rates[0]?.sent(0);
     for (let i = 0; i < 20; i++) table.planFor('a', `idle-${i}`, 'SendMessage');
     expect(table.size).toBeLessThanOrEqual(3);
     expect(table.planFor('a', 'busy', 'SendMessage')?.rates[0]).toBe(busy?.rates[0]);
@@ -211,13 +211,13 @@ describe("PacerTable: the cards' buckets", () => {
     const table = new PacerTable({ clock: { nowMs: () => now.ms }, maxEntries: 3 });
     table.learn('legit', limits(perCaller));
     const held = table.planFor('legit', 'c', 'SendMessage');
-    for (let i = 0; i < 10; i++) held?.begin(0); // the burst is spent: the plan holds sends back
+    for (let i = 0; i < 10; i++) held?.rates[0]?.sent(0); // the burst is spent: it holds sends back
     for (let i = 0; i < 50; i++) table.learn(`other-${i}`, limits(perCaller));
     expect(table.knows('legit')).toBe(true);
     expect(table.planFor('legit', 'c', 'SendMessage')?.rates[0]).toBe(held?.rates[0]);
-    expect(held?.releaseAtMs(0)).toBeGreaterThan(0);
+    expect(held?.rates[0]?.conformAtMs(0)).toBeGreaterThan(0);
     // Once answered and refilled (10 s after the first answer), it is idle: its card may go.
-    for (let i = 0; i < 10; i++) held?.settled(0, 1);
+    for (let i = 0; i < 10; i++) held?.rates[0]?.settled(0, 1);
     now.ms = 11_000;
     for (let i = 50; i < 60; i++) table.learn(`other-${i}`, limits(perCaller));
     expect(table.knows('legit')).toBe(false);

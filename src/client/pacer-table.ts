@@ -11,9 +11,8 @@
  */
 
 import type { CardPolicy, CardRateLimits } from '../wire/rate-limit-card.js';
-import { type PacedCall, Pacer, type PacerHost } from './pacer.js';
+import { type CallBuckets, type PacedCall, Pacer, type PacerHost } from './pacer.js';
 import type { LaneWaitLimits, PacerLaneDeps } from './pacer-lane.js';
-import type { CallPlan } from './policy-plan.js';
 import { type Sleep, systemSleep } from './sleep.js';
 
 /**
@@ -99,7 +98,7 @@ export class PacerTable {
   }
 
   /** The card's buckets a call of `method` by `caller` to `agent` must satisfy, if any. */
-  planFor(agent: string, caller: string, method: string): CallPlan | undefined {
+  planFor(agent: string, caller: string, method: string): CallBuckets | undefined {
     const policies = this.policiesOf(agent, caller);
     if (policies === undefined) return undefined;
     const pacer = this.pacerFor(agent, caller);

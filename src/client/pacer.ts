@@ -6,15 +6,15 @@
  * answers (a lane per method group: a refusal's "not before t", then the pace `RateLimit` /
  * `RateLimit-Policy` announce, with the calls queued there: pacer-lane.ts). Each policy is paced by
  * one of them only: by its bucket when the card publishes it for the call, else by its lane's
- * hold. A call goes through a {@link PacedCall}, which routes what came back. At most
- * {@link MAX_POLICIES_PER_PACER} lanes (further policies named by refusals share one overflow
- * lane, their waits add up there) and as many planned policies per call.
+ * hold. A call is one {@link PacedCall} (its lane and its buckets), which routes what came back.
+ * At most {@link MAX_POLICIES_PER_PACER} lanes (further policies named by refusals share one
+ * overflow lane, their waits add up there) and as many planned policies per call.
  */
 
 import type { CardPolicy } from '../wire/rate-limit-card.js';
 import type { RateLimitInfo, RetryHint } from '../wire/retry-hint.js';
-import { type LaneWaitLimits, PacerLane, type PacerLaneDeps } from './pacer-lane.js';
-import { CallPlan, ConcurrencyPlan, RatePlan } from './policy-plan.js';
+import { type LanePlan, type LaneWaitLimits, PacerLane, type PacerLaneDeps } from './pacer-lane.js';
+import { ConcurrencyPlan, RatePlan } from './policy-plan.js';
 
 /**
  * Lanes (method groups) per pacer, policies planned per call, and learned method → policy
@@ -103,7 +103,7 @@ export class Pacer {
    * The buckets a call of `method` must satisfy, from the card's `policies` (`undefined`: no
    * card, or no caller-scoped policy of the card names the method).
    */
-  planFor(method: string, policies: readonly CardPolicy[] | undefined): CallPlan | undefined {
+  planFor(method: string, policies: readonly CardPolicy[] | undefined): CallBuckets | undefined {
     if (policies === undefined) return undefined;
     const rates: RatePlan[] = [];
     const concurrency: ConcurrencyPlan[] = [];
@@ -121,7 +121,7 @@ export class Pacer {
       else concurrency.push(bucket);
       if (rates.length + concurrency.length === MAX_POLICIES_PER_PACER) break;
     }
-    return rates.length + concurrency.length === 0 ? undefined : new CallPlan(rates, concurrency);
+    return rates.length + concurrency.length === 0 ? undefined : { rates, concurrency };
   }
 
   /**
@@ -134,10 +134,11 @@ export class Pacer {
     policies: readonly CardPolicy[] | undefined,
     limits: LaneWaitLimits,
   ): Promise<PacedCall> {
-    const plan = this.planFor(method, policies);
+    const buckets = this.planFor(method, policies);
     const lane = this.laneFor(this.policyByMethod.get(method) ?? method);
-    await lane.acquire(limits, plan);
-    return new PacedCall(this, method, lane, plan);
+    const call = new PacedCall(this, method, lane, buckets);
+    await lane.acquire(limits, buckets === undefined ? undefined : call);
+    return call;
   }
 
   /** Now on the pacer's clock, ms. */
@@ -205,54 +206,111 @@ export class Pacer {
 }
 
 /**
- * One call under its pacer, from its first send to its end: the scheduler reports what came
- * back, the pacer's buckets and holds learn from it.
+ * The card's buckets one call must satisfy (what {@link Pacer.planFor} finds for it).
  *
  * @internal
  */
-export class PacedCall {
+export interface CallBuckets {
+  readonly rates: readonly RatePlan[];
+  readonly concurrency: readonly ConcurrencyPlan[];
+}
+
+/**
+ * One call under its pacer, from its first send to its end: its lane (the hold it waits behind)
+ * and its card buckets. The lane asks it when the buckets let it go ({@link LanePlan}); the
+ * scheduler reports what came back, and each `RateLimit` item or refusal reaches the one thing
+ * pacing its policy: the call's bucket of that name, else the lane.
+ *
+ * @internal
+ */
+export class PacedCall implements LanePlan, CallBuckets {
+  readonly rates: readonly RatePlan[];
+  readonly concurrency: readonly ConcurrencyPlan[];
   private readonly pacer: Pacer;
   private readonly method: string;
-  private readonly plan: CallPlan | undefined;
   private lane: PacerLane;
-  private sentAtMs: number;
+  /** The call has card buckets (without, only its lane paces it). */
+  private readonly planned: boolean;
+  /** When the current send left (set by {@link begin}), ms. */
+  private sentAtMs = Number.NaN;
 
-  constructor(pacer: Pacer, method: string, lane: PacerLane, plan: CallPlan | undefined) {
+  constructor(pacer: Pacer, method: string, lane: PacerLane, buckets: CallBuckets | undefined) {
     this.pacer = pacer;
     this.method = method;
     this.lane = lane;
-    this.plan = plan;
-    this.sentAtMs = pacer.nowMs();
+    this.rates = buckets?.rates ?? [];
+    this.concurrency = buckets?.concurrency ?? [];
+    this.planned = buckets !== undefined;
+  }
+
+  /** Whether the card publishes a bucket of this policy for the call. */
+  covers(policy: string | undefined): boolean {
+    return (
+      policy !== undefined &&
+      (this.rates.some((p) => p.policy === policy) ||
+        this.concurrency.some((p) => p.policy === policy))
+    );
+  }
+
+  /** A rate bucket that makes calls wait is contended: its slots may be wanted by others too. */
+  contended(nowMs: number): { readonly intervalMs: number } | undefined {
+    for (const p of this.rates) if (p.contended && p.conformAtMs(nowMs) > nowMs) return p;
+    return undefined;
+  }
+
+  /**
+   * When the send `position` places behind the next one may go by the rate buckets, ms;
+   * `undefined` while a concurrency bucket is full (it frees when an answer comes back).
+   */
+  releaseAtMs(nowMs: number, position = 0): number | undefined {
+    if (position === 0 && this.concurrency.some((p) => !p.hasRoom())) return undefined;
+    let atMs = nowMs;
+    for (const p of this.rates) atMs = Math.max(atMs, p.conformAtMs(nowMs, position));
+    return atMs;
+  }
+
+  /** Calls `listener` once when a full concurrency bucket frees room. */
+  onRoom(listener: () => void): void {
+    for (const p of this.concurrency) if (!p.hasRoom()) p.onRoom(listener);
+  }
+
+  /** A send leaves now, counted in every bucket; `heldBy`: the policy whose held slot it claims. */
+  begin(nowMs: number, heldBy?: string): void {
+    this.sentAtMs = nowMs;
+    for (const p of this.rates) p.sent(nowMs, p.policy !== heldBy);
+    for (const p of this.concurrency) p.begin();
   }
 
   /** The send failed without an answer (a thrown error): the call ends. */
   failed(): void {
-    this.plan?.settled(this.sentAtMs, this.pacer.nowMs());
-    this.plan?.release();
+    if (this.planned) this.settle(this.pacer.nowMs(), undefined);
     this.lane.endSend();
   }
 
   /**
-   * A successful answer: the card's buckets take its `RateLimit` items, the lane those no bucket
-   * of this call follows. `busyUntil`: the call occupies the agent until then (a stream).
+   * A successful answer: the buckets take its `RateLimit` items, the lane those no bucket of this
+   * call follows. `busyUntil`: the call occupies the agent until then (a stream).
    */
   answered(rateLimit: RateLimitInfo | undefined, busyUntil?: Promise<unknown>): void {
-    this.settle(rateLimit, busyUntil);
-    this.lane.onSucceeded(unplanned(rateLimit, this.plan));
+    if (this.planned) this.settle(this.pacer.nowMs(), rateLimit, busyUntil);
+    this.lane.onSucceeded(this.forLane(rateLimit));
     this.lane.endSend();
   }
 
   /**
    * A failed answer, before the retry rules decide. A refusal (quota, overload) holds back the
-   * calls not yet sent: in the lane of the policy it names (this method's calls queue there from
-   * now on), and by its bucket when the card publishes it.
+   * calls not yet sent: by the bucket of the policy it names when the card publishes one for the
+   * call, and in that policy's lane (this method's calls queue there from now on).
    */
   refused(hint: RetryHint): void {
     const limited = hint.kind === 'quota' || hint.kind === 'overload';
-    if (this.plan !== undefined) {
-      this.settle(hint, undefined);
-      if (limited && hint.delayMs !== undefined) {
-        this.plan.rejected(hint.policy, hint.delayMs, hint.reserved === true, this.pacer.nowMs());
+    if (this.planned) {
+      const nowMs = this.pacer.nowMs();
+      this.settle(nowMs, hint);
+      for (const p of this.rates) {
+        if (limited && hint.delayMs !== undefined && p.policy === hint.policy) {
+          p.onRejected(hint.delayMs, hint.reserved === true, nowMs);
+        }
       }
     }
     if (!limited) return;
@@ -264,7 +322,7 @@ export class PacedCall {
         this.lane = named;
       }
     }
-    this.lane.onRejected(hint, this.plan?.covers(hint.policy) === true);
+    this.lane.onRejected(hint, this.planned && this.covers(hint.policy));
   }
 
   /** The retry rules stopped: the call ends. */
@@ -286,35 +344,34 @@ export class PacedCall {
   /** The re-send leaves now; it claims the slot `hint` says was held for it, if any. */
   resend(hint: RetryHint): void {
     this.lane.beginRetrySend();
-    this.sentAtMs = this.pacer.nowMs();
-    this.plan?.begin(this.sentAtMs, hint.reserved === true ? hint.policy : undefined);
+    if (this.planned) {
+      this.begin(this.pacer.nowMs(), hint.reserved === true ? hint.policy : undefined);
+    }
   }
 
-  /** An answer (or a refusal's hint) reaches the buckets; concurrency room frees when the call does. */
+  /**
+   * The send is over: the rate buckets read what came back (`limits`, none when it failed), and
+   * concurrency room frees now, or when `busyUntil` settles.
+   */
   private settle(
+    nowMs: number,
     limits: RateLimitInfo | RetryHint | undefined,
-    busyUntil: Promise<unknown> | undefined,
+    busyUntil?: Promise<unknown>,
   ): void {
-    const plan = this.plan;
-    if (plan === undefined) return;
-    plan.settled(this.sentAtMs, this.pacer.nowMs(), limits);
-    if (busyUntil === undefined) plan.release();
-    else
-      busyUntil.then(
-        () => plan.release(),
-        () => plan.release(),
-      );
+    for (const p of this.rates) p.settled(this.sentAtMs, nowMs, limits);
+    const release = (): void => {
+      for (const p of this.concurrency) p.end();
+    };
+    if (busyUntil === undefined) release();
+    else busyUntil.then(release, release);
   }
-}
 
-/** What the lane's own pacing still needs: the `RateLimit` items no bucket of this call follows. */
-function unplanned(
-  info: RateLimitInfo | undefined,
-  plan: CallPlan | undefined,
-): RateLimitInfo | undefined {
-  if (info === undefined || plan === undefined) return info;
-  const states = info.states.filter((s) => !plan.covers(s.policy));
-  if (states.length === info.states.length) return info;
-  if (states.length === 0) return undefined;
-  return { policies: info.policies.filter((p) => !plan.covers(p.policy)), states };
+  /** What the lane's own pacing still needs: the `RateLimit` items no bucket of this call follows. */
+  private forLane(info: RateLimitInfo | undefined): RateLimitInfo | undefined {
+    if (info === undefined || !this.planned) return info;
+    const states = info.states.filter((s) => !this.covers(s.policy));
+    if (states.length === info.states.length) return info;
+    if (states.length === 0) return undefined;
+    return { policies: info.policies.filter((p) => !this.covers(p.policy)), states };
+  }
 }

@@ -5,7 +5,7 @@ import type { CompiledRatePolicy } from '../core/compiled-policy.js';
 import { chargeTatUs, conformDelayUs } from '../core/gcra.js';
 import { limitStateOf } from '../core/limit-state.js';
 import type { CardRatePolicy } from '../wire/rate-limit-card.js';
-import { CallPlan, ConcurrencyPlan, RatePlan } from './policy-plan.js';
+import { ConcurrencyPlan, RatePlan } from './policy-plan.js';
 
 function published(limit: number, windowSeconds: number, burst: number): CardRatePolicy {
   return {
@@ -275,39 +275,23 @@ describe('RatePlan', () => {
   });
 });
 
-describe('ConcurrencyPlan and CallPlan', () => {
+describe('ConcurrencyPlan', () => {
   it('counts calls in flight, tells a waiter once when room frees, and grows with the card', () => {
     const tasks = new ConcurrencyPlan('tasks', 2);
-    const call = new CallPlan([], [tasks]);
-    call.begin(0);
-    call.begin(0);
-    expect(call.releaseAtMs(0)).toBeUndefined();
+    tasks.begin();
+    tasks.begin();
+    expect(tasks.hasRoom()).toBe(false);
     let told = 0;
-    call.onRoom(() => told++);
-    call.onRoom(() => told++);
-    call.release();
+    tasks.onRoom(() => told++);
+    tasks.onRoom(() => told++);
+    tasks.end();
     expect(told).toBe(2);
-    expect(call.releaseAtMs(0)).toBe(0);
-    call.begin(0);
-    call.onRoom(() => told++);
+    expect(tasks.hasRoom()).toBe(true);
+    tasks.begin();
+    tasks.onRoom(() => told++);
     tasks.publish(3);
     expect(told).toBe(3);
     expect(tasks.max).toBe(3);
     expect(tasks.isIdle()).toBe(false);
-  });
-
-  it('a re-send claiming a held slot is not charged by that policy, but by the others', () => {
-    const a = new RatePlan({ ...published(60, 60, 1), name: 'a' });
-    const b = new RatePlan({ ...published(60, 60, 1), name: 'b' });
-    const call = new CallPlan([a, b], []);
-    expect(call.covers('a')).toBe(true);
-    expect(call.covers('c')).toBe(false);
-    call.begin(0, 'a');
-    expect(a.conformAtMs(0)).toBe(0);
-    expect(b.conformAtMs(0)).toBeCloseTo(1_000, 2);
-    expect(call.releaseAtMs(0)).toBeCloseTo(1_000, 2);
-    expect(call.contended(0)).toBeUndefined();
-    call.rejected('a', 5_000, true, 0);
-    expect(call.contended(0)).toBe(a);
   });
 });

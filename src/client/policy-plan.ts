@@ -3,8 +3,8 @@
  * What a planning client keeps per published policy and caller: a {@link RatePlan} mirrors the
  * agent's GCRA bucket over the client's own sends (in integer microseconds, as the agent decides)
  * and is corrected by every `RateLimit` answer and rejection; a {@link ConcurrencyPlan} counts
- * the client's calls in flight against the policy's `max`. A {@link CallPlan} is the set of plans
- * one call must satisfy before its first send. No clock reads: time comes in as arguments.
+ * the client's calls in flight against the policy's `max`. A call's `PacedCall` (pacer.ts) holds the
+ * buckets it must satisfy before its first send. No clock reads: time comes in as arguments.
  */
 
 import type { CardRatePolicy, CardRateTier } from '../wire/rate-limit-card.js';
@@ -301,77 +301,5 @@ export class ConcurrencyPlan {
     const waiting = [...this.listeners];
     this.listeners.clear();
     for (const listener of waiting) listener();
-  }
-}
-
-/**
- * Every plan one call must satisfy before its first send: it goes when each rate plan says it
- * conforms and each concurrency plan has room, and is then counted in all of them.
- *
- * @example
- * ```ts
- * const call = new CallPlan([rate], [tasks]);
- * const atMs = call.releaseAtMs(nowMs); // undefined while a concurrency plan is full
- * ```
- */
-export class CallPlan {
-  readonly rates: readonly RatePlan[];
-  readonly concurrency: readonly ConcurrencyPlan[];
-
-  constructor(rates: readonly RatePlan[], concurrency: readonly ConcurrencyPlan[]) {
-    this.rates = rates;
-    this.concurrency = concurrency;
-  }
-
-  /** Whether a policy of this name is planned here. */
-  covers(policy: string | undefined): boolean {
-    return (
-      policy !== undefined &&
-      (this.rates.some((p) => p.policy === policy) ||
-        this.concurrency.some((p) => p.policy === policy))
-    );
-  }
-
-  /** A rate plan that makes calls wait is contended: its slots may be wanted by others too. */
-  contended(nowMs: number): { readonly intervalMs: number } | undefined {
-    for (const p of this.rates) if (p.contended && p.conformAtMs(nowMs) > nowMs) return p;
-    return undefined;
-  }
-
-  /**
-   * When the next send may go by the rate plans (`position` sends ahead of it), ms; `undefined`
-   * while a concurrency plan is full (it frees when an answer comes back).
-   */
-  releaseAtMs(nowMs: number, position = 0): number | undefined {
-    if (position === 0 && this.concurrency.some((p) => !p.hasRoom())) return undefined;
-    let atMs = nowMs;
-    for (const p of this.rates) atMs = Math.max(atMs, p.conformAtMs(nowMs, position));
-    return atMs;
-  }
-
-  /** A send leaves now; `heldBy`: the policy whose held slot it claims (that one is not charged again). */
-  begin(nowMs: number, heldBy?: string): void {
-    for (const p of this.rates) p.sent(nowMs, p.policy !== heldBy);
-    for (const p of this.concurrency) p.begin();
-  }
-
-  /** The send that left at `sentAtMs` is over (answered with `limits`, or failed without one). */
-  settled(sentAtMs: number, nowMs: number, limits?: AnsweredLimits): void {
-    for (const p of this.rates) p.settled(sentAtMs, nowMs, limits);
-  }
-
-  /** A rejection named `policy`: the rate plan of that name learns the slot. */
-  rejected(policy: string | undefined, delayMs: number, reserved: boolean, nowMs: number): void {
-    for (const p of this.rates) if (p.policy === policy) p.onRejected(delayMs, reserved, nowMs);
-  }
-
-  /** A send no longer occupies the agent (its answer, or the end of its stream): frees room. */
-  release(): void {
-    for (const p of this.concurrency) p.end();
-  }
-
-  /** Calls `listener` once when a full concurrency plan frees room. */
-  onRoom(listener: () => void): void {
-    for (const p of this.concurrency) if (!p.hasRoom()) p.onRoom(listener);
   }
 }
