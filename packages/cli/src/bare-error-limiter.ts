@@ -7,8 +7,12 @@
  * that the difference between the two demo runs is the response format alone.
  */
 
-import type { GrpcRejectionStatus, HttpRejectionResponse } from 'a2a-ratelimit';
 import type { AdmissionOutcome, AdmissionTicket, Limiter } from 'a2a-ratelimit/server';
+
+/** What the limiter's HTTP encoders return: status, headers, body. */
+type HttpRejectionResponse = ReturnType<Limiter['encodeRest']>;
+/** What the limiter's gRPC encoder returns. */
+type GrpcRejectionStatus = ReturnType<Limiter['encodeGrpc']>;
 
 /** google.rpc.Code INTERNAL. */
 const GRPC_INTERNAL = 13;
