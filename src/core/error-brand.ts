@@ -1,9 +1,10 @@
 /**
  * @module error-brand
- * How every error of this package is recognised across duplicate installs (where `instanceof`
- * fails): a readonly own property `is<Name>: true` set by the class, checked by one function.
- * The client's errors, `PolicyError`, `StoreTimeoutError`, `LimitedCallFailedError` and
- * `UnknownTaskUsageError` all use it.
+ * How every error of this package is recognised across duplicate installs (where a prototype
+ * check fails): a readonly own property `is<Name>: true` set by the class, checked by one function.
+ * The client's errors use it through their public guards (`isRateLimitedError`, …); `PolicyError`,
+ * `StoreTimeoutError`, `LimitedCallFailedError` and `UnknownTaskUsageError` through `instanceof`
+ * (their static `Symbol.hasInstance` checks the brand).
  */
 
 /**
