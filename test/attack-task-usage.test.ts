@@ -6,10 +6,13 @@
  */
 
 import type { Policy } from 'a2a-ratelimit';
-import type { EventBusLike, EventBusManagerLike } from 'a2a-ratelimit/server';
+import type { EventBusManagerLike } from 'a2a-ratelimit/server';
 import { type AdmissionOutcome, createLimiter, TICKET_HEADER } from 'a2a-ratelimit/server';
 import { ManualClock } from 'a2a-ratelimit/testing';
 import { describe, expect, it } from 'vitest';
+
+/** One task's event bus, as the bus manager hands it out. */
+type EventBusLike = ReturnType<EventBusManagerLike['createOrGetByTaskId']>;
 
 const TOKENS: Policy = {
   name: 'tokens',

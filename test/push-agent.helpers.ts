@@ -32,19 +32,25 @@ import {
 } from '@a2a-js/sdk/server/express';
 import { A2AService, UserBuilder as GrpcUserBuilder, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
-import type { WebhookTransportOptions } from 'a2a-ratelimit/push';
+import type { RateLimitedPushSenderOptions, WebhookTransportOptions } from 'a2a-ratelimit/push';
 import {
   createWebhookPolicy,
   createWebhookTransport,
-  type PushDrop,
   RateLimitedPushSender,
-  type ResolvedAddress,
   validatingPushNotificationStore,
   type WebhookPolicyOptions,
-  type WebhookRefusal,
 } from 'a2a-ratelimit/push';
 import { exampleAgentCard } from 'a2a-ratelimit/testing';
 import express from 'express';
+
+/** A dropped notification, as the sender's `onDrop` reports it. */
+type PushDrop = Parameters<NonNullable<RateLimitedPushSenderOptions['onDrop']>>[0];
+/** One address a name resolves to, as the transport's `resolve` option gives them. */
+type ResolvedAddress = Awaited<ReturnType<NonNullable<WebhookTransportOptions['resolve']>>>[number];
+/** A webhook the policy refused, as the store's `onRefused` reports it. */
+type WebhookRefusal = Parameters<
+  NonNullable<Parameters<typeof validatingPushNotificationStore>[1]>['onRefused'] & {}
+>[0];
 
 /** Where the transport dials (the argument of its `connect` option). */
 type WebhookConnectTarget = Parameters<NonNullable<WebhookTransportOptions['connect']>>[0];

@@ -8,16 +8,16 @@
 
 import { type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { InMemoryPushNotificationStore } from '@a2a-js/sdk/server';
-import {
-  type PushCircuitEvent,
-  type PushDelivery,
-  type PushDrop,
-  RateLimitedPushSender,
-  type RateLimitedPushSenderOptions,
-} from 'a2a-ratelimit/push';
+import { RateLimitedPushSender, type RateLimitedPushSenderOptions } from 'a2a-ratelimit/push';
 import { createVirtualTime, seededRandom } from 'a2a-ratelimit/simulation';
 import { textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
+
+/** What the sender's hooks report: a drop, a delivery, a circuit's change. */
+type PushDrop = Parameters<NonNullable<RateLimitedPushSenderOptions['onDrop']>>[0];
+type PushDelivery = Parameters<NonNullable<RateLimitedPushSenderOptions['onDelivered']>>[0];
+type PushCircuitEvent = Parameters<NonNullable<RateLimitedPushSenderOptions['onCircuitChange']>>[0];
+
 import {
   callContext,
   countingTransport,

@@ -12,11 +12,7 @@ import {
   type PushNotificationStore,
 } from '@a2a-js/sdk/server';
 import { encodeRestRejection } from 'a2a-ratelimit';
-import {
-  type PushDrop,
-  RateLimitedPushSender,
-  type RateLimitedPushSenderOptions,
-} from 'a2a-ratelimit/push';
+import { RateLimitedPushSender, type RateLimitedPushSenderOptions } from 'a2a-ratelimit/push';
 import { createVirtualTime, seededRandom, type VirtualClock } from 'a2a-ratelimit/simulation';
 import { textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -31,6 +27,9 @@ import {
   type WebhookArrival,
   type WebhookResponder,
 } from './push-webhook.helpers.js';
+
+/** A dropped notification, as the sender's `onDrop` reports it. */
+type PushDrop = Parameters<NonNullable<RateLimitedPushSenderOptions['onDrop']>>[0];
 
 const START_MS = Date.UTC(2026, 0, 1); // whole second: HTTP-dates are exact
 const AUTH = { scheme: 'Bearer', credentials: 'agent-7' };

@@ -5,13 +5,16 @@
  * (`packages/cli/src/token-budget-pacing.test.ts`, against the CLI's simulated agent).
  */
 
-import type { LimitState, Policy } from 'a2a-ratelimit';
+import type { Policy } from 'a2a-ratelimit';
 import { rateLimitHeaders, readRateLimitHeaders } from 'a2a-ratelimit';
 import { createLimiter } from 'a2a-ratelimit/server';
 import { ManualClock } from 'a2a-ratelimit/testing';
 import { parseList } from 'structured-headers';
 import { describe, expect, it } from 'vitest';
 import { publishedParams } from './rate-limit-card.helpers.js';
+
+/** One policy's limit state, as `rateLimitHeaders` takes it. */
+type LimitState = Parameters<typeof rateLimitHeaders>[0][number];
 
 const TOKENS: Policy = {
   name: 'tokens',

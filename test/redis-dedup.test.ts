@@ -9,7 +9,7 @@
 
 import { DefaultExecutionEventBusManager } from '@a2a-js/sdk/server';
 import type { Policy } from 'a2a-ratelimit';
-import type { FailurePolicy } from 'a2a-ratelimit/redis';
+import type { RedisStoreOptions } from 'a2a-ratelimit/redis';
 import { RedisStore } from 'a2a-ratelimit/redis';
 import {
   type AdmissionOutcome,
@@ -87,7 +87,7 @@ describe.runIf(redisUp && binaries)('deduplication across replicas (RedisStore)'
   function replica(
     dedup: LimiterOptions['dedup'] = {},
     redis: Redis = client,
-    onError: FailurePolicy = 'fail-closed',
+    onError: RedisStoreOptions['onError'] = 'fail-closed',
   ): Limiter {
     const store = new RedisStore({
       client: redis,

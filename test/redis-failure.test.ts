@@ -1,10 +1,5 @@
 import type { Decision, Policy } from 'a2a-ratelimit';
-import type {
-  FailurePolicy,
-  ModeChangeEvent,
-  RedisStoreLogger,
-  RedisStoreMode,
-} from 'a2a-ratelimit/redis';
+import type { RedisStoreOptions } from 'a2a-ratelimit/redis';
 import { RECOMMENDED_IOREDIS_OPTIONS, RedisStore } from 'a2a-ratelimit/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +10,12 @@ import {
   runPrefix,
   startRedisServer,
 } from './fixtures/redis/redis-env.js';
+
+/** The store's options as this test names them. */
+type FailurePolicy = RedisStoreOptions['onError'];
+type ModeChangeEvent = Parameters<NonNullable<RedisStoreOptions['onModeChange']>>[0];
+type RedisStoreLogger = Exclude<RedisStoreOptions['logger'], false | undefined>;
+type RedisStoreMode = ModeChangeEvent['to'];
 
 const binaries = await haveRedisBinaries();
 requireOrSkip(binaries, 'redis-server on PATH');

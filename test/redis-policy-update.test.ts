@@ -1,6 +1,6 @@
 import type { DecisionInput } from 'a2a-ratelimit';
-import { type CompiledPolicySet, compilePolicies, type Policy } from 'a2a-ratelimit';
-import type { RedisStoreLogger } from 'a2a-ratelimit/redis';
+import { compilePolicies, type Policy } from 'a2a-ratelimit';
+import type { RedisStoreOptions } from 'a2a-ratelimit/redis';
 import { RedisStore } from 'a2a-ratelimit/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,7 +95,7 @@ describe.skipIf(!redisUp)('RedisStore: live policy changes across replicas', () 
   it('the other replica decides with the new limits within 1 s; a spent caller stays spent; reordering keeps state', async () => {
     const [a, b] = replicas([perCaller(5)], 2, undefined); // the default poll interval
     expect(await admittedCount(a, 'spent', 8)).toBe(5);
-    const adopted: CompiledPolicySet[] = [];
+    const adopted: ReturnType<typeof compilePolicies>[] = [];
     a.onPoliciesChanged((set) => adopted.push(set));
 
     // Reordered (a new policy first) and tighter: per-caller is now row 1, limit 3.
@@ -166,7 +166,7 @@ describe.skipIf(!redisUp)('RedisStore: live policy changes across replicas', () 
     const exempt = (r: { readonly caller: string }) => r.caller === 'health';
     const withPredicate: Policy = { ...perCaller(1), exempt };
     const warnings: string[] = [];
-    const logger: RedisStoreLogger = { warn: (m) => warnings.push(m), info: () => {} };
+    const logger: RedisStoreOptions['logger'] = { warn: (m) => warnings.push(m), info: () => {} };
     seq += 1;
     const keyPrefix = `${prefix}${seq}:`;
     const make = (policies: readonly Policy[]) => {

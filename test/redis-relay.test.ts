@@ -16,7 +16,6 @@ import {
   InMemoryTaskStore,
   ServerCallContext,
 } from '@a2a-js/sdk/server';
-import type { TaskEventRelay } from 'a2a-ratelimit/redis';
 import { createTaskEventRelay } from 'a2a-ratelimit/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -137,7 +136,7 @@ function askingExecutor(name: string, runs: string[]): AgentExecutor {
 describe.runIf(redisUp)('task-event relay (two replicas, one Redis)', () => {
   let client: Redis;
   const prefix = runPrefix('relay');
-  const relays: TaskEventRelay[] = [];
+  const relays: ReturnType<typeof createTaskEventRelay>[] = [];
   const taskStore = new InMemoryTaskStore();
   const runs: string[] = [];
 

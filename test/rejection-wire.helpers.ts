@@ -1,30 +1,40 @@
 /**
  * A rejection on each binding's wire, with the public parts only. Reading: the way a third party
- * would (`parseErrorBody`, `tryDecodeStatus`, `findDetail`, `retryInfoDelayMs`), one shape for the
+ * would (`parseErrorBody`, `decodeStatus`, `findDetail`), one shape for the
  * three bindings, so a test can say "the same rejection on JSON-RPC, HTTP+JSON and gRPC". Writing:
  * a fake agent's JSON-RPC and gRPC refusals, derived from the public `encodeRestRejection` and
  * `encodeStatus` (the library's own encoders for those bindings stay internal).
  */
 
 import {
-  type Detail,
+  decodeStatus,
   type ErrorInfo,
   encodeRestRejection,
   encodeStatus,
   findDetail,
   GRPC_CODES,
   GRPC_METADATA,
-  type HeadersLike,
-  headerLookup,
   parseErrorBody,
   REASONS,
   type Rejection,
-  type RejectionEncodeOptions,
-  type RejectionKind,
-  type RejectionReason,
-  retryInfoDelayMs,
-  tryDecodeStatus,
+  type readRateLimitHeaders,
+  type Status,
 } from 'a2a-ratelimit';
+
+/** The public shapes this helper names, read off the public signatures. */
+type Detail = Status['details'][number];
+type HeadersLike = Parameters<typeof readRateLimitHeaders>[0];
+type RejectionEncodeOptions = Parameters<typeof encodeRestRejection>[1];
+type RejectionKind = Rejection['kind'];
+type RejectionReason = Rejection['reason'];
+
+/** RetryInfo's delay among `details`, ms (undefined when absent or negative). */
+function retryInfoDelayMs(details: readonly Detail[]): number | undefined {
+  const delay = findDetail(details, 'RetryInfo')?.retryDelay;
+  if (delay === undefined) return undefined;
+  const ms = Number(delay.seconds) * 1000 + delay.nanos / 1e6;
+  return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+}
 
 /** What every binding's rejection carries, read back. */
 export interface DecodedRejection {
@@ -101,8 +111,13 @@ export function decodeGrpcRejection(
   const raw = trailers[GRPC_METADATA.statusDetails];
   if (kind === undefined || raw === undefined) return undefined;
   const bytes = typeof raw === 'string' ? Buffer.from(raw, 'base64') : raw;
-  const status = tryDecodeStatus(bytes);
-  if (status === undefined || status.code !== code) return undefined;
+  let status: Status;
+  try {
+    status = decodeStatus(bytes);
+  } catch {
+    return undefined;
+  }
+  if (status.code !== code) return undefined;
   const after = trailers[GRPC_METADATA.retryAfter];
   return readDetails(
     status.details,
@@ -113,8 +128,12 @@ export function decodeGrpcRejection(
 }
 
 function retryAfter(headers: HeadersLike): number | undefined {
-  const value = headerLookup(headers)('retry-after');
-  return value !== undefined && /^\s*\d+\s*$/.test(value) ? Number(value) : undefined;
+  const value =
+    'get' in headers && typeof headers.get === 'function'
+      ? (headers.get('retry-after') ?? undefined)
+      : Object.entries(headers).find(([name]) => name.toLowerCase() === 'retry-after')?.[1];
+  if (typeof value !== 'string') return undefined;
+  return /^\s*\d+\s*$/.test(value) ? Number(value) : undefined;
 }
 
 function rateLimitInfo(details: readonly Detail[]): ErrorInfo | undefined {

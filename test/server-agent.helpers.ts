@@ -50,7 +50,7 @@ import {
   rateLimitedGrpcService,
   rateLimitedServiceDefinition,
 } from 'a2a-ratelimit/server/grpc';
-import { createRateLimitMetrics, type RateLimitMetrics } from 'a2a-ratelimit/server/metrics';
+import { createRateLimitMetrics } from 'a2a-ratelimit/server/metrics';
 import { exampleAgentCard, ManualClock, textMessage } from 'a2a-ratelimit/testing';
 import express from 'express';
 
@@ -115,7 +115,7 @@ export interface TestAgent {
   readonly clock: ManualClock;
   readonly limiter: Limiter;
   readonly taskStore: RecordingTaskStore;
-  readonly metrics: RateLimitMetrics | undefined;
+  readonly metrics: ReturnType<typeof createRateLimitMetrics> | undefined;
   /** Executions per messageId. */
   readonly executions: Map<string, number>;
   /**

@@ -6,16 +6,19 @@
  */
 
 import type { Policy } from 'a2a-ratelimit';
-import type { EventBusLike, EventBusManagerLike } from 'a2a-ratelimit/server';
+import type { EventBusManagerLike } from 'a2a-ratelimit/server';
 import {
   type AdmissionOutcome,
   createLimiter,
-  isUnknownTaskUsageError,
   type Limiter,
   TICKET_HEADER,
+  UnknownTaskUsageError,
 } from 'a2a-ratelimit/server';
 import { ManualClock } from 'a2a-ratelimit/testing';
 import { describe, expect, it } from 'vitest';
+
+/** One task's event bus, as the bus manager hands it out. */
+type EventBusLike = ReturnType<EventBusManagerLike['createOrGetByTaskId']>;
 
 /** How long the limiter remembers a task's identity for usage reports (one hour). */
 const TASK_USAGE_TTL_MS = 3_600_000;
@@ -125,7 +128,7 @@ describe.each([true, false])('limiter.usageOf (dedup %s)', (dedup) => {
     const unknown = limiter.usageOf('no-such-task');
     expect(unknown.request).toBeUndefined();
     const error = await unknown.report(1).catch((e: unknown) => e);
-    expect(isUnknownTaskUsageError(error)).toBe(true);
+    expect(error).toBeInstanceOf(UnknownTaskUsageError);
     expect((error as { code: string }).code).toBe('ERR_A2A_USAGE_UNKNOWN_TASK');
 
     await runTask('task-1');

@@ -8,15 +8,10 @@
  * grpc-js.
  */
 export { createRetryingFetch, type RetryingFetchOptions } from './create-retrying-fetch.js';
-export type { RetryRules } from './plan-retry.js';
 export {
-  AgentOverloadedError,
   isAgentOverloadedError,
   isRateLimitedError,
   isRetryBudgetExceededError,
-  RateLimitedError,
-  RetryBudgetExceededError,
-  type RetryError,
   retryErrorOf,
 } from './retry-errors.js';
 export {
@@ -24,4 +19,3 @@ export {
   RetryScheduler,
   type RetrySchedulerOptions,
 } from './retry-scheduler.js';
-export { type Sleep, systemSleep } from './sleep.js';

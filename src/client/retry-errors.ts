@@ -304,7 +304,7 @@ function recognise(value: unknown, brand: string): boolean {
 }
 
 /**
- * Whether `value` is a {@link RateLimitedError} (from any copy of this package), an error of the
+ * Whether `value` is a `RateLimitedError` (from any copy of this package), an error of the
  * SDK's clients wrapping one, or an SDK error that reports a quota refusal by itself (its JSON-RPC
  * `data`, REST status and headers, or gRPC status details carry our details): then `hint` and
  * `attempts` are readable on it, and `retryError` is ours; its own `message` and `code` stay.
@@ -319,7 +319,7 @@ export function isRateLimitedError(value: unknown): value is RateLimitedError {
 }
 
 /**
- * Whether `value` is an {@link AgentOverloadedError} (from any copy of this package), an SDK
+ * Whether `value` is an `AgentOverloadedError` (from any copy of this package), an SDK
  * error wrapping one, or an SDK error reporting an overload refusal by itself (see
  * {@link isRateLimitedError}).
  *
@@ -333,7 +333,7 @@ export function isAgentOverloadedError(value: unknown): value is AgentOverloaded
 }
 
 /**
- * Whether `value` is a {@link RetryBudgetExceededError} (from any copy of this package), or an SDK
+ * Whether `value` is a `RetryBudgetExceededError` (from any copy of this package), or an SDK
  * error wrapping one (see {@link isRateLimitedError}).
  *
  * @example

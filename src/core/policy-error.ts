@@ -20,12 +20,12 @@ export const POLICY_ERROR_CODES = {
  * @example
  * ```ts
  * try { compilePolicies([{ name: 'x', kind: 'rate', limit: 0, windowSeconds: 60 }]); }
- * catch (e) { if (isPolicyError(e)) console.log(e.code, e.policy, e.field); } // … 'x' 'limit'
+ * catch (e) { if (e instanceof PolicyError) console.log(e.code, e.policy, e.field); } // … 'x' 'limit'
  * ```
  */
 export class PolicyError extends Error {
   override readonly name = 'PolicyError';
-  /** Brand checked by {@link isPolicyError}. */
+  /** Brand checked by `instanceof` (across copies of this package). */
   readonly isPolicyError = true;
   readonly code = POLICY_ERROR_CODES.invalid;
   /** Policy name, or `#<index>` when the policy has no valid name. */
@@ -37,6 +37,14 @@ export class PolicyError extends Error {
     super(`Policy "${policy}": ${field} ${problem}`);
     this.policy = policy;
     this.field = field;
+  }
+
+  /**
+   * `instanceof` recognises a PolicyError of any installed copy of this package: it checks the brand
+   * (`isPolicyError: true`, an own property), not the prototype chain.
+   */
+  static override [Symbol.hasInstance](value: unknown): value is PolicyError {
+    return isPolicyError(value);
   }
 }
 

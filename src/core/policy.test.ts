@@ -204,5 +204,9 @@ describe('PolicyError', () => {
     expect(isPolicyError({ isPolicyError: 'yes' })).toBe(false);
     expect(isPolicyError(null)).toBe(false);
     expect(isPolicyError(undefined)).toBe(false);
+    // `instanceof` checks the same brand: the copy is one, look-alikes are not.
+    expect(copy instanceof PolicyError).toBe(true);
+    expect(new Error('Policy "x"') instanceof PolicyError).toBe(false);
+    expect(Object.create({ isPolicyError: true }) instanceof PolicyError).toBe(false);
   });
 });

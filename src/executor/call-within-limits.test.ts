@@ -31,5 +31,9 @@ describe('LimitedCallFailedError', () => {
     expect(isLimitedCallFailedError({ isLimitedCallFailedError: true, code: 'x' })).toBe(true);
     expect(isLimitedCallFailedError(new Error('quota'))).toBe(false);
     expect(isLimitedCallFailedError(undefined)).toBe(false);
+    expect({ isLimitedCallFailedError: true, code: 'x' } instanceof LimitedCallFailedError).toBe(
+      true,
+    );
+    expect(new Error('quota') instanceof LimitedCallFailedError).toBe(false);
   });
 });

@@ -81,16 +81,16 @@ export const EXECUTOR_ERROR_CODES = { limitedCallFailed: 'ERR_A2A_LIMITED_CALL_F
 /**
  * Thrown by {@link callWithinLimits} when it gave up; the task was already ended FAILED (unless
  * `failTaskOnGiveUp: false`). Carries the last hint and the last error. Recognise it with
- * {@link isLimitedCallFailedError} (a brand, so it works across duplicate installs) or its `code`.
+ * `instanceof` (it checks a brand, so it works across duplicate installs) or its `code`.
  *
  * @example
  * ```ts
- * try { await callWithinLimits(call, options); } catch (e) { if (isLimitedCallFailedError(e)) return; }
+ * try { await callWithinLimits(call, options); } catch (e) { if (e instanceof LimitedCallFailedError) return; }
  * ```
  */
 export class LimitedCallFailedError extends Error {
   override readonly name = 'LimitedCallFailedError';
-  /** Brand checked by {@link isLimitedCallFailedError}. */
+  /** Brand checked by `instanceof` (across copies of this package). */
   readonly isLimitedCallFailedError = true;
   readonly code = EXECUTOR_ERROR_CODES.limitedCallFailed;
   /** What the last failure said about retrying. */
@@ -102,6 +102,14 @@ export class LimitedCallFailedError extends Error {
     super(message, { cause });
     this.hint = hint;
     this.attempts = attempts;
+  }
+
+  /**
+   * `instanceof` recognises a LimitedCallFailedError of any installed copy of this package: it checks the brand
+   * (`isLimitedCallFailedError: true`, an own property), not the prototype chain.
+   */
+  static override [Symbol.hasInstance](value: unknown): value is LimitedCallFailedError {
+    return isLimitedCallFailedError(value);
   }
 }
 
@@ -184,7 +192,7 @@ function why(hint: RetryHint): string {
  *     });
  *     bus.publish(completed(answer));
  *   } catch (e) {
- *     if (!isLimitedCallFailedError(e)) throw e;
+ *     if (!(e instanceof LimitedCallFailedError)) throw e;
  *   } finally { bus.finished(); }
  * }
  * ```

@@ -7,6 +7,5 @@
 export {
   type CallWithinLimitsOptions,
   callWithinLimits,
-  isLimitedCallFailedError,
   LimitedCallFailedError,
 } from './call-within-limits.js';

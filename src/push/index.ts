@@ -12,24 +12,16 @@
  * `@a2a-js/sdk` (optional peer).
  */
 
-export type { PushCircuitEvent } from './circuit-board.js';
-export type {
-  PushDelivery,
-  PushDrop,
-} from './push-drops.js';
 export type { RateLimitedPushSenderOptions } from './push-sender-options.js';
 export { RateLimitedPushSender } from './rate-limited-push-sender.js';
 export {
   type ValidatingPushStoreOptions,
   validatingPushNotificationStore,
 } from './validating-push-store.js';
-export type { CircuitOptions } from './webhook-circuit.js';
 export {
   createWebhookPolicy,
-  WEBHOOK_REFUSAL_REASONS,
   type WebhookPolicy,
   type WebhookPolicyOptions,
-  type WebhookRefusal,
 } from './webhook-policy.js';
 export {
   type PushWebhookRateLimitOptions,
@@ -38,8 +30,6 @@ export {
 } from './webhook-rate-limit.js';
 export {
   createWebhookTransport,
-  type ResolvedAddress,
-  type WebhookAnswer,
   type WebhookTransport,
   type WebhookTransportOptions,
 } from './webhook-transport.js';

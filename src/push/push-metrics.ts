@@ -29,7 +29,7 @@ export interface PushMetricsOptions {
  * const sender = new RateLimitedPushSender(pushStore, { ...metrics.hooks });
  * ```
  */
-export interface PushMetrics {
+interface PushMetrics {
   readonly hooks: {
     readonly onDrop: (drop: PushDrop) => void;
     readonly onDelivered: (delivery: PushDelivery) => void;

@@ -7,16 +7,7 @@
  */
 export { RECOMMENDED_IOREDIS_OPTIONS, type RedisLike } from './redis-like.js';
 export { RedisStore } from './redis-store.js';
-export type {
-  FailurePolicy,
-  ModeChangeEvent,
-  RedisStoreLogger,
-  RedisStoreMode,
-  RedisStoreOptions,
-} from './redis-store-options.js';
-export { isStoreTimeoutError, StoreTimeoutError } from './store-timeout-error.js';
+export type { RedisStoreOptions } from './redis-store-options.js';
+export { StoreTimeoutError } from './store-timeout-error.js';
 export { createTaskEventRelay } from './task-event-relay.js';
-export type {
-  TaskEventRelay,
-  TaskEventRelayOptions,
-} from './task-event-relay-options.js';
+export type { TaskEventRelayOptions } from './task-event-relay-options.js';

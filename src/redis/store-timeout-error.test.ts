@@ -17,5 +17,8 @@ describe('StoreTimeoutError', () => {
     expect(isStoreTimeoutError(new Error('Redis store call took longer'))).toBe(false);
     expect(isStoreTimeoutError(Object.create({ isStoreTimeoutError: true }))).toBe(false);
     expect(isStoreTimeoutError(undefined)).toBe(false);
+    // `instanceof` checks the same brand.
+    expect(e instanceof StoreTimeoutError && copy instanceof StoreTimeoutError).toBe(true);
+    expect(new Error('x') instanceof StoreTimeoutError).toBe(false);
   });
 });

@@ -18,11 +18,12 @@ export const REDIS_STORE_ERROR_CODES = {
 } as const;
 
 /**
- * A store call that took longer than `timeoutMs`. Recognise it with {@link isStoreTimeoutError}.
+ * A store call that took longer than `timeoutMs`. Recognise it with `instanceof` (any copy of this
+ * package) or its `code`.
  */
 export class StoreTimeoutError extends Error {
   override readonly name = 'StoreTimeoutError';
-  /** Brand checked by {@link isStoreTimeoutError}. */
+  /** Brand checked by `instanceof` (across copies of this package). */
   readonly isStoreTimeoutError = true;
   readonly code = REDIS_STORE_ERROR_CODES.timeout;
   /** The limit that was exceeded, ms. */
@@ -31,6 +32,14 @@ export class StoreTimeoutError extends Error {
   constructor(timeoutMs: number) {
     super(`Redis store call took longer than ${timeoutMs} ms`);
     this.timeoutMs = timeoutMs;
+  }
+
+  /**
+   * `instanceof` recognises a StoreTimeoutError of any installed copy of this package: it checks the brand
+   * (`isStoreTimeoutError: true`, an own property), not the prototype chain.
+   */
+  static override [Symbol.hasInstance](value: unknown): value is StoreTimeoutError {
+    return isStoreTimeoutError(value);
   }
 }
 

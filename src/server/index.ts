@@ -16,10 +16,9 @@ export {
   RATE_LIMIT_EXTENSION_URI,
   withRateLimitExtension,
 } from './card-extension.js';
-export type { EventLoopMonitorOptions } from './event-loop-monitor.js';
 export { findTaskByMessageId } from './find-task-by-message-id.js';
 export { grpcMethodOf } from './grpc/grpc-method.js';
-export { type GrpcRequestFields, readGrpcRequestFields } from './grpc/grpc-request-fields.js';
+export { readGrpcRequestFields } from './grpc/grpc-request-fields.js';
 export { createLimiter } from './limiter.js';
 export {
   type AdmissionOutcome,
@@ -29,19 +28,12 @@ export {
 } from './limiter-api.js';
 export {
   type AdmissionRequest,
-  type Binding,
   DEFAULT_LIMITER_OPTIONS,
-  type LimiterObserver,
   type LimiterOptions,
 } from './limiter-options.js';
-export type { MessageAnswer } from './message-answer.js';
 export { isRestRoute, matchRestRoute } from './rest-route.js';
 export {
-  type EventBusLike,
   type EventBusManagerLike,
   PendingRecordLostError,
 } from './task-lease-tracker.js';
-export {
-  isUnknownTaskUsageError,
-  UnknownTaskUsageError,
-} from './task-usage.js';
+export { UnknownTaskUsageError } from './task-usage.js';

@@ -72,7 +72,7 @@ export interface RateLimitMetricsOptions {
  * app.get('/metrics', async (_req, res) => { res.type(metrics.registry.contentType).send(await metrics.registry.metrics()); });
  * ```
  */
-export interface RateLimitMetrics {
+interface RateLimitMetrics {
   readonly observer: LimiterObserver;
   readonly registry: Registry;
 }

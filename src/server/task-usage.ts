@@ -76,12 +76,12 @@ export const TASK_USAGE_ERROR_CODES = { unknownTask: 'ERR_A2A_USAGE_UNKNOWN_TASK
  *
  * @example
  * ```ts
- * reporter.report(100).catch((e) => { if (isUnknownTaskUsageError(e)) log(e.taskId); });
+ * reporter.report(100).catch((e) => { if (e instanceof UnknownTaskUsageError) log(e.taskId); });
  * ```
  */
 export class UnknownTaskUsageError extends Error {
   override readonly name = 'UnknownTaskUsageError';
-  /** Brand checked by {@link isUnknownTaskUsageError}. */
+  /** Brand checked by `instanceof` (across copies of this package). */
   readonly isUnknownTaskUsageError = true;
   readonly code = TASK_USAGE_ERROR_CODES.unknownTask;
   readonly taskId: string;
@@ -91,6 +91,14 @@ export class UnknownTaskUsageError extends Error {
       `a2a-ratelimit: no admission is known for task ${taskId} (is the SDK's event-bus manager wrapped by limiter.trackTasks?); its usage was not charged`,
     );
     this.taskId = taskId;
+  }
+
+  /**
+   * `instanceof` recognises a UnknownTaskUsageError of any installed copy of this package: it checks the brand
+   * (`isUnknownTaskUsageError: true`, an own property), not the prototype chain.
+   */
+  static override [Symbol.hasInstance](value: unknown): value is UnknownTaskUsageError {
+    return isUnknownTaskUsageError(value);
   }
 }
 

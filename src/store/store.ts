@@ -13,7 +13,7 @@ import type { MessageRecord, PendingMessageOptions } from './message-records.js'
 /**
  * Where limiter state lives. Every method is safe to call concurrently; `decide` is atomic over
  * all keys of one request (all-or-nothing). An in-process store may also have the synchronous
- * methods of {@link SynchronousStore} (all of them, or none): the limiter then takes the
+ * methods of `SynchronousStore` (all of them, or none): the limiter then takes the
  * synchronous path for it, whatever its class.
  *
  * @example

@@ -81,7 +81,7 @@ function textOf(value: string | Uint8Array): string {
 }
 
 /**
- * A case-insensitive reader over any {@link HeadersLike} (and tolerant of anything else: an
+ * A case-insensitive reader over any `HeadersLike` (and tolerant of anything else: an
  * object that is neither yields no headers).
  *
  * @example

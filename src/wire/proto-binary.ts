@@ -294,8 +294,8 @@ function readAny(bytes: Uint8Array): AnyMessage {
 
 /**
  * Decodes a binary `google.rpc.Status`. Unknown fields and fields of an unexpected wire type are
- * skipped (proto3). Throws on truncated or otherwise malformed input; use {@link tryDecodeStatus}
- * on untrusted bytes.
+ * skipped (proto3). Throws on truncated or otherwise malformed input (catch it on untrusted bytes;
+ * `tryDecodeStatus` does, inside the library).
  *
  * The value holds int64s as `bigint` (`Duration.seconds`, `QuotaViolation.quotaValue`), and is
  * JSON-safe all the same: `JSON.stringify` writes its ProtoJSON (a non-enumerable `toJSON`, as

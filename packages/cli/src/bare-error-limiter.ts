@@ -4,8 +4,12 @@
  * internal error.
  */
 
-import type { GrpcRejectionStatus, HttpRejectionResponse } from 'a2a-ratelimit';
 import type { AdmissionOutcome, AdmissionTicket, Limiter } from 'a2a-ratelimit/server';
+
+/** What the limiter's HTTP encoders return: status, headers, body. */
+type HttpRejectionResponse = ReturnType<Limiter['encodeRest']>;
+/** What the limiter's gRPC encoder returns. */
+type GrpcRejectionStatus = ReturnType<Limiter['encodeGrpc']>;
 
 /** google.rpc.Code INTERNAL. */
 const GRPC_INTERNAL = 13;

@@ -4,7 +4,10 @@
  * when it is not.
  */
 
-import type { RateLimitMetrics } from 'a2a-ratelimit/server/metrics';
+/** The metrics `createRateLimitMetrics` returns. */
+type RateLimitMetrics = ReturnType<
+  typeof import('a2a-ratelimit/server/metrics')['createRateLimitMetrics']
+>;
 
 /** What `serve` prints when metrics are off for want of prom-client. */
 export const METRICS_NEED_PROM_CLIENT = 'off: npm install prom-client to serve /metrics';

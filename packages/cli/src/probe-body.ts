@@ -5,16 +5,18 @@
  */
 
 import {
-  type Detail,
-  type ErrorBody,
+  decodeStatus,
   type ErrorInfo,
   findDetail,
   parseErrorBody,
-  tryDecodeStatus,
+  type Status,
 } from 'a2a-ratelimit';
 import { fail, type ProbeCheck, pass } from './probe-check.js';
 import { describeContent } from './probe-response.js';
 import type { CapturedResponse } from './probe-transport.js';
+
+/** One google.rpc detail, as decoded. */
+type Detail = Status['details'][number];
 
 /** The details a response carries (body or binary trailer), with how the body came out. */
 export interface BodyReading {
@@ -24,7 +26,7 @@ export interface BodyReading {
 
 /** The body check of an HTTP (REST or JSON-RPC) rejection, and its details. */
 export function httpBody(response: CapturedResponse): BodyReading {
-  const parsed: ErrorBody | undefined = parseErrorBody(response.body);
+  const parsed = parseErrorBody(response.body);
   const got = describeContent(response);
   if (response.binding === 'rest') {
     if (parsed?.shape !== 'google-rpc') {
@@ -109,8 +111,10 @@ export function grpcBody(response: CapturedResponse): BodyReading {
       details: [],
     };
   }
-  const status = tryDecodeStatus(response.statusDetails);
-  if (status === undefined) {
+  let status: Status;
+  try {
+    status = decodeStatus(response.statusDetails);
+  } catch {
     return {
       check: fail('body', 'grpc-status-details-bin is not a binary google.rpc.Status'),
       details: [],
@@ -136,4 +140,19 @@ export function grpcBody(response: CapturedResponse): BodyReading {
 /** The first ErrorInfo among `details`. */
 export function firstErrorInfo(details: readonly Detail[]): ErrorInfo | undefined {
   return findDetail(details, 'ErrorInfo');
+}
+
+/**
+ * The delay RetryInfo gives among `details`, ms; undefined when there is none, or it is negative.
+ *
+ * @example
+ * ```ts
+ * retryInfoDelayMs(status.details); // 12000 for retryDelay 12 s
+ * ```
+ */
+export function retryInfoDelayMs(details: readonly Detail[]): number | undefined {
+  const delay = findDetail(details, 'RetryInfo')?.retryDelay;
+  if (delay === undefined) return undefined;
+  const ms = Number(delay.seconds) * 1000 + delay.nanos / 1e6;
+  return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
 }

@@ -4,19 +4,14 @@
  * Pure.
  */
 
-import {
-  A2A_DOMAIN,
-  GRPC_CODES,
-  headerLookup,
-  parseErrorBody,
-  parseRetryAfter,
-  readRateLimitFields,
-  retryInfoDelayMs,
-} from 'a2a-ratelimit';
-import { firstErrorInfo, grpcBody, httpBody } from './probe-body.js';
+import { GRPC_CODES, parseErrorBody, parseRetryAfter, readRateLimitFields } from 'a2a-ratelimit';
+import { firstErrorInfo, grpcBody, httpBody, retryInfoDelayMs } from './probe-body.js';
 import { type CheckLevel, fail, type ProbeCheck, pass } from './probe-check.js';
 import { describeContent, GRPC_NAMES } from './probe-response.js';
 import type { CapturedResponse } from './probe-transport.js';
+
+/** The ErrorInfo domain A2A reserves for its own errors (never a rate limit's). */
+const A2A_DOMAIN = 'a2a-protocol.org';
 
 /**
  * The level of check `name` on `binding`: `ratelimit` and gRPC's `pushback` and `retry-after`
@@ -252,7 +247,7 @@ export function checkRejection(response: CapturedResponse, context: CheckContext
   }
 
   // Retry-After (header, or gRPC metadata).
-  const get = headerLookup(response.headers);
+  const get = (name: string): string | undefined => response.headers[name];
   const where = response.binding === 'grpc' ? 'retry-after metadata' : 'Retry-After header';
   const retryAfterText = get('retry-after');
   if (retryAfterText === undefined) {

@@ -4,8 +4,7 @@
  * call re-sent after its delay.
  */
 
-import { extractRetryHint, type RetrySource } from 'a2a-ratelimit';
-import { systemSleep } from 'a2a-ratelimit/client';
+import { extractRetryHint } from 'a2a-ratelimit';
 import { CliError } from './cli-error.js';
 import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
 import { type CardReading, grpcTargetOf, joinBasePath, readCard } from './probe-card.js';
@@ -20,6 +19,7 @@ import {
   httpProbeTransport,
   type ProbeTransport,
 } from './probe-transport.js';
+import { realSleep } from './scaled-time.js';
 import type { StatusLine } from './status-line.js';
 
 /**
@@ -159,7 +159,7 @@ function transportFor(
   });
 }
 
-function retrySourceOf(response: CapturedResponse): RetrySource {
+function retrySourceOf(response: CapturedResponse): Parameters<typeof extractRetryHint>[0] {
   if (response.binding === 'grpc') {
     const metadata: Record<string, string | Uint8Array> = { ...response.headers };
     if (response.statusDetails !== undefined)
@@ -233,7 +233,7 @@ async function probeOnce(
 ): Promise<OneRun> {
   const base = new URL(baseUrl);
   const timeoutMs = options.timeoutMs ?? 10_000;
-  const sleep = options.sleep ?? ((ms: number) => systemSleep(ms));
+  const sleep = options.sleep ?? ((ms: number) => realSleep(ms));
   const card = await readCard(base, options.fetch ?? globalThis.fetch, timeoutMs);
   const target =
     grpcTarget ??

@@ -19,11 +19,10 @@ import * as grpc from '@grpc/grpc-js';
 import type { A2AMethod, Clock, HoldOptions, Policy, Store } from 'a2a-ratelimit';
 import {
   type AdmissionRequest,
-  type Binding,
   createLimiter,
   followPolicyChanges,
   type Limiter,
-  type LimiterObserver,
+  type LimiterOptions,
   withRateLimitExtension,
 } from 'a2a-ratelimit/server';
 import { rateLimitedJsonRpcHandler, rateLimitedRestHandler } from 'a2a-ratelimit/server/express';
@@ -32,7 +31,7 @@ import {
   rateLimitedGrpcService,
   rateLimitedServiceDefinition,
 } from 'a2a-ratelimit/server/grpc';
-import type { RateLimitMetrics } from 'a2a-ratelimit/server/metrics';
+import type { createRateLimitMetrics } from 'a2a-ratelimit/server/metrics';
 import express from 'express';
 import { bindGrpc, isWildcard, listenHttp, urlHost } from './agent-listen.js';
 import { bareErrorLimiter } from './bare-error-limiter.js';
@@ -40,6 +39,9 @@ import { CliError } from './cli-error.js';
 import { bearerUser, DemoTiers } from './demo-auth.js';
 import { metricsIfInstalled } from './optional-metrics.js';
 import { type ResearchTask, researchExecutor, type TaskCounter } from './research-executor.js';
+
+/** The metrics `createRateLimitMetrics` returns. */
+type RateLimitMetrics = ReturnType<typeof createRateLimitMetrics>;
 
 /**
  * How the agent writes a rejection: `ours` (429 / RESOURCE_EXHAUSTED with ErrorInfo, RetryInfo,
@@ -63,7 +65,7 @@ export type RejectionEncoding = (typeof REJECTION_ENCODINGS)[keyof typeof REJECT
 export interface AgentRequestEvent {
   /** When, ms on the agent's clock. */
   readonly atMs: number;
-  readonly binding: Binding;
+  readonly binding: AdmissionRequest['binding'];
   readonly method: A2AMethod;
   readonly caller: string;
   readonly messageId: string | undefined;
@@ -151,6 +153,9 @@ export interface ResearchAgent {
 
 /** Demo tokens per message a task reports as its usage (`limiter.usageOf(task).report`), units. */
 export const DEMO_TOKENS_PER_MESSAGE = 4_000;
+
+/** What the limiter tells its `observer` about each decision. */
+type LimiterObserver = NonNullable<LimiterOptions['observer']>;
 
 function combineObservers(...observers: (LimiterObserver | undefined)[]): LimiterObserver {
   const list = observers.filter((o): o is LimiterObserver => o !== undefined);

@@ -6,7 +6,7 @@
 
 import { Message, Task, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutor } from '@a2a-js/sdk/server';
-import type { Sleep } from 'a2a-ratelimit/client';
+import type { Sleep } from './scaled-time.js';
 
 function textOf(message: Message): string {
   for (const part of message.parts) {

@@ -4,8 +4,28 @@
  * --time-scale N`.
  */
 
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Clock } from 'a2a-ratelimit';
-import { type Sleep, systemSleep } from 'a2a-ratelimit/client';
+import type { RetrySchedulerOptions } from 'a2a-ratelimit/client';
+
+/** A cancellable wait of `ms` milliseconds, as the client's `sleep` option takes it. */
+export type Sleep = NonNullable<RetrySchedulerOptions['sleep']>;
+
+/**
+ * Waits `ms` real milliseconds; rejects with `signal.reason` once `signal` aborts.
+ *
+ * @example
+ * ```ts
+ * await realSleep(250, AbortSignal.timeout(1_000));
+ * ```
+ */
+export const realSleep: Sleep = async (ms, signal) => {
+  try {
+    await delay(Math.max(0, ms || 0), undefined, signal === undefined ? {} : { signal });
+  } catch (error) {
+    throw signal?.aborted ? signal.reason : error;
+  }
+};
 
 /**
  * A scaled clock and the matching sleep.
@@ -62,7 +82,7 @@ export function createScaledTime(scale: number, startMs: number = Date.now()): S
         return;
       }
       // Timers may fire a fraction of a millisecond early; loop until the scaled clock is there.
-      await systemSleep(Math.max(1, Math.ceil(leftMs / scale)), signal);
+      await realSleep(Math.max(1, Math.ceil(leftMs / scale)), signal);
     }
   };
   const freeze = (): void => {

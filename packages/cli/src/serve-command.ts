@@ -4,7 +4,7 @@
  * reloads and optional Redis.
  */
 
-import type { CompiledPolicy, HoldOptions, Policy, Store } from 'a2a-ratelimit';
+import type { compilePolicies, HoldOptions, Policy, Store } from 'a2a-ratelimit';
 import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
 import type { CAC } from 'cac';
 import { CliError } from './cli-error.js';
@@ -13,6 +13,9 @@ import { METRICS_NEED_PROM_CLIENT } from './optional-metrics.js';
 import { loadPolicyConfig } from './policy-config.js';
 import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
 import type { ResearchAgent } from './research-agent.js';
+
+/** One compiled policy, as a limiter's `policySet` lists it. */
+type CompiledPolicy = ReturnType<typeof compilePolicies>['policies'][number];
 
 /**
  * What `--redis-on-error` accepts (the `RedisStore` failure policies).

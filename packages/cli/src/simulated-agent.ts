@@ -4,15 +4,16 @@
  * extraction.
  */
 
-import type { A2AMethod, Clock, LeaseRef, MemoryStore, Policy } from 'a2a-ratelimit';
+import type { A2AMethod, Clock, MemoryStore, Policy } from 'a2a-ratelimit';
 import {
   encodeRestRejection,
   extractRetryHint,
   rateLimitHeaders,
   readRateLimitHeaders,
 } from 'a2a-ratelimit';
-import type { Attempt, Sleep } from 'a2a-ratelimit/client';
+import type { Attempt } from 'a2a-ratelimit/client';
 import { createLimiter, withRateLimitExtension } from 'a2a-ratelimit/server';
+import type { Sleep } from './scaled-time.js';
 
 /**
  * How a {@link SimulatedAgent} answers: `rest` — rejections in our HTTP+JSON encoding, and
@@ -186,7 +187,7 @@ export class SimulatedAgent {
     };
   }
 
-  private endTask(leases: readonly LeaseRef[]): void {
+  private endTask(leases: Parameters<MemoryStore['releaseSync']>[0]): void {
     if (this.tasks === undefined) {
       this.store.releaseSync(leases);
       return;

@@ -5,7 +5,7 @@
  */
 
 import type { HoldOptions, Policy } from 'a2a-ratelimit';
-import { type A2AMethod, MESSAGE_METHODS, MemoryStore } from 'a2a-ratelimit';
+import { type A2AMethod, MemoryStore } from 'a2a-ratelimit';
 import { RetryScheduler, type RetrySchedulerOptions } from 'a2a-ratelimit/client';
 import {
   createVirtualTime,
@@ -237,7 +237,8 @@ export async function simulateClientKind(
   });
   const schedule = ownSchedule(kind, scenario.fixedDelayMs);
   const card = kind === 'planned' ? await publishedAgentCard(scenario.policies) : undefined;
-  const withMessageId = MESSAGE_METHODS.has(scenario.method);
+  const withMessageId =
+    scenario.method === 'SendMessage' || scenario.method === 'SendStreamingMessage';
   const tracks: CallTrack[] = [];
   const kindSalt = CLIENT_KINDS.indexOf(kind) + 1;
 

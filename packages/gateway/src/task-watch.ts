@@ -4,9 +4,12 @@
  * admissions it forwarded.
  */
 
-import type { EventBusLike, EventBusManagerLike, Limiter } from 'a2a-ratelimit/server';
+import type { EventBusManagerLike, Limiter } from 'a2a-ratelimit/server';
 import { TICKET_HEADER } from 'a2a-ratelimit/server';
 import type { UsageReports } from './usage-reports.js';
+
+/** One task's event bus, as the limiter's bus manager hands it out. */
+type EventBusLike = ReturnType<EventBusManagerLike['createOrGetByTaskId']>;
 
 /** An event bus with nothing listening: the limiter's wrapper sees what is published on it. */
 class QuietBus implements EventBusLike {

@@ -17,7 +17,6 @@ export { guardContextBuilder, guardRequestHandler } from '../mediation.js';
 export { shareUserBuilder } from './express-identity.js';
 export type { ExpressAdmissionOptions } from './express-options.js';
 export { jsonRpcAdmission } from './json-rpc-admission.js';
-export { DEFAULT_MAX_JSON_DEPTH } from './json-scan.js';
 export {
   type RateLimitedHandlerOptions,
   rateLimitedJsonRpcHandler,
