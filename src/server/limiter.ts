@@ -179,7 +179,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
     release: (l) => leases.release(l),
     forget: (id) => tickets.delete(id),
     tracking: () => tracking,
-    dedup: undefined,
   };
 
   /**
@@ -200,7 +199,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }
       holdLedger?.admitted(request, decision);
       observer?.admitted?.(request, decision);
-      const ticket = new Ticket(host, request, decision, dedupKey);
+      const record =
+        dedupKey === undefined || dedup === undefined ? undefined : { dedup, key: dedupKey };
+      const ticket = new Ticket(host, request, decision, record);
       if (ticket.needsEnd) tickets.set(ticket.id, ticket);
       return { status: 'admitted', ticket };
     }
@@ -255,7 +256,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
     dedupOptions === undefined
       ? undefined
       : new MessageDedup(store, local, dedupOptions, observer, decideNow, () => clock.nowMs());
-  host.dedup = dedup;
   const dedupMethods = dedupOptions?.methods ?? new Set();
 
   const tierOf = options.tierOf;
