@@ -132,7 +132,9 @@ export class Ticket implements AdmissionTicket {
       this.taskLeases = NO_LEASES;
       if (this.dedupPending && this.record !== undefined) {
         this.dedupPending = false;
-        this.record.dedup.endedUnbound(this.request, this.record.key, this.host.tracking());
+        this.record.dedup.endedUnbound(this.request, this.record.key, {
+          tracking: this.host.tracking(),
+        });
       }
     }
   }

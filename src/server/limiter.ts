@@ -139,7 +139,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const usage = new TaskUsageBook({
     ticketHeader: TICKET_HEADER,
     admittedBy: (id) => tickets.get(id)?.request,
-    charge: (request, units, settle) => limiter.reportUsage(request, units, { settle }),
+    charge: (request, units, options) => limiter.reportUsage(request, units, options),
     nowMs: () => clock.nowMs(),
   });
 

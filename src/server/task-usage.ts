@@ -123,7 +123,11 @@ export interface TaskUsageBookOptions {
    * Charges usage to a request's usage policies (`limiter.reportUsage`); with `settle`, the
    * report settles the reservation of the admission that ran the task.
    */
-  readonly charge: (request: RequestIdentity, units: number, settle: boolean) => Promise<void>;
+  readonly charge: (
+    request: RequestIdentity,
+    units: number,
+    options: { readonly settle: boolean },
+  ) => Promise<void>;
   /** Current time, ms. */
   readonly nowMs: () => number;
 }
@@ -197,7 +201,7 @@ export class TaskUsageBook {
         const ticketId = ticketIdOf(context, this.options.ticketHeader);
         const request = ticketId === undefined ? undefined : this.options.admittedBy(ticketId);
         const bus = inner.createOrGetByTaskId(taskId, context);
-        if (request !== undefined) this.remember(taskId, request, true, ticketId);
+        if (request !== undefined) this.remember(taskId, request, { ticketId });
         return bus;
       },
       getByTaskId: (taskId, context) => inner.getByTaskId(taskId, context),
@@ -220,7 +224,14 @@ export class TaskUsageBook {
    * and `TASK_USAGE_TTL_MS` after. Past 100,000 tasks the oldest finished one goes; a live
    * task's identity is never dropped (it costs less than the bus the SDK itself keeps for it).
    */
-  remember(taskId: string, request: RequestIdentity, live = true, ticketId?: string): void {
+  remember(
+    taskId: string,
+    request: RequestIdentity,
+    {
+      live = true,
+      ticketId,
+    }: { readonly live?: boolean; readonly ticketId?: string | undefined } = {},
+  ): void {
     const nowMs = this.options.nowMs();
     // Shared first, so a task admitted again with the identity it has keeps that one copy.
     const identity = this.share(request);
@@ -297,7 +308,7 @@ export class TaskUsageBook {
           ? kept.identity.request
           : undefined;
     } else if (this.tasks.get(taskId) === undefined) {
-      this.remember(taskId, request, false);
+      this.remember(taskId, request, { live: false });
     }
     const charge = this.options.charge;
     return {
@@ -317,7 +328,7 @@ export class TaskUsageBook {
             settle = true;
           }
         }
-        return charge(request, units, settle);
+        return charge(request, units, { settle });
       },
     };
   }
