@@ -14,6 +14,7 @@ import type { CompiledPolicySet } from '../core/compiled-policy.js';
 import type { DecisionInput } from '../core/decision-state.js';
 import type { HoldOptions } from '../core/policy.js';
 import type { Decision } from '../core/rejection.js';
+import { taskTapOf } from '../core/task-tap.js';
 import { systemClock } from '../platform/system-clock.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
@@ -364,7 +365,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
       encodeGrpcRejection(rejection, limits === undefined ? { domain } : { domain, limits }),
     trackTasks: (inner) => {
       tracking = true;
-      return usage.wrap(tracker.wrap(inner));
+      // One tap around the SDK's manager (joined, when `inner` is one already): the lease
+      // tracker and the usage book subscribe to it.
+      const tap = taskTapOf(inner);
+      tap.subscribe(tracker);
+      tap.subscribe(usage);
+      return tap as unknown as typeof inner;
     },
     usageOf: (task) => usage.reporterOf(task),
     leasesHeld: () => leases.count(),

@@ -12,6 +12,7 @@
 import { hasErrorBrand } from '../core/error-brand.js';
 import type { RequestIdentity } from '../core/policy.js';
 import type { EventBusManagerLike } from '../core/task-events.js';
+import { type TaskTapSubscriber, taskTapOf } from '../core/task-tap.js';
 import { ticketIdOf } from './task-lease-tracker.js';
 
 /**
@@ -174,7 +175,7 @@ interface KeptIdentity {
  * await book.reporterOf('task-1').report(4_000);
  * ```
  */
-export class TaskUsageBook {
+export class TaskUsageBook implements TaskTapSubscriber {
   private readonly tasks = new Map<string, KeptIdentity>();
   /** The identities kept tasks refer to, by their fields: one copy per identity. */
   private readonly identities = new Map<string, SharedIdentity>();
@@ -192,31 +193,27 @@ export class TaskUsageBook {
   }
 
   /**
-   * Wraps a bus manager: same behaviour; creating (or resuming) a task's bus under an open
-   * admission records that admission's identity for the task.
+   * Subscribes to `manager`'s task tap (made around it unless it is one): creating (or resuming) a
+   * task's bus under an open admission records that admission's identity for the task.
    */
-  wrap<M extends EventBusManagerLike>(inner: M): M {
-    const wrapper: EventBusManagerLike & { settleByTaskId?: unknown } = {
-      createOrGetByTaskId: (taskId, context) => {
-        const ticketId = ticketIdOf(context, this.options.ticketHeader);
-        const request = ticketId === undefined ? undefined : this.options.admittedBy(ticketId);
-        const bus = inner.createOrGetByTaskId(taskId, context);
-        if (request !== undefined) this.remember(taskId, request, { ticketId });
-        return bus;
-      },
-      getByTaskId: (taskId, context) => inner.getByTaskId(taskId, context),
-      cleanupByTaskId: (taskId, context) => {
-        // The task's run is over: its identity is kept TASK_USAGE_TTL_MS from now.
-        const kept = this.tasks.get(taskId);
-        if (kept !== undefined) kept.expiresAtMs = this.options.nowMs() + TASK_USAGE_TTL_MS;
-        return inner.cleanupByTaskId(taskId, context);
-      },
-    };
-    const settle = (inner as { settleByTaskId?: (...args: unknown[]) => boolean }).settleByTaskId;
-    if (typeof settle === 'function') {
-      wrapper.settleByTaskId = (...args: unknown[]) => settle.apply(inner, args);
-    }
-    return wrapper as unknown as M;
+  wrap<M extends EventBusManagerLike>(manager: M): M {
+    const tap = taskTapOf(manager);
+    tap.subscribe(this);
+    return tap as unknown as M;
+  }
+
+  /** The SDK asks for a task's bus: under an open admission, its identity is kept. @internal */
+  open(taskId: string, context: unknown): (() => void) | undefined {
+    const ticketId = ticketIdOf(context, this.options.ticketHeader);
+    const request = ticketId === undefined ? undefined : this.options.admittedBy(ticketId);
+    if (request === undefined) return undefined;
+    return () => this.remember(taskId, request, { ticketId });
+  }
+
+  /** The task's run is over: its identity is kept `TASK_USAGE_TTL_MS` from now. @internal */
+  cleanedUp(taskId: string): void {
+    const kept = this.tasks.get(taskId);
+    if (kept !== undefined) kept.expiresAtMs = this.options.nowMs() + TASK_USAGE_TTL_MS;
   }
 
   /**
