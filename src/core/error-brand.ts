@@ -2,8 +2,8 @@
  * @module error-brand
  * How every error of this package is recognised across duplicate installs (where `instanceof`
  * fails): a readonly own property `is<Name>: true` set by the class, checked by one function.
- * The client's errors, `PolicyError`, `StoreTimeoutError`, `LimitedCallFailedError` and
- * `UnknownTaskUsageError` all use it.
+ * `BrandedError` (`branded-error.ts`, the errors' one base) sets and checks it; the client's and
+ * the executor's errors still set theirs as class fields.
  */
 
 /**

@@ -11,6 +11,7 @@
  * Structural types only: no SDK import.
  */
 
+import { BrandedError } from '../core/branded-error.js';
 import type { LeaseRef } from '../core/rejection.js';
 import {
   type TappedBus,
@@ -48,6 +49,19 @@ export { type EventBusLike, type EventBusManagerLike, TERMINAL_TASK_STATES };
 export const INTERRUPTED_TASK_STATES: ReadonlySet<number> = new Set([6, 8]);
 
 /**
+ * Stable `code` strings of the errors that keep a task from starting.
+ *
+ * @example
+ * ```ts
+ * if (e.code === TASK_START_ERROR_CODES.pendingLost) console.log('not started; retry');
+ * ```
+ */
+export const TASK_START_ERROR_CODES = {
+  pendingLost: 'ERR_A2A_PENDING_RECORD_LOST',
+  admissionEnded: 'ERR_A2A_ADMISSION_ENDED',
+} as const;
+
+/**
  * Thrown into the SDK (which then fails the request, before the executor starts) when an
  * admitted message's pending record in a shared store lapsed before its task began: a copy on
  * another replica may have taken the message over, so this one must not run it.
@@ -57,11 +71,17 @@ export const INTERRUPTED_TASK_STATES: ReadonlySet<number> = new Set([6, 8]);
  * if (error instanceof PendingRecordLostError) console.log('not started; the caller retries');
  * ```
  */
-export class PendingRecordLostError extends Error {
-  override readonly name = 'PendingRecordLostError';
+export class PendingRecordLostError extends BrandedError<
+  typeof TASK_START_ERROR_CODES.pendingLost
+> {
+  declare readonly name: 'PendingRecordLostError';
+  /** Brand (`is<name>`, as every error of this package). */
+  declare readonly isPendingRecordLostError: true;
 
   constructor(taskId: string) {
     super(
+      'PendingRecordLostError',
+      TASK_START_ERROR_CODES.pendingLost,
       `a2a-ratelimit: the message's pending deduplication record lapsed before task ${taskId} started; not started (retry the message)`,
     );
   }
@@ -78,11 +98,17 @@ export class PendingRecordLostError extends Error {
  * if (error instanceof AdmissionEndedError) console.log('the caller left before its task started');
  * ```
  */
-export class AdmissionEndedError extends Error {
-  override readonly name = 'AdmissionEndedError';
+export class AdmissionEndedError extends BrandedError<
+  typeof TASK_START_ERROR_CODES.admissionEnded
+> {
+  declare readonly name: 'AdmissionEndedError';
+  /** Brand (`is<name>`, as every error of this package). */
+  declare readonly isAdmissionEndedError: true;
 
   constructor(taskId: string) {
     super(
+      'AdmissionEndedError',
+      TASK_START_ERROR_CODES.admissionEnded,
       `a2a-ratelimit: the admission of task ${taskId} ended (its client left) before the task started; not started`,
     );
   }

@@ -9,7 +9,7 @@
  * the executor still charges the right budgets. Structural SDK types: no SDK import.
  */
 
-import { hasErrorBrand } from '../core/error-brand.js';
+import { BrandedError, isBrandedError } from '../core/branded-error.js';
 import type { RequestIdentity } from '../core/policy.js';
 import type { EventBusManagerLike } from '../core/task-events.js';
 import { type TaskTapSubscriber, taskTapOf } from '../core/task-tap.js';
@@ -80,15 +80,16 @@ export const TASK_USAGE_ERROR_CODES = { unknownTask: 'ERR_A2A_USAGE_UNKNOWN_TASK
  * reporter.report(100).catch((e) => { if (isUnknownTaskUsageError(e)) log(e.taskId); });
  * ```
  */
-export class UnknownTaskUsageError extends Error {
-  override readonly name = 'UnknownTaskUsageError';
+export class UnknownTaskUsageError extends BrandedError<typeof TASK_USAGE_ERROR_CODES.unknownTask> {
+  declare readonly name: 'UnknownTaskUsageError';
   /** Brand checked by {@link isUnknownTaskUsageError}. */
-  readonly isUnknownTaskUsageError = true;
-  readonly code = TASK_USAGE_ERROR_CODES.unknownTask;
+  declare readonly isUnknownTaskUsageError: true;
   readonly taskId: string;
 
   constructor(taskId: string) {
     super(
+      'UnknownTaskUsageError',
+      TASK_USAGE_ERROR_CODES.unknownTask,
       `a2a-ratelimit: no admission is known for task ${taskId} (is the SDK's event-bus manager wrapped by limiter.trackTasks?); its usage was not charged`,
     );
     this.taskId = taskId;
@@ -104,7 +105,7 @@ export class UnknownTaskUsageError extends Error {
  * ```
  */
 export function isUnknownTaskUsageError(error: unknown): error is UnknownTaskUsageError {
-  return hasErrorBrand(error, 'isUnknownTaskUsageError');
+  return isBrandedError(error, 'UnknownTaskUsageError');
 }
 
 /**
