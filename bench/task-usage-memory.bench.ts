@@ -45,7 +45,7 @@ function bytesPerTask(nameBytes: number): number {
         caller,
         method: 'SendMessage',
       },
-      false,
+      { live: false },
     );
   }
   const after = heapUsed();

@@ -1,6 +1,7 @@
 /**
  * @module error-brand
- * How every error of this package is recognised across duplicate installs: one brand check.
+ * How every error of this package is recognised across duplicate installs: one own brand
+ * property `is<Name>: true`, one check (used by `BrandedError`, the guards and `instanceof`).
  */
 
 /**

@@ -3,7 +3,7 @@
  * `PolicyError`, the one error a malformed policy set raises, and its guard `isPolicyError`.
  */
 
-import { hasErrorBrand } from './error-brand.js';
+import { BrandedError, isBrandedError } from './branded-error.js';
 
 /**
  * Stable `code` strings of policy errors.
@@ -23,18 +23,17 @@ export const POLICY_ERROR_CODES = {
  * catch (e) { if (e instanceof PolicyError) console.log(e.code, e.policy, e.field); } // … 'x' 'limit'
  * ```
  */
-export class PolicyError extends Error {
-  override readonly name = 'PolicyError';
+export class PolicyError extends BrandedError<typeof POLICY_ERROR_CODES.invalid> {
+  declare readonly name: 'PolicyError';
   /** Brand checked by `instanceof` (across copies of this package). */
-  readonly isPolicyError = true;
-  readonly code = POLICY_ERROR_CODES.invalid;
+  declare readonly isPolicyError: true;
   /** Policy name, or `#<index>` when the policy has no valid name. */
   readonly policy: string;
   /** The field that is wrong. */
   readonly field: string;
 
   constructor(policy: string, field: string, problem: string) {
-    super(`Policy "${policy}": ${field} ${problem}`);
+    super('PolicyError', POLICY_ERROR_CODES.invalid, `Policy "${policy}": ${field} ${problem}`);
     this.policy = policy;
     this.field = field;
   }
@@ -53,7 +52,7 @@ export class PolicyError extends Error {
  * the own brand property `isPolicyError: true`.
  */
 export function isPolicyError(value: unknown): value is PolicyError {
-  return hasErrorBrand(value, 'isPolicyError');
+  return isBrandedError(value, 'PolicyError');
 }
 
 /**

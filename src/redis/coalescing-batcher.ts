@@ -6,11 +6,11 @@
 
 import type { DecisionInput } from '../core/decision-state.js';
 import type { Decision } from '../core/rejection.js';
-import type { DeadlineTimer, Waiter } from './deadline-timer.js';
-import { SCRIPT_MODES } from './decision-script.js';
+import type { Waiter } from './deadline-timer.js';
+import { type DecisionScript, SCRIPT_MODES } from './decision-script.js';
 import type { RequestStep } from './redis-keys.js';
+import type { RedisRooms } from './redis-rooms.js';
 import { batchReplyOffsets, decisionOfReply, readStepsReply } from './script-replies.js';
-import type { ScriptRunner } from './script-runner.js';
 
 /**
  * Most decisions coalesced into one script call. Small enough that Redis starts on a batch while
@@ -24,6 +24,8 @@ const MAX_BATCH = 16;
  * @internal
  */
 export interface PendingDecision {
+  /** The policy set's script when the decision was made (its steps' rows are that set's). */
+  readonly script: DecisionScript;
   readonly input: DecisionInput;
   readonly steps: readonly RequestStep[];
   readonly holdKey: string;
@@ -32,20 +34,6 @@ export interface PendingDecision {
   readonly probe: boolean;
   readonly waiter: Waiter;
   readonly resolve: (decision: Decision) => void;
-}
-
-/**
- * What the batcher needs from its store.
- *
- * @internal
- */
-export interface BatchHost {
-  readonly runner: ScriptRunner;
-  readonly deadlines: DeadlineTimer;
-  /** A decision Redis made (counts it; a probe switches back to Redis). */
-  succeeded(decision: Decision, probe: boolean): Decision;
-  /** The failure policy's answer after `error`. */
-  failed(error: unknown, input: DecisionInput, probe: boolean): Decision;
 }
 
 /**
@@ -61,19 +49,20 @@ export class CoalescingBatcher {
   coalescedDecisions = 0;
   /** Script calls that carried coalesced decisions. */
   batches = 0;
-  private readonly host: BatchHost;
+  private readonly rooms: Pick<RedisRooms, 'runner' | 'failure'>;
   private readonly coalesce: boolean;
-  /** Decisions waiting for the end of this event-loop turn, and the time they were taken at. */
+  /** Decisions waiting for the end of this event-loop turn, the time and the script they share. */
   private batch: PendingDecision[] = [];
   private batchNow = '';
+  private batchScript: DecisionScript | undefined;
   private flushScheduled = false;
   /** Decision calls sent and not yet answered. */
   private callsInFlight = 0;
   /** `String(i)` by parameter row, filled as rows are used. */
   private readonly rowArgs: string[] = [];
 
-  constructor(host: BatchHost, coalesce: boolean) {
-    this.host = host;
+  constructor(rooms: Pick<RedisRooms, 'runner' | 'failure'>, coalesce: boolean) {
+    this.rooms = rooms;
     this.coalesce = coalesce;
   }
 
@@ -82,11 +71,15 @@ export class CoalescingBatcher {
     // Nothing outstanding: send at once (no added latency at low load). Otherwise coalesce
     // what arrives during this event-loop turn into one call.
     if (!this.coalesce || pending.probe || (this.callsInFlight === 0 && this.batch.length === 0)) {
-      this.send([pending], now);
+      this.send([pending], now, pending.script);
       return;
     }
-    if (this.batch.length > 0 && this.batchNow !== now) this.flush();
+    // One call runs one script at one instant: a policy-set swap or a new time starts a new batch.
+    if (this.batch.length > 0 && (this.batchNow !== now || this.batchScript !== pending.script)) {
+      this.flush();
+    }
     this.batchNow = now;
+    this.batchScript = pending.script;
     this.batch.push(pending);
     if (this.batch.length >= MAX_BATCH) {
       this.flush();
@@ -98,12 +91,13 @@ export class CoalescingBatcher {
     }
   }
 
-  /** Sends what is waiting now (also before the store swaps its script). */
+  /** Sends what is waiting now. */
   flush(): void {
     const batch = this.batch;
-    if (batch.length === 0) return;
+    const first = batch[0];
+    if (first === undefined) return;
     this.batch = [];
-    this.send(batch, this.batchNow);
+    this.send(batch, this.batchNow, first.script);
   }
 
   private readonly flushBatch = (): void => {
@@ -121,8 +115,9 @@ export class CoalescingBatcher {
   }
 
   /** One script call for `pending` (one decision: mode d/D; several: mode b). */
-  private send(pending: readonly PendingDecision[], now: string): void {
-    const { deadlines, runner } = this.host;
+  private send(pending: readonly PendingDecision[], now: string, script: DecisionScript): void {
+    const { runner, failure } = this.rooms;
+    const { deadlines } = runner;
     for (const d of pending) deadlines.rebase(d.waiter);
     const rest: string[] = [];
     for (const d of pending) for (const step of d.steps) rest.push(step.key);
@@ -146,7 +141,7 @@ export class CoalescingBatcher {
     }
     this.callsInFlight++;
     runner.send(
-      runner.script,
+      script,
       numKeys,
       rest,
       (reply) => {
@@ -163,7 +158,7 @@ export class CoalescingBatcher {
       (error: unknown) => {
         this.callsInFlight--;
         for (const d of pending) {
-          if (deadlines.settle(d.waiter)) d.resolve(this.host.failed(error, d.input, d.probe));
+          if (deadlines.settle(d.waiter)) d.resolve(failure.failed(error, d.input, d.probe));
         }
       },
     );
@@ -171,17 +166,18 @@ export class CoalescingBatcher {
 
   /** Answers `d` from its reply at `reply[offset]` (undefined: the batch reply had no entry). */
   private deliver(d: PendingDecision, reply: unknown, offset: number | undefined): void {
-    if (!this.host.deadlines.settle(d.waiter)) return;
+    const { runner, failure } = this.rooms;
+    if (!runner.deadlines.settle(d.waiter)) return;
     let decision: Decision;
     try {
       if (offset === undefined) throw new Error('a2a-ratelimit: batch reply without this decision');
       const decoded = readStepsReply(reply, d.steps.length, offset);
-      decision = this.host.succeeded(
+      decision = failure.succeeded(
         decisionOfReply(d.input, d.steps, decoded, d.leaseBase),
         d.probe,
       );
     } catch (error) {
-      decision = this.host.failed(error, d.input, d.probe);
+      decision = failure.failed(error, d.input, d.probe);
     }
     d.resolve(decision);
   }

@@ -9,14 +9,14 @@ import type { Decision, LeaseRef, LimitState } from '../core/rejection.js';
 import { rejectedDecision } from '../core/rejection-of.js';
 import { type DecisionScript, SCRIPT_MODES } from './decision-script.js';
 import type { RequestStep } from './redis-keys.js';
-import { describeError } from './redis-store-options.js';
+import type { RedisRooms } from './redis-rooms.js';
+import { describeError, notify } from './redis-store-options.js';
 import {
   readReserveReply,
   readStepsReply,
   readUndoReply,
   type StepsReply,
 } from './script-replies.js';
-import type { ScriptRunner } from './script-runner.js';
 
 /**
  * The arguments of one cross-slot decision.
@@ -28,17 +28,6 @@ export interface CrossSlotCall {
   readonly holdKey: string;
   readonly lag: string;
   readonly leaseBase: string;
-}
-
-/**
- * What the protocol needs from its store.
- *
- * @internal
- */
-export interface CrossSlotHost {
-  readonly runner: ScriptRunner;
-  countError(error: unknown): void;
-  warn(message: string, fields: Readonly<Record<string, unknown>>): void;
 }
 
 /** Phase-1 result of one slot group: its steps (indexes into the request's) and its reply. */
@@ -68,14 +57,14 @@ function rowsOf(steps: readonly RequestStep[], group: readonly number[]): string
  * @internal
  */
 export async function decideAcrossSlots(
-  host: CrossSlotHost,
+  rooms: Pick<RedisRooms, 'runner' | 'failure' | 'logger'>,
   script: DecisionScript,
   input: DecisionInput,
   steps: readonly RequestStep[],
   call: CrossSlotCall,
 ): Promise<Decision> {
   const run = (keys: readonly string[], args: readonly string[]) =>
-    host.runner.run(keys, args, script);
+    rooms.runner.run(script, keys, args);
   const byTag = new Map<string, number[]>();
   steps.forEach((s, i) => {
     const group = byTag.get(s.tag);
@@ -195,10 +184,15 @@ export async function decideAcrossSlots(
   if (undone.status === 'fulfilled') {
     for (const { t, refunded } of undone.value) record(t.steps, refunded.tats, refunded.nowUs);
   } else {
-    host.countError(undone.reason);
-    host.warn('cross-slot refund failed; tentative charges stay until they expire', {
-      error: describeError(undone.reason),
-    });
+    rooms.failure.countError(undone.reason);
+    notify(
+      rooms.logger,
+      'warn',
+      'cross-slot refund failed; tentative charges stay until they expire',
+      {
+        error: describeError(undone.reason),
+      },
+    );
   }
   if (reservation.status === 'fulfilled' && reservation.value !== undefined) {
     if (reservation.value.reserved) {
@@ -206,7 +200,7 @@ export async function decideAcrossSlots(
       delayUs = reservation.value.delayUs;
     }
   } else if (reservation.status === 'rejected') {
-    host.countError(reservation.reason);
+    rooms.failure.countError(reservation.reason);
   }
   const limits: LimitState[] = [];
   steps.forEach((s, i) => {

@@ -7,6 +7,7 @@
 import type { DecisionInput } from '../core/decision-state.js';
 import type { Decision, Rejection } from '../core/rejection.js';
 import type { MemoryStore } from '../store/memory-store.js';
+import type { LivePolicySet } from './live-policy-set.js';
 import {
   describeError,
   type FailurePolicy,
@@ -51,6 +52,8 @@ export interface FailureModeOptions {
   readonly logger: RedisStoreLogger;
   /** One timed call that touches nothing; resolves when Redis answered. */
   readonly probe: () => Promise<unknown>;
+  /** The store's policy set, whose insurance limiter answers `onError: 'insurance'`. */
+  readonly policies: Pick<LivePolicySet, 'insurance'>;
 }
 
 /**
@@ -63,10 +66,9 @@ export interface FailureModeOptions {
 export class FailureMode {
   mode: RedisStoreMode = 'redis';
   degradedSinceMs: number | undefined;
-  /** The insurance limiter (`onError: 'insurance'` only); replaced when the policy set changes. */
-  insurance: MemoryStore | undefined;
   readonly listeners = new Set<(event: ModeChangeEvent) => void>();
   readonly counters = {
+    redisDecisions: 0,
     fallbackDecisions: 0,
     errors: 0,
     timeouts: 0,
@@ -82,6 +84,27 @@ export class FailureMode {
 
   constructor(options: FailureModeOptions) {
     this.options = options;
+  }
+
+  /** The insurance limiter (`onError: 'insurance'` only; the policy set's current one). */
+  get insurance(): MemoryStore | undefined {
+    return this.options.policies.insurance;
+  }
+
+  /** A decision Redis made: counted; a probe switches back to Redis. */
+  succeeded(decision: Decision, probe: boolean): Decision {
+    this.counters.redisDecisions++;
+    // Only a probe switches back: a reply to a call sent before the switch says nothing about
+    // Redis now, and flapping back and forth would hand each switch a fresh insurance burst.
+    if (probe) this.recovered();
+    return decision;
+  }
+
+  /** A decision Redis did not make (`error`): the failure policy's answer to `input`. */
+  failed(error: unknown, input: DecisionInput, probe: boolean): Decision {
+    if (probe) this.probeFailed();
+    this.noteFailure(error);
+    return this.fallbackDecision(input);
   }
 
   /** Whether this call may probe Redis now (at most one probe per `retryIntervalMs`). */
@@ -129,7 +152,7 @@ export class FailureMode {
         return { admitted: false, rejection: storeUnavailable(input), limits: [] };
       case 'insurance':
         try {
-          return (this.insurance as MemoryStore).decideSync(input);
+          return (this.options.policies.insurance as MemoryStore).decideSync(input);
         } catch {
           // Only a policy's own key function can throw here; answer as fail-closed would.
           return { admitted: false, rejection: storeUnavailable(input), limits: [] };

@@ -1,7 +1,7 @@
 /**
  * @module live-policy-set
- * `LivePolicySet`: the policy set a `RedisStore` decides with, and its live changes (swap, publish,
- * adopt, tell listeners).
+ * `LivePolicySet`: the policy set a `RedisStore` decides with (its script and insurance limiter,
+ * built here only) and its live changes (swap, publish, adopt, tell listeners).
  */
 
 import type { Clock } from '../core/clock.js';
@@ -10,8 +10,7 @@ import type { CompiledPolicy, CompiledPolicySet } from '../core/compiled-policy.
 import { policySetVersion } from '../core/policy-set-version.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
-import { buildDecisionScript } from './decision-script.js';
-import type { FailureMode } from './failure-mode.js';
+import { buildDecisionScript, type DecisionScript } from './decision-script.js';
 import { insurancePolicies } from './insurance-policies.js';
 import { PolicySetFollower } from './policy-set-sync.js';
 import {
@@ -29,19 +28,15 @@ import type { ScriptRunner } from './script-runner.js';
  */
 export interface LivePolicySetOptions {
   readonly initial: CompiledPolicySet;
-  readonly prefix: string;
+  /** The store's calls to Redis (its prefix too). */
+  readonly runner: ScriptRunner;
   readonly keyTtlPaddingMs: number;
   readonly onError: FailurePolicy;
   readonly replicas: number | undefined;
   readonly clock: Clock | undefined;
   readonly logger: RedisStoreLogger;
-  readonly runner: ScriptRunner;
-  readonly failure: FailureMode;
   /** `false`: do not follow published sets. */
   readonly pollIntervalMs: number | false;
-  withTimeout<T>(promise: Promise<T>): Promise<T>;
-  /** Runs right before a swap (the batcher sends what waits, with the old script). */
-  beforeSwap(): void;
 }
 
 /**
@@ -54,6 +49,10 @@ export class LivePolicySet {
   set: CompiledPolicySet;
   /** {@link policySetVersion} of `set`. */
   version: string;
+  /** The decision script of `set` (a decision keeps the script it started with). */
+  script: DecisionScript;
+  /** The insurance limiter of `set` (`onError: 'insurance'` only). */
+  insurance: MemoryStore | undefined;
   private byName: ReadonlyMap<string, CompiledPolicy>;
   private readonly options: LivePolicySetOptions;
   private readonly follower: PolicySetFollower;
@@ -66,13 +65,11 @@ export class LivePolicySet {
     this.set = set;
     this.version = policySetVersion(set);
     this.byName = new Map(set.policies.map((p) => [p.name, p]));
-    options.runner.script = buildDecisionScript(set, options.keyTtlPaddingMs, options.prefix);
-    options.failure.insurance = this.insuranceFor(set);
+    this.script = buildDecisionScript(set, options.keyTtlPaddingMs, options.runner.prefix);
+    this.insurance = this.insuranceFor(set);
     this.follower = new PolicySetFollower(
       {
         runner: options.runner,
-        prefix: options.prefix,
-        withTimeout: (promise) => options.withTimeout(promise),
         current: () => this.set,
         adopt: (next) => this.adopt(next),
         refused: (generation, error) =>
@@ -124,14 +121,13 @@ export class LivePolicySet {
   private swap(next: CompiledPolicySet): void {
     this.check(next);
     const { options } = this;
-    const script = buildDecisionScript(next, options.keyTtlPaddingMs, options.prefix);
+    const script = buildDecisionScript(next, options.keyTtlPaddingMs, options.runner.prefix);
     const insurance = this.insuranceFor(next);
-    options.beforeSwap();
     this.set = next;
     this.version = policySetVersion(next);
     this.byName = new Map(next.policies.map((p) => [p.name, p]));
-    options.runner.script = script;
-    options.failure.insurance = insurance;
+    this.script = script;
+    this.insurance = insurance;
   }
 
   /**
@@ -186,11 +182,10 @@ export class LivePolicySet {
         holds: divided.holds,
         ...(options.clock === undefined ? {} : { clock: options.clock }),
       });
-    const current: (MemoryStore & Pick<Store, 'updatePolicies'>) | undefined =
-      options.failure.insurance;
+    const current: (MemoryStore & Pick<Store, 'updatePolicies'>) | undefined = this.insurance;
     if (current?.updatePolicies === undefined) return fresh();
     current.updatePolicies(compilePolicies(divided.policies, divided.holds)).catch(() => {
-      if (options.failure.insurance === current) options.failure.insurance = fresh();
+      if (this.insurance === current) this.insurance = fresh();
     });
     return current;
   }

@@ -114,10 +114,8 @@ const POLICY_SET_SCRIPT = scriptOf(LUA_POLICY_SET);
  * @internal
  */
 export interface PolicySetHost {
+  /** The store's calls to Redis (prefix and timeout too). */
   readonly runner: ScriptRunner;
-  readonly prefix: string;
-  /** Bounds one call by the store's timeout. */
-  withTimeout<T>(promise: Promise<T>): Promise<T>;
   /** The set the store uses now. */
   current(): CompiledPolicySet;
   /** Adopts a set another replica published. */
@@ -151,7 +149,7 @@ export class PolicySetFollower {
 
   constructor(host: PolicySetHost, pollIntervalMs: number | false) {
     this.host = host;
-    this.key = policySetKey(host.prefix);
+    this.key = policySetKey(host.runner.prefix);
     if (pollIntervalMs === false) return;
     this.baseline = this.readGeneration().then(
       (g) => {
@@ -171,12 +169,10 @@ export class PolicySetFollower {
     let reply: unknown;
     try {
       await this.baseline;
-      reply = await this.host.withTimeout(
-        this.host.runner.run(
-          [this.key],
-          ['p', policySetVersion(set), encodePolicySet(set)],
-          POLICY_SET_SCRIPT,
-        ),
+      reply = await this.host.runner.timed(
+        POLICY_SET_SCRIPT,
+        [this.key],
+        ['p', policySetVersion(set), encodePolicySet(set)],
       );
     } finally {
       this.publishing--;
@@ -196,9 +192,7 @@ export class PolicySetFollower {
   }
 
   private async readGeneration(): Promise<number> {
-    const reply = await this.host.withTimeout(
-      this.host.runner.run([this.key], ['g'], POLICY_SET_SCRIPT),
-    );
+    const reply = await this.host.runner.timed(POLICY_SET_SCRIPT, [this.key], ['g']);
     const generation = Number(reply);
     return Number.isSafeInteger(generation) ? generation : 0;
   }
@@ -212,9 +206,7 @@ export class PolicySetFollower {
       .then(async () => {
         const generation = await this.readGeneration();
         if (generation <= this.generation || epoch !== this.epoch) return;
-        const reply = await this.host.withTimeout(
-          this.host.runner.run([this.key], ['f'], POLICY_SET_SCRIPT),
-        );
+        const reply = await this.host.runner.timed(POLICY_SET_SCRIPT, [this.key], ['f']);
         const [g, , data] = Array.isArray(reply) ? reply : [];
         const fetched = Number(g);
         if (!Number.isSafeInteger(fetched) || fetched <= this.generation) return;

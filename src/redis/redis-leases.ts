@@ -3,29 +3,15 @@
  * Release and renewal of a `RedisStore`'s leases, and of the insurance limiter's.
  */
 
-import type { CompiledPolicy } from '../core/compiled-policy.js';
 import type { LeaseRef } from '../core/rejection.js';
 import { SCRIPT_MODES } from './decision-script.js';
-import type { FailureMode } from './failure-mode.js';
 import { policyNameOfKey } from './redis-keys.js';
-import { describeError, notify, type RedisStoreLogger } from './redis-store-options.js';
-import type { RedisCallHost } from './script-runner.js';
-
-/**
- * What lease handling needs from its store.
- *
- * @internal
- */
-export interface LeaseHost extends RedisCallHost {
-  readonly failure: FailureMode;
-  readonly logger: RedisStoreLogger;
-  /** The current set's policy of that name. */
-  policyNamed(name: string): CompiledPolicy | undefined;
-}
+import type { RedisRooms } from './redis-rooms.js';
+import { describeError, notify } from './redis-store-options.js';
 
 /** Whether `lease` was taken on Redis (else by the insurance limiter). */
-function isRedisLease(host: LeaseHost, lease: LeaseRef): boolean {
-  return lease.leaseId.startsWith('r') && lease.key.startsWith(host.prefix);
+function isRedisLease(rooms: RedisRooms, lease: LeaseRef): boolean {
+  return lease.leaseId.startsWith('r') && lease.key.startsWith(rooms.runner.prefix);
 }
 
 /**
@@ -34,22 +20,24 @@ function isRedisLease(host: LeaseHost, lease: LeaseRef): boolean {
  *
  * @internal
  */
-export async function releaseLeases(host: LeaseHost, leases: readonly LeaseRef[]): Promise<void> {
+export async function releaseLeases(rooms: RedisRooms, leases: readonly LeaseRef[]): Promise<void> {
+  const { runner, policies, failure } = rooms;
   const own: LeaseRef[] = [];
   const insured: LeaseRef[] = [];
-  for (const lease of leases) (isRedisLease(host, lease) ? own : insured).push(lease);
-  const insurance = host.failure.insurance;
+  for (const lease of leases) (isRedisLease(rooms, lease) ? own : insured).push(lease);
+  const insurance = policies.insurance;
   if (insured.length > 0 && insurance !== undefined) insurance.releaseSync(insured);
   await Promise.all(
     own.map(async (lease) => {
       try {
-        await host.timed(
+        await runner.timed(
+          policies.script,
           [lease.key],
-          [SCRIPT_MODES.release, host.now(), String(lease.policyIndex), lease.leaseId],
+          [SCRIPT_MODES.release, runner.now(), String(lease.policyIndex), lease.leaseId],
         );
       } catch (error) {
-        host.failure.countError(error);
-        notify(host.logger, 'warn', 'lease release failed; it will expire after its TTL', {
+        failure.countError(error);
+        notify(rooms.logger, 'warn', 'lease release failed; it will expire after its TTL', {
           lease: lease.leaseId,
           error: describeError(error),
         });
@@ -67,27 +55,29 @@ export async function releaseLeases(host: LeaseHost, leases: readonly LeaseRef[]
  * @internal
  */
 export async function renewLeases(
-  host: LeaseHost,
+  rooms: RedisRooms,
   leases: readonly LeaseRef[],
 ): Promise<boolean[]> {
+  const { runner, policies, failure } = rooms;
   return Promise.all(
     leases.map(async (lease) => {
-      if (!isRedisLease(host, lease)) {
-        const insurance = host.failure.insurance;
+      if (!isRedisLease(rooms, lease)) {
+        const insurance = policies.insurance;
         return insurance === undefined ? false : (insurance.renewSync([lease])[0] ?? false);
       }
-      const name = policyNameOfKey(host.prefix, lease.key);
-      const policy = name === undefined ? undefined : host.policyNamed(name);
+      const name = policyNameOfKey(runner.prefix, lease.key);
+      const policy = name === undefined ? undefined : policies.policyNamed(name);
       if (policy === undefined || policy.kind === 'rate') return false;
-      if (host.failure.mode !== 'redis') return true;
+      if (failure.mode !== 'redis') return true;
       try {
-        const reply = await host.timed(
+        const reply = await runner.timed(
+          policies.script,
           [lease.key],
-          [SCRIPT_MODES.renew, host.now(), String(policy.index), lease.leaseId],
+          [SCRIPT_MODES.renew, runner.now(), String(policy.index), lease.leaseId],
         );
         return reply === 1;
       } catch (error) {
-        host.failure.countError(error);
+        failure.countError(error);
         return true;
       }
     }),

@@ -10,20 +10,10 @@ import {
   type PendingMessageOptions,
 } from '../store/message-records.js';
 import { SCRIPT_MODES } from './decision-script.js';
-import type { FailureMode } from './failure-mode.js';
 import { messageKey } from './redis-keys.js';
+import type { RedisRooms } from './redis-rooms.js';
 import { readRememberReply, UNAVAILABLE_RECORD } from './script-replies.js';
-import type { RedisCallHost } from './script-runner.js';
 import { isStoreTimeoutError } from './store-timeout-error.js';
-
-/**
- * What the records need from their store.
- *
- * @internal
- */
-export interface MessageRecordHost extends RedisCallHost {
-  readonly failure: FailureMode;
-}
 
 /**
  * `Store.rememberMessage` on Redis. Failed, late, or degraded between probes: `unavailable`.
@@ -34,7 +24,7 @@ export interface MessageRecordHost extends RedisCallHost {
  * @internal
  */
 export async function rememberMessage(
-  host: MessageRecordHost,
+  rooms: RedisRooms,
   caller: string,
   messageId: string,
   ttlMs: number,
@@ -42,16 +32,17 @@ export async function rememberMessage(
 ): Promise<MessageRecord> {
   checkMessageTtlMs(ttlMs);
   if (pending !== undefined) checkMessageTtlMs(pending.pendingTtlMs);
-  const { failure } = host;
+  const { runner, policies, failure } = rooms;
   const degraded = failure.mode !== 'redis';
   const probe = degraded && failure.takeProbe();
   if (degraded && !probe) return UNAVAILABLE_RECORD;
   try {
-    const reply = await host.timed(
-      [messageKey(host.prefix, caller, messageId)],
+    const reply = await runner.timed(
+      policies.script,
+      [messageKey(runner.prefix, caller, messageId)],
       [
         SCRIPT_MODES.remember,
-        host.now(),
+        runner.now(),
         String(ttlMs),
         pending === undefined ? '' : String(pending.pendingTtlMs),
         pending?.owner ?? '',
@@ -65,7 +56,7 @@ export async function rememberMessage(
     if (probe) failure.probeFailed();
     failure.countError(error);
     if (pending !== undefined && isStoreTimeoutError(error)) {
-      void forgetPendingMessage(host, caller, messageId, pending.owner, false).catch(() => {});
+      void forgetPendingMessage(rooms, caller, messageId, pending.owner, false).catch(() => {});
     }
     return UNAVAILABLE_RECORD;
   }
@@ -78,17 +69,19 @@ export async function rememberMessage(
  * @internal
  */
 export async function renewPendingMessages(
-  host: RedisCallHost,
+  rooms: RedisRooms,
   records: readonly { readonly caller: string; readonly messageId: string }[],
   owner: string,
   pendingTtlMs: number,
 ): Promise<boolean[]> {
   checkMessageTtlMs(pendingTtlMs);
+  const { runner, policies } = rooms;
   return Promise.all(
     records.map(async (r) => {
-      const reply = await host.timed(
-        [messageKey(host.prefix, r.caller, r.messageId)],
-        [SCRIPT_MODES.renewPending, host.now(), String(pendingTtlMs), owner],
+      const reply = await runner.timed(
+        policies.script,
+        [messageKey(runner.prefix, r.caller, r.messageId)],
+        [SCRIPT_MODES.renewPending, runner.now(), String(pendingTtlMs), owner],
       );
       return reply === 1;
     }),
@@ -102,15 +95,17 @@ export async function renewPendingMessages(
  * @internal
  */
 export async function forgetPendingMessage(
-  host: RedisCallHost,
+  rooms: RedisRooms,
   caller: string,
   messageId: string,
   owner: string,
   timed: boolean,
 ): Promise<void> {
-  const keys = [messageKey(host.prefix, caller, messageId)];
-  const args = [SCRIPT_MODES.forgetPending, host.now(), owner];
-  await (timed ? host.timed(keys, args) : host.untimed(keys, args));
+  const { runner, policies } = rooms;
+  const keys = [messageKey(runner.prefix, caller, messageId)];
+  const args = [SCRIPT_MODES.forgetPending, runner.now(), owner];
+  if (timed) await runner.timed(policies.script, keys, args);
+  else await runner.run(policies.script, keys, args);
 }
 
 /**
@@ -120,20 +115,22 @@ export async function forgetPendingMessage(
  * @internal
  */
 export async function recordMessageTask(
-  host: MessageRecordHost,
+  rooms: RedisRooms,
   caller: string,
   messageId: string,
   taskId: string,
   ttlMs: number,
 ): Promise<void> {
   checkMessageTtlMs(ttlMs);
+  const { runner, policies, failure } = rooms;
   try {
-    await host.timed(
-      [messageKey(host.prefix, caller, messageId)],
-      [SCRIPT_MODES.recordTask, host.now(), String(ttlMs), taskId],
+    await runner.timed(
+      policies.script,
+      [messageKey(runner.prefix, caller, messageId)],
+      [SCRIPT_MODES.recordTask, runner.now(), String(ttlMs), taskId],
     );
   } catch (error) {
-    host.failure.countError(error);
+    failure.countError(error);
     throw error;
   }
 }

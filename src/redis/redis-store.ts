@@ -23,26 +23,25 @@ import { type DecisionScript, SCRIPT_MODES } from './decision-script.js';
 import { FailureMode } from './failure-mode.js';
 import { LivePolicySet } from './live-policy-set.js';
 import { probeKey, type RequestStep, redisKeyPart, requestStep } from './redis-keys.js';
-import { type LeaseHost, releaseLeases, renewLeases } from './redis-leases.js';
+import { releaseLeases, renewLeases } from './redis-leases.js';
 import type { RedisLike } from './redis-like.js';
 import {
   forgetPendingMessage,
-  type MessageRecordHost,
   recordMessageTask,
   rememberMessage,
   renewPendingMessages,
 } from './redis-message-records.js';
+import type { RedisRooms } from './redis-rooms.js';
 import {
   FAILURE_POLICIES,
   loggerOf,
   type ModeChangeEvent,
-  notify,
   positiveMs,
   type RedisStoreLogger,
   type RedisStoreOptions,
   type RedisStoreStats,
 } from './redis-store-options.js';
-import { type RedisCallHost, ScriptRunner } from './script-runner.js';
+import { ScriptRunner } from './script-runner.js';
 import { StoreTimeoutError } from './store-timeout-error.js';
 
 const EMPTY_LIMITS: readonly LimitState[] = Object.freeze([]);
@@ -94,16 +93,11 @@ export class RedisStore implements Store {
   private readonly logger: RedisStoreLogger;
   private readonly quitClientOnClose: boolean;
   private readonly instanceId = randomBytes(6).toString('hex');
-  private readonly runner: ScriptRunner;
-  private readonly deadlines: DeadlineTimer;
-  private readonly failure: FailureMode;
+  private readonly rooms: RedisRooms;
   private readonly batcher: CoalescingBatcher;
-  private readonly policies: LivePolicySet;
-  private readonly leaseHost: LeaseHost;
-  private readonly recordHost: MessageRecordHost;
   private leaseCounter = 0;
   private closed = false;
-  private readonly counters = { decisions: 0, redisDecisions: 0, crossSlotDecisions: 0 };
+  private readonly counters = { decisions: 0, crossSlotDecisions: 0 };
 
   constructor(options: RedisStoreOptions) {
     const set = Array.isArray(options.policies)
@@ -125,68 +119,52 @@ export class RedisStore implements Store {
     this.cluster = options.cluster ?? options.client.isCluster === true;
     this.logger = loggerOf(options.logger);
     this.quitClientOnClose = options.quitClientOnClose ?? false;
-    // The script is the policy set's: `LivePolicySet` builds it (here, and on every swap).
-    this.runner = new ScriptRunner(this.client, { text: '', sha1: '' });
-    this.deadlines = new DeadlineTimer(timeoutMs);
-    this.failure = new FailureMode({
-      onError: options.onError,
-      retryIntervalMs,
-      logger: this.logger,
-      probe: () =>
-        this.deadlines.withTimeout(
-          this.runner.run([probeKey(this.prefix)], [SCRIPT_MODES.forgetPending, this.now(), '-']),
-        ),
-    });
-    if (options.onModeChange !== undefined) this.failure.listeners.add(options.onModeChange);
-    this.batcher = new CoalescingBatcher(
-      {
-        runner: this.runner,
-        deadlines: this.deadlines,
-        succeeded: (decision, probe) => this.succeeded(decision, probe),
-        failed: (error, input, probe) => this.failed(error, input, probe),
-      },
-      (options.coalesce ?? true) && !this.cluster,
-    );
-    this.policies = new LivePolicySet({
-      initial: set,
+    // Built in dependency order, each whole: calls to Redis, the policy set (its script and
+    // insurance limiter), the failure modes, then the rooms that use them.
+    const runner = new ScriptRunner({
+      client: this.client,
       prefix: this.prefix,
+      deadlines: new DeadlineTimer(timeoutMs),
+      clock: this.clock,
+    });
+    const policies = new LivePolicySet({
+      initial: set,
+      runner,
       keyTtlPaddingMs: positiveMs('keyTtlPaddingMs', options.keyTtlPaddingMs, 1000),
       onError: options.onError,
       replicas: options.replicas,
       clock: this.clock,
       logger: this.logger,
-      runner: this.runner,
-      failure: this.failure,
       pollIntervalMs:
         options.policyPollIntervalMs === false
           ? false
           : positiveMs('policyPollIntervalMs', options.policyPollIntervalMs, 500),
-      withTimeout: (promise) => this.deadlines.withTimeout(promise),
-      beforeSwap: () => this.batcher.flush(),
     });
-    const calls: RedisCallHost = {
-      prefix: this.prefix,
-      timed: (keys, args) => this.timed(keys, args),
-      untimed: (keys, args) => this.runner.run(keys, args),
-      now: () => this.now(),
-    };
-    this.recordHost = { ...calls, failure: this.failure };
-    this.leaseHost = {
-      ...calls,
-      failure: this.failure,
+    const failure = new FailureMode({
+      onError: options.onError,
+      retryIntervalMs,
       logger: this.logger,
-      policyNamed: (name) => this.policies.policyNamed(name),
-    };
+      probe: () =>
+        runner.timed(
+          policies.script,
+          [probeKey(this.prefix)],
+          [SCRIPT_MODES.forgetPending, runner.now(), '-'],
+        ),
+      policies,
+    });
+    if (options.onModeChange !== undefined) failure.listeners.add(options.onModeChange);
+    this.rooms = { runner, policies, failure, logger: this.logger };
+    this.batcher = new CoalescingBatcher(this.rooms, (options.coalesce ?? true) && !this.cluster);
   }
 
   /** The validated policies this store decides with now. */
   get policySet(): CompiledPolicySet {
-    return this.policies.set;
+    return this.rooms.policies.set;
   }
 
   /** The script this store runs now (text and SHA-1). @internal */
   get script(): DecisionScript {
-    return this.runner.script;
+    return this.rooms.policies.script;
   }
 
   /**
@@ -199,22 +177,24 @@ export class RedisStore implements Store {
    */
   on(event: 'modechange', listener: (event: ModeChangeEvent) => void): () => void {
     if (event !== 'modechange') throw new RangeError(`RedisStore: unknown event ${String(event)}`);
-    this.failure.listeners.add(listener);
-    return () => this.failure.listeners.delete(listener);
+    const { listeners } = this.rooms.failure;
+    listeners.add(listener);
+    return () => listeners.delete(listener);
   }
 
   /** Counters, the current mode and the policy set's version and generation. */
   stats(): RedisStoreStats {
+    const { runner, policies, failure } = this.rooms;
     return {
-      mode: this.failure.mode,
-      degradedSinceMs: this.failure.degradedSinceMs,
+      mode: failure.mode,
+      degradedSinceMs: failure.degradedSinceMs,
       ...this.counters,
-      ...this.failure.counters,
+      ...failure.counters,
       coalescedDecisions: this.batcher.coalescedDecisions,
       batches: this.batcher.batches,
-      scriptLoads: this.runner.scriptLoads,
-      policySetVersion: this.policies.version,
-      policyGeneration: this.policies.generation,
+      scriptLoads: runner.scriptLoads,
+      policySetVersion: policies.version,
+      policyGeneration: policies.generation,
     };
   }
 
@@ -223,10 +203,11 @@ export class RedisStore implements Store {
     // Long values hashed exactly as MemoryStore does (bounded-key.ts): the same decisions.
     const input = boundedInput(request);
     this.counters.decisions++;
-    if (this.failure.mode === 'redis') return this.decideOnRedis(input, false);
-    if (this.failure.takeProbe()) return this.decideOnRedis(input, true);
+    const { failure } = this.rooms;
+    if (failure.mode === 'redis') return this.decideOnRedis(input, false);
+    if (failure.takeProbe()) return this.decideOnRedis(input, true);
     try {
-      return Promise.resolve(this.failure.fallbackDecision(input));
+      return Promise.resolve(failure.fallbackDecision(input));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -239,12 +220,12 @@ export class RedisStore implements Store {
    * policy's keys and leases are left to expire; a policy may not change kind under one name.
    */
   updatePolicies(next: CompiledPolicySet): Promise<void> {
-    return this.policies.update(next);
+    return this.rooms.policies.update(next);
   }
 
   /** As `Store.onPoliciesChanged`. */
   onPoliciesChanged(listener: (set: CompiledPolicySet) => void): () => void {
-    return this.policies.onChanged(listener);
+    return this.rooms.policies.onChanged(listener);
   }
 
   /**
@@ -255,36 +236,38 @@ export class RedisStore implements Store {
   async chargeUsage(usage: DecisionInput, units: number, settle?: boolean): Promise<void> {
     // Keyed as the decision was (bounded parts): a long caller's usage meets its own bucket.
     const request = boundedInput(usage);
+    const { runner, policies, failure } = this.rooms;
     const charges: Promise<unknown>[] = [];
-    const onRedis = this.failure.mode === 'redis';
-    for (const p of policiesOf(this.policies.set, request)) {
+    const onRedis = failure.mode === 'redis';
+    for (const p of policiesOf(policies.set, request)) {
       if (p.kind !== 'rate' || p.unit === undefined) continue;
       const tableKey = p.keyOf(request);
       if (tableKey === undefined || !onRedis) continue;
       const step = requestStep(this.prefix, p, request, tableKey);
       charges.push(
-        this.timed(
+        runner.timed(
+          policies.script,
           [step.key],
           [
             SCRIPT_MODES.usage,
-            this.now(),
+            runner.now(),
             String(p.paramIndex),
             String(settle === true ? units - reservedUnitsOf(p) : units),
           ],
         ),
       );
     }
-    if (!onRedis) this.failure.insurance?.chargeUsageSync(request, units, settle);
+    if (!onRedis) policies.insurance?.chargeUsageSync(request, units, settle);
     try {
       await Promise.all(charges);
     } catch (error) {
-      this.failure.countError(error);
+      failure.countError(error);
     }
   }
 
   /** As `Store.release`. */
   release(leases: readonly LeaseRef[]): Promise<void> {
-    return releaseLeases(this.leaseHost, leases);
+    return releaseLeases(this.rooms, leases);
   }
 
   /**
@@ -293,7 +276,7 @@ export class RedisStore implements Store {
    * that is already running. A lease of a policy the current set no longer has is reported gone.
    */
   renew(leases: readonly LeaseRef[]): Promise<boolean[]> {
-    return renewLeases(this.leaseHost, leases);
+    return renewLeases(this.rooms, leases);
   }
 
   /**
@@ -307,7 +290,7 @@ export class RedisStore implements Store {
     ttlMs: number,
     pending?: PendingMessageOptions,
   ): Promise<MessageRecord> {
-    return rememberMessage(this.recordHost, caller, messageId, ttlMs, pending);
+    return rememberMessage(this.rooms, caller, messageId, ttlMs, pending);
   }
 
   /** As `Store.renewPendingMessages`. */
@@ -316,12 +299,12 @@ export class RedisStore implements Store {
     owner: string,
     pendingTtlMs: number,
   ): Promise<boolean[]> {
-    return renewPendingMessages(this.recordHost, records, owner, pendingTtlMs);
+    return renewPendingMessages(this.rooms, records, owner, pendingTtlMs);
   }
 
   /** As `Store.forgetPendingMessage`. */
   forgetPendingMessage(caller: string, messageId: string, owner: string): Promise<void> {
-    return forgetPendingMessage(this.recordHost, caller, messageId, owner, true);
+    return forgetPendingMessage(this.rooms, caller, messageId, owner, true);
   }
 
   /** As `Store.recordMessageTask`. */
@@ -331,15 +314,15 @@ export class RedisStore implements Store {
     taskId: string,
     ttlMs: number,
   ): Promise<void> {
-    return recordMessageTask(this.recordHost, caller, messageId, taskId, ttlMs);
+    return recordMessageTask(this.rooms, caller, messageId, taskId, ttlMs);
   }
 
   /** Stops answering and polling; quits the client only when `quitClientOnClose` was set. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.failure.close();
-    this.policies.close();
+    this.rooms.failure.close();
+    this.rooms.policies.close();
     if (this.quitClientOnClose && typeof this.client.quit === 'function') {
       try {
         await this.client.quit();
@@ -352,12 +335,14 @@ export class RedisStore implements Store {
   // Decision.
 
   private decideOnRedis(input: DecisionInput, probe: boolean): Promise<Decision> {
-    const policies = policiesOf(this.policies.set, input);
+    const { runner, policies, failure } = this.rooms;
+    // The script and the rows of one set: a swap during this decision does not mix them.
+    const script = policies.script;
     const steps: RequestStep[] = [];
     let leaseCount = 0;
     let single = true;
     try {
-      for (const p of policies) {
+      for (const p of policiesOf(policies.set, input)) {
         const tableKey = p.keyOf(input);
         if (tableKey === undefined) continue;
         const step = requestStep(this.prefix, p, input, tableKey);
@@ -366,11 +351,11 @@ export class RedisStore implements Store {
         steps.push(step);
       }
     } catch (error) {
-      if (probe) this.failure.probeFailed();
+      if (probe) failure.probeFailed();
       return Promise.reject(error);
     }
     if (steps.length === 0) {
-      if (probe) this.failure.probeFailed();
+      if (probe) failure.probeFailed();
       return Promise.resolve({
         admitted: true,
         limits: EMPTY_LIMITS,
@@ -382,30 +367,21 @@ export class RedisStore implements Store {
     const holdKey = hold === undefined ? '' : redisKeyPart(hold);
     const lag = input.eventLoopDelayMs === undefined ? '' : String(input.eventLoopDelayMs);
     const leaseBase = leaseCount > 0 ? this.nextLeaseBase() : '';
-    const now = this.now();
+    const now = runner.now();
     if (this.cluster && !single) {
       this.counters.crossSlotDecisions++;
-      return this.deadlines
+      return runner.deadlines
         .withTimeout(
-          decideAcrossSlots(
-            {
-              runner: this.runner,
-              countError: (error) => this.failure.countError(error),
-              warn: (message, fields) => notify(this.logger, 'warn', message, fields),
-            },
-            this.runner.script,
-            input,
-            steps,
-            { now, holdKey, lag, leaseBase },
-          ),
+          decideAcrossSlots(this.rooms, script, input, steps, { now, holdKey, lag, leaseBase }),
         )
         .then(
-          (decision) => this.succeeded(decision, probe),
-          (error: unknown) => this.failed(error, input, probe),
+          (decision) => failure.succeeded(decision, probe),
+          (error: unknown) => failure.failed(error, input, probe),
         );
     }
     return new Promise<Decision>((resolve) => {
       const pending: PendingDecision = {
+        script,
         input,
         steps,
         holdKey,
@@ -413,38 +389,15 @@ export class RedisStore implements Store {
         leaseBase,
         probe,
         resolve,
-        waiter: this.deadlines.track(() =>
-          resolve(this.failed(new StoreTimeoutError(this.deadlines.timeoutMs), input, probe)),
+        waiter: runner.deadlines.track(() =>
+          resolve(failure.failed(new StoreTimeoutError(runner.deadlines.timeoutMs), input, probe)),
         ),
       };
       this.batcher.submit(pending, now);
     });
   }
 
-  private succeeded(decision: Decision, probe: boolean): Decision {
-    this.counters.redisDecisions++;
-    // Only a probe switches back: a reply to a call sent before the switch says nothing about
-    // Redis now, and flapping back and forth would hand each switch a fresh insurance burst.
-    if (probe) this.failure.recovered();
-    return decision;
-  }
-
-  private failed(error: unknown, input: DecisionInput, probe: boolean): Decision {
-    if (probe) this.failure.probeFailed();
-    this.failure.noteFailure(error);
-    return this.failure.fallbackDecision(input);
-  }
-
   // Plumbing.
-
-  /** One script call bounded by `timeoutMs`. */
-  private timed(keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    return this.deadlines.withTimeout(this.runner.run(keys, args));
-  }
-
-  private now(): string {
-    return this.clock === undefined ? '' : String(this.clock.nowMs());
-  }
 
   private nextLeaseBase(): string {
     this.leaseCounter += 1;

@@ -4,7 +4,6 @@
  * appends it.
  */
 
-import type { EventBusLike } from '../core/task-events.js';
 import { TERMINAL_TASK_STATES } from '../core/task-events.js';
 
 /**
@@ -102,55 +101,5 @@ export function toStreamResponse(event: RelayedEvent, taskId: string): unknown {
       return data.id === taskId ? { payload: { $case: 'task', value: data } } : undefined;
     default:
       return undefined;
-  }
-}
-
-/**
- * The owner's bus: every call passes through; events and the end are appended to the stream.
- *
- * @example
- * ```ts
- * const bus = new RelayBus(sdkBus, (fields) => redis.xadd(key, '*', ...fields));
- * ```
- */
-export class RelayBus implements EventBusLike {
-  constructor(
-    readonly inner: EventBusLike,
-    private readonly append: (fields: string[]) => void,
-  ) {}
-
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  publish(event: any): void {
-    this.append(['e', encode({ kind: event?.kind, data: event?.data })]);
-    this.inner.publish(event);
-  }
-
-  finished(): void {
-    this.append(['f', '1']);
-    this.inner.finished();
-  }
-
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  on(eventName: 'event' | 'finished', listener: (event: any) => void): this {
-    this.inner.on(eventName, listener);
-    return this;
-  }
-
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  off(eventName: 'event' | 'finished', listener: (event: any) => void): this {
-    this.inner.off(eventName, listener);
-    return this;
-  }
-
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  once(eventName: 'event' | 'finished', listener: (event: any) => void): this {
-    if (this.inner.once !== undefined) this.inner.once(eventName, listener);
-    else this.inner.on(eventName, listener);
-    return this;
-  }
-
-  removeAllListeners(eventName?: 'event' | 'finished'): this {
-    this.inner.removeAllListeners?.(eventName);
-    return this;
   }
 }

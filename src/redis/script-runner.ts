@@ -1,8 +1,11 @@
 /**
  * @module script-runner
- * `ScriptRunner`: the decision script run by `EVALSHA`, with the one `NOSCRIPT` fallback.
+ * `ScriptRunner`: every call a `RedisStore` makes to Redis (`EVALSHA`, with the one `NOSCRIPT`
+ * fallback).
  */
 
+import type { Clock } from '../core/clock.js';
+import type { DeadlineTimer } from './deadline-timer.js';
 import type { DecisionScript } from './decision-script.js';
 import type { RedisLike } from './redis-like.js';
 
@@ -11,39 +14,67 @@ function isNoScript(error: unknown): boolean {
 }
 
 /**
- * The client and the script it runs (swapped when the policy set changes): `EVALSHA`, and on a
+ * What a runner is built from.
+ *
+ * @internal
+ */
+export interface ScriptRunnerOptions {
+  readonly client: RedisLike;
+  /** The key prefix. */
+  readonly prefix: string;
+  /** The store's deadlines (`timeoutMs`). */
+  readonly deadlines: DeadlineTimer;
+  /** The store's clock (undefined: Redis `TIME`). */
+  readonly clock: Clock | undefined;
+}
+
+/**
+ * A store's calls to Redis. It holds no script: each call names the one it runs (the policy set's
+ * current script, or the policy-set script), so a call keeps the script it started with. On a
  * `NOSCRIPT` reply (the script cache is per node, emptied by restarts and `SCRIPT FLUSH`) the same
- * call once more as `EVAL`, which caches it again. The one place that fallback is written.
+ * call is sent once more as `EVAL`, which caches it again: the one place that fallback is written.
  *
  * @internal
  */
 export class ScriptRunner {
   readonly client: RedisLike;
-  /** The script calls run now; a call keeps the script it started with. */
-  script: DecisionScript;
+  readonly prefix: string;
+  readonly deadlines: DeadlineTimer;
   /** NOSCRIPT replies answered by re-sending the script. */
   scriptLoads = 0;
+  private readonly clock: Clock | undefined;
 
-  constructor(client: RedisLike, script: DecisionScript) {
-    this.client = client;
-    this.script = script;
+  constructor(options: ScriptRunnerOptions) {
+    this.client = options.client;
+    this.prefix = options.prefix;
+    this.deadlines = options.deadlines;
+    this.clock = options.clock;
   }
 
-  /** One script call: `keys`, then `args`. */
-  run(keys: readonly string[], args: readonly string[], script = this.script): Promise<unknown> {
-    return this.call(script, keys.length, [...keys, ...args]);
+  /** The time argument of a call (`''`: Redis `TIME`). */
+  now(): string {
+    return this.clock === undefined ? '' : String(this.clock.nowMs());
   }
 
-  /** One script call with `numKeys` keys at the front of `keysAndArgs`. */
-  call(script: DecisionScript, numKeys: number, keysAndArgs: readonly string[]): Promise<unknown> {
+  /** One call of `script`: `keys`, then `args`, without a deadline. */
+  run(script: DecisionScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
     return new Promise((resolve, reject) =>
-      this.send(script, numKeys, keysAndArgs, resolve, reject),
+      this.send(script, keys.length, [...keys, ...args], resolve, reject),
     );
   }
 
+  /** {@link ScriptRunner.run} bounded by the store's `timeoutMs`. */
+  timed(
+    script: DecisionScript,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
+    return this.deadlines.withTimeout(this.run(script, keys, args));
+  }
+
   /**
-   * {@link ScriptRunner.call} with callbacks (the hot path: no promise of its own). The `NOSCRIPT`
-   * fallback is here and only here.
+   * One call with `numKeys` keys at the front of `keysAndArgs`, with callbacks (the hot path: no
+   * promise of its own). The `NOSCRIPT` fallback is here and only here.
    */
   send(
     script: DecisionScript,
@@ -61,20 +92,4 @@ export class ScriptRunner {
       this.client.eval(script.text, numKeys, ...keysAndArgs).then(onReply, onError);
     });
   }
-}
-
-/**
- * What the store's smaller rooms (leases, deduplication records) call Redis through.
- *
- * @internal
- */
-export interface RedisCallHost {
-  /** The key prefix. */
-  readonly prefix: string;
-  /** One script call bounded by the store's `timeoutMs`. */
-  timed(keys: readonly string[], args: readonly string[]): Promise<unknown>;
-  /** One script call without a deadline. */
-  untimed(keys: readonly string[], args: readonly string[]): Promise<unknown>;
-  /** The time argument of a call (`''`: Redis `TIME`). */
-  now(): string;
 }

@@ -3,7 +3,7 @@
  * `StoreTimeoutError`: a store call that outlived its deadline, its code and guard.
  */
 
-import { hasErrorBrand } from '../core/error-brand.js';
+import { BrandedError, isBrandedError } from '../core/branded-error.js';
 
 /**
  * Stable `code` strings of the Redis store's errors.
@@ -21,16 +21,19 @@ export const REDIS_STORE_ERROR_CODES = {
  * A store call that took longer than `timeoutMs`. Recognise it with `instanceof` (any copy of this
  * package) or its `code`.
  */
-export class StoreTimeoutError extends Error {
-  override readonly name = 'StoreTimeoutError';
+export class StoreTimeoutError extends BrandedError<typeof REDIS_STORE_ERROR_CODES.timeout> {
+  declare readonly name: 'StoreTimeoutError';
   /** Brand checked by `instanceof` (across copies of this package). */
-  readonly isStoreTimeoutError = true;
-  readonly code = REDIS_STORE_ERROR_CODES.timeout;
+  declare readonly isStoreTimeoutError: true;
   /** The limit that was exceeded, ms. */
   readonly timeoutMs: number;
 
   constructor(timeoutMs: number) {
-    super(`Redis store call took longer than ${timeoutMs} ms`);
+    super(
+      'StoreTimeoutError',
+      REDIS_STORE_ERROR_CODES.timeout,
+      `Redis store call took longer than ${timeoutMs} ms`,
+    );
     this.timeoutMs = timeoutMs;
   }
 
@@ -52,5 +55,5 @@ export class StoreTimeoutError extends Error {
  * ```
  */
 export function isStoreTimeoutError(value: unknown): value is StoreTimeoutError {
-  return hasErrorBrand(value, 'isStoreTimeoutError');
+  return isBrandedError(value, 'StoreTimeoutError');
 }

@@ -6,11 +6,12 @@
 import { randomBytes } from 'node:crypto';
 import type { EventBusManagerLike } from '../core/task-events.js';
 import { TERMINAL_TASK_STATES } from '../core/task-events.js';
+import { type TappedBus, type TaskTapSubscriber, taskTapOf } from '../core/task-tap.js';
 import {
   decode,
+  encode,
   idAfter,
   isTerminal,
-  RelayBus,
   type RelayEntry,
   type RelayedEvent,
   toStreamResponse,
@@ -28,7 +29,7 @@ interface Watcher {
 
 /** A task run by this replica. */
 interface OwnedTask {
-  readonly bus: RelayBus;
+  readonly bus: TappedBus;
   readonly context: unknown;
   /**
    * Its executor returned and the SDK kept its bus alive (input-required, auth-required): its
@@ -128,6 +129,53 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
     task.idle = true;
     running.delete(taskId);
     client.set(ownerKey(taskId), replicaId, 'PX', eventTtlMs).catch(ignore);
+  };
+
+  /** The owner side, subscribed to the SDK manager's task tap (`eventBusManager`). */
+  const owner: TaskTapSubscriber = {
+    open: (taskId, context) => (tap) => {
+      const bus = tap();
+      const known = owned.get(taskId);
+      if (known !== undefined && known.bus === bus) {
+        known.runs++;
+        if (known.idle) {
+          // A follow-up message runs the task here again: renewed while it runs.
+          known.idle = false;
+          running.add(taskId);
+          claim(taskId);
+        }
+        return;
+      }
+      const relay = (fields: string[]): void => {
+        append(taskId, fields);
+        // Events after the executor returned (auth-required resumed out of band): the owner
+        // key lives on as long as they do.
+        if (owned.get(taskId)?.idle === true) {
+          client.set(ownerKey(taskId), replicaId, 'PX', eventTtlMs).catch(ignore);
+        }
+      };
+      bus.watch({
+        event: (event) => relay(['e', encode({ kind: event?.kind, data: event?.data })]),
+        finished: () => relay(['f', '1']),
+      });
+      owned.set(taskId, { bus, context, idle: false, runs: 0 });
+      running.add(taskId);
+      claim(taskId);
+    },
+    cleanedUp: (taskId) => {
+      running.delete(taskId);
+      if (owned.delete(taskId)) client.del(ownerKey(taskId)).catch(ignore);
+    },
+    // The SDK offers every bus to `settleByTaskId` when the task's executor returns, then cleans
+    // it up at once unless the task's state keeps it alive (the tap always offers it), so the
+    // relay learns that the executor returned: a bus still owned a moment later is idle.
+    settled: (taskId) => {
+      const task = owned.get(taskId);
+      if (task !== undefined) {
+        const run = task.runs;
+        queueMicrotask(() => settleIdle(taskId, run));
+      }
+    },
   };
 
   const onCancelRequest = (taskId: string): void => {
@@ -394,60 +442,9 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
   return {
     replicaId,
     eventBusManager<M extends EventBusManagerLike>(inner: M): M {
-      const wrapper: EventBusManagerLike & { settleByTaskId?: unknown } = {
-        createOrGetByTaskId: (taskId, context) => {
-          const bus = inner.createOrGetByTaskId(taskId, context);
-          const known = owned.get(taskId);
-          if (known !== undefined && known.bus.inner === bus) {
-            known.runs++;
-            if (known.idle) {
-              // A follow-up message runs the task here again: renewed while it runs.
-              known.idle = false;
-              running.add(taskId);
-              claim(taskId);
-            }
-            return known.bus;
-          }
-          const relayed = new RelayBus(bus, (fields) => {
-            append(taskId, fields);
-            // Events after the executor returned (auth-required resumed out of band): the owner
-            // key lives on as long as they do.
-            if (owned.get(taskId)?.idle === true) {
-              client.set(ownerKey(taskId), replicaId, 'PX', eventTtlMs).catch(ignore);
-            }
-          });
-          owned.set(taskId, { bus: relayed, context, idle: false, runs: 0 });
-          running.add(taskId);
-          claim(taskId);
-          return relayed;
-        },
-        getByTaskId: (taskId, context) => {
-          const bus = inner.getByTaskId(taskId, context);
-          const known = owned.get(taskId);
-          return known !== undefined && known.bus.inner === bus ? known.bus : bus;
-        },
-        cleanupByTaskId: (taskId, context) => {
-          inner.cleanupByTaskId(taskId, context);
-          running.delete(taskId);
-          if (owned.delete(taskId)) client.del(ownerKey(taskId)).catch(ignore);
-        },
-      };
-      const settle = (inner as { settleByTaskId?: (...args: unknown[]) => boolean }).settleByTaskId;
-      // The SDK offers every bus to `settleByTaskId` when the task's executor returns, then
-      // cleans it up at once unless the task's state keeps it alive. Always defined (declining,
-      // as a manager without one does, unless the inner manager takes the bus), so the relay
-      // learns that the executor returned: a bus still owned a moment later is idle.
-      wrapper.settleByTaskId = (...args: unknown[]) => {
-        const took = typeof settle === 'function' ? settle.apply(inner, args) : false;
-        const taskId = args[0];
-        const task = typeof taskId === 'string' ? owned.get(taskId) : undefined;
-        if (task !== undefined) {
-          const run = task.runs;
-          queueMicrotask(() => settleIdle(taskId as string, run));
-        }
-        return took;
-      };
-      return wrapper as unknown as M;
+      const tap = taskTapOf(inner);
+      tap.subscribe(owner);
+      return tap as unknown as M;
     },
     requestHandler<H extends RelayedRequestHandler>(inner: H): H {
       handler = inner;

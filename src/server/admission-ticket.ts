@@ -31,8 +31,13 @@ export interface TicketHost {
   forget(id: string): void;
   /** Whether `trackTasks` wrapped the SDK's event-bus manager. */
   tracking(): boolean;
-  /** The limiter's deduplication (undefined when off; set once, after the host is made). */
-  dedup: MessageDedup | undefined;
+}
+
+/** A deduplicated message's record still to write: the limiter's deduplication and the key. */
+export interface TicketDedup {
+  readonly dedup: MessageDedup;
+  /** `messageRecordKey` of the message. */
+  readonly key: string;
 }
 
 /**
@@ -40,7 +45,7 @@ export interface TicketHost {
  *
  * @example
  * ```ts
- * const ticket = new Ticket(host, request, admission, dedupKey);
+ * const ticket = new Ticket(host, request, admission, { dedup, key });
  * res.on('close', () => ticket.end());
  * ```
  */
@@ -61,18 +66,18 @@ export class Ticket implements AdmissionTicket {
   /** Dedup entry still to be written when the outcome is known. */
   dedupPending: boolean;
 
-  /** @param dedupKey `messageRecordKey` of a deduplicated message, else undefined. */
+  /** @param record a deduplicated message's record, else undefined. */
   constructor(
     private readonly host: TicketHost,
     readonly request: AdmissionRequest,
     admission: Admission,
-    private readonly dedupKey: string | undefined,
+    private readonly record: TicketDedup | undefined,
   ) {
     this.limits = admission.limits;
     this.headers = admission.limits.length > 0 ? rateLimitHeaders(admission.limits) : {};
     this.claimedHold = admission.claimedHold;
-    this.dedupPending = dedupKey !== undefined && host.dedup !== undefined;
-    if (dedupKey !== undefined) host.dedup?.admitted(dedupKey);
+    this.dedupPending = record !== undefined;
+    record?.dedup.admitted(record.key);
     const leases = admission.leases;
     if (leases.length > 0) {
       this.responseLeases = [];
@@ -98,7 +103,7 @@ export class Ticket implements AdmissionTicket {
 
   /** Whether the SDK may start the executor (see `MessageDedup.mayStart`). */
   mayStart(): boolean {
-    return this.dedupKey === undefined || (this.host.dedup?.mayStart(this.dedupKey) ?? true);
+    return this.record === undefined || this.record.dedup.mayStart(this.record.key);
   }
 
   /** Called by the tracker when the SDK created the task's event bus. */
@@ -111,9 +116,9 @@ export class Ticket implements AdmissionTicket {
 
   /** Called by the tracker once the first event shows whether a task exists (or a Message answer). */
   settleDedup(taskId: string | undefined, answer?: MessageAnswer): void {
-    if (!this.dedupPending) return;
+    if (!this.dedupPending || this.record === undefined) return;
     this.dedupPending = false;
-    this.host.dedup?.settled(this.request, this.dedupKey as string, taskId, answer);
+    this.record.dedup.settled(this.request, this.record.key, taskId, answer);
   }
 
   end(): void {
@@ -125,9 +130,11 @@ export class Ticket implements AdmissionTicket {
     if (!this.bound) {
       this.host.release(this.taskLeases);
       this.taskLeases = NO_LEASES;
-      if (this.dedupPending) {
+      if (this.dedupPending && this.record !== undefined) {
         this.dedupPending = false;
-        this.host.dedup?.endedUnbound(this.request, this.dedupKey as string, this.host.tracking());
+        this.record.dedup.endedUnbound(this.request, this.record.key, {
+          tracking: this.host.tracking(),
+        });
       }
     }
   }

@@ -14,6 +14,7 @@ import type { CompiledPolicySet } from '../core/compiled-policy.js';
 import type { DecisionInput } from '../core/decision-state.js';
 import type { HoldOptions } from '../core/policy.js';
 import type { Decision } from '../core/rejection.js';
+import { taskTapOf } from '../core/task-tap.js';
 import { systemClock } from '../platform/system-clock.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
@@ -139,7 +140,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const usage = new TaskUsageBook({
     ticketHeader: TICKET_HEADER,
     admittedBy: (id) => tickets.get(id)?.request,
-    charge: (request, units, settle) => limiter.reportUsage(request, units, { settle }),
+    charge: (request, units, options) => limiter.reportUsage(request, units, options),
     nowMs: () => clock.nowMs(),
   });
 
@@ -179,7 +180,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
     release: (l) => leases.release(l),
     forget: (id) => tickets.delete(id),
     tracking: () => tracking,
-    dedup: undefined,
   };
 
   /**
@@ -200,7 +200,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }
       holdLedger?.admitted(request, decision);
       observer?.admitted?.(request, decision);
-      const ticket = new Ticket(host, request, decision, dedupKey);
+      const record =
+        dedupKey === undefined || dedup === undefined ? undefined : { dedup, key: dedupKey };
+      const ticket = new Ticket(host, request, decision, record);
       if (ticket.needsEnd) tickets.set(ticket.id, ticket);
       return { status: 'admitted', ticket };
     }
@@ -255,7 +257,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
     dedupOptions === undefined
       ? undefined
       : new MessageDedup(store, local, dedupOptions, observer, decideNow, () => clock.nowMs());
-  host.dedup = dedup;
   const dedupMethods = dedupOptions?.methods ?? new Set();
 
   const tierOf = options.tierOf;
@@ -364,7 +365,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
       encodeGrpcRejection(rejection, limits === undefined ? { domain } : { domain, limits }),
     trackTasks: (inner) => {
       tracking = true;
-      return usage.wrap(tracker.wrap(inner));
+      // One tap around the SDK's manager (joined, when `inner` is one already): the lease
+      // tracker and the usage book subscribe to it.
+      const tap = taskTapOf(inner);
+      tap.subscribe(tracker);
+      tap.subscribe(usage);
+      return tap as unknown as typeof inner;
     },
     usageOf: (task) => usage.reporterOf(task),
     leasesHeld: () => leases.count(),

@@ -161,7 +161,11 @@ export class MessageDedup {
    * The response ended before a task was bound: with task tracking nothing ran (a copy may run);
    * without it we cannot tell, so a copy never runs again.
    */
-  endedUnbound(request: AdmissionRequest, key: string, tracking: boolean): void {
+  endedUnbound(
+    request: AdmissionRequest,
+    key: string,
+    { tracking }: { readonly tracking: boolean },
+  ): void {
     this.record(request, key, tracking ? MARK.retryable : MARK.noTask);
   }
 
@@ -318,7 +322,7 @@ export class MessageDedup {
         shared.settle(request.caller, messageId, key, taskId);
         return this.duplicate(request, taskId);
       }
-      const again = await shared.remember(request.caller, messageId, key, true);
+      const again = await shared.remember(request.caller, messageId, key, { takeOver: true });
       return this.admitShared(request, messageId, key, again, true);
     }
     return this.admitSeen(request, messageId, key, seen);

@@ -129,7 +129,7 @@ export class PendingMessages {
     caller: string,
     messageId: string,
     key: string,
-    takeOver = false,
+    { takeOver = false }: { readonly takeOver?: boolean } = {},
   ): Promise<MessageRecord> {
     const sentAtMs = this.nowMs();
     const seen = await this.store.rememberMessage(caller, messageId, this.ttlMs, {

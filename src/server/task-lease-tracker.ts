@@ -11,7 +11,14 @@
  * Structural types only: no SDK import.
  */
 
+import { BrandedError } from '../core/branded-error.js';
 import type { LeaseRef } from '../core/rejection.js';
+import {
+  type TappedBus,
+  type TaskTapSubscriber,
+  type TaskWatcher,
+  taskTapOf,
+} from '../core/task-tap.js';
 import type { AnswerScope, MessageAnswer } from './message-answer.js';
 
 /**
@@ -42,6 +49,19 @@ export { type EventBusLike, type EventBusManagerLike, TERMINAL_TASK_STATES };
 export const INTERRUPTED_TASK_STATES: ReadonlySet<number> = new Set([6, 8]);
 
 /**
+ * Stable `code` strings of the errors that keep a task from starting.
+ *
+ * @example
+ * ```ts
+ * if (e.code === TASK_START_ERROR_CODES.pendingLost) console.log('not started; retry');
+ * ```
+ */
+export const TASK_START_ERROR_CODES = {
+  pendingLost: 'ERR_A2A_PENDING_RECORD_LOST',
+  admissionEnded: 'ERR_A2A_ADMISSION_ENDED',
+} as const;
+
+/**
  * Thrown into the SDK (which then fails the request, before the executor starts) when an
  * admitted message's pending record in a shared store lapsed before its task began: a copy on
  * another replica may have taken the message over, so this one must not run it.
@@ -51,11 +71,17 @@ export const INTERRUPTED_TASK_STATES: ReadonlySet<number> = new Set([6, 8]);
  * if (error instanceof PendingRecordLostError) console.log('not started; the caller retries');
  * ```
  */
-export class PendingRecordLostError extends Error {
-  override readonly name = 'PendingRecordLostError';
+export class PendingRecordLostError extends BrandedError<
+  typeof TASK_START_ERROR_CODES.pendingLost
+> {
+  declare readonly name: 'PendingRecordLostError';
+  /** Brand (`is<name>`, as every error of this package). */
+  declare readonly isPendingRecordLostError: true;
 
   constructor(taskId: string) {
     super(
+      'PendingRecordLostError',
+      TASK_START_ERROR_CODES.pendingLost,
       `a2a-ratelimit: the message's pending deduplication record lapsed before task ${taskId} started; not started (retry the message)`,
     );
   }
@@ -72,11 +98,17 @@ export class PendingRecordLostError extends Error {
  * if (error instanceof AdmissionEndedError) console.log('the caller left before its task started');
  * ```
  */
-export class AdmissionEndedError extends Error {
-  override readonly name = 'AdmissionEndedError';
+export class AdmissionEndedError extends BrandedError<
+  typeof TASK_START_ERROR_CODES.admissionEnded
+> {
+  declare readonly name: 'AdmissionEndedError';
+  /** Brand (`is<name>`, as every error of this package). */
+  declare readonly isAdmissionEndedError: true;
 
   constructor(taskId: string) {
     super(
+      'AdmissionEndedError',
+      TASK_START_ERROR_CODES.admissionEnded,
       `a2a-ratelimit: the admission of task ${taskId} ended (its client left) before the task started; not started`,
     );
   }
@@ -98,8 +130,8 @@ interface TaskRecord {
   interrupted: boolean;
   /** When the task entered an interrupted state (kept leases stop being renewed), ms. */
   interruptedAtMs: number;
-  /** The latest bus handed out for the task (so `getByTaskId` callers are observed too). */
-  bus: TrackedBus | undefined;
+  /** The latest run's watcher: the one that follows the task's state for the record. */
+  watcher: RunWatcher | undefined;
 }
 
 /**
@@ -160,14 +192,11 @@ export function answerScopeOf(context: unknown): AnswerScope {
 }
 
 /**
- * The bus handed to the SDK for an admitted request: the SDK's own bus, with every call passed
- * through, and each published event and the end of the flow seen by the tracker first. Seeing
- * events this way costs one object per request instead of two listeners on the SDK's
- * `EventTarget`.
+ * What the tracker watches on a tapped bus for one run: the events published and the end of the
+ * flow, and the admission whose deduplication entry waits for the first event.
  */
-class TrackedBus implements EventBusLike {
+class RunWatcher implements TaskWatcher {
   constructor(
-    readonly inner: EventBusLike,
     private readonly tracker: TaskLeaseTracker,
     readonly taskId: string,
     /** The admission whose deduplication entry waits for the first event. */
@@ -179,46 +208,12 @@ class TrackedBus implements EventBusLike {
     public context: unknown = undefined,
   ) {}
 
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  publish(event: any): void {
-    this.tracker.observe(this, event as AgentEventLike);
-    this.inner.publish(event);
+  event(event: AgentEventLike): void {
+    this.tracker.observe(this, event);
   }
 
   finished(): void {
     this.tracker.observeFinished(this);
-    this.inner.finished();
-  }
-
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  on(eventName: 'event' | 'finished', listener: (event: any) => void): this {
-    this.inner.on(eventName, listener);
-    return this;
-  }
-
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  off(eventName: 'event' | 'finished', listener: (event: any) => void): this {
-    this.inner.off(eventName, listener);
-    return this;
-  }
-
-  // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-  once(eventName: 'event' | 'finished', listener: (event: any) => void): this {
-    if (this.inner.once !== undefined) this.inner.once(eventName, listener);
-    else {
-      // biome-ignore lint/suspicious/noExplicitAny: see EventBusLike
-      const wrapped = (event: any) => {
-        this.inner.off(eventName, wrapped);
-        listener(event);
-      };
-      this.inner.on(eventName, wrapped);
-    }
-    return this;
-  }
-
-  removeAllListeners(eventName?: 'event' | 'finished'): this {
-    this.inner.removeAllListeners?.(eventName);
-    return this;
   }
 }
 
@@ -231,7 +226,7 @@ class TrackedBus implements EventBusLike {
  * const manager = limiter.trackTasks(new DefaultExecutionEventBusManager());
  * ```
  */
-export class TaskLeaseTracker {
+export class TaskLeaseTracker implements TaskTapSubscriber {
   /** Tasks holding leases, by task id. */
   private readonly records = new Map<string, TaskRecord>();
 
@@ -258,94 +253,89 @@ export class TaskLeaseTracker {
   }
 
   /**
-   * Wraps a bus manager: same behaviour; the bus of an admitted request is handed out wrapped
-   * (binding its leases and deduplication entry to the task), every other call goes through.
+   * Subscribes to `manager`'s task tap (made around it unless it is one): the bus of an admitted
+   * request is watched (binding its leases and deduplication entry to the task), and so is the bus
+   * of a task holding leases, whoever drives it; every other call goes through.
    *
    * @example
    * ```ts
    * new DefaultRequestHandler(card, store, executor, tracker.wrap(new DefaultExecutionEventBusManager()));
    * ```
    */
-  wrap<M extends EventBusManagerLike>(inner: M): M {
-    const wrapper: EventBusManagerLike & { settleByTaskId?: unknown } = {
-      createOrGetByTaskId: (taskId, context) => {
-        const ticketId = ticketIdOf(context, this.header);
-        const ticket = ticketId === undefined ? undefined : this.options.ticketOf(ticketId);
-        // The adapter set this ticket's id on the request; it is gone once the ticket ended.
-        if (ticketId !== undefined && ticket === undefined) throw new AdmissionEndedError(taskId);
-        if (ticket !== undefined && !ticket.bound && ticket.mayStart?.() === false) {
-          // The SDK calls this right before it starts the executor: refusing here is the last
-          // point where a message that may now run elsewhere is kept from running twice.
-          throw new PendingRecordLostError(taskId);
-        }
-        const bus = inner.createOrGetByTaskId(taskId, context);
-        if (ticket !== undefined && !ticket.bound) return this.bind(taskId, bus, ticket, context);
-        // A task holding leases is watched whoever drives it (a request with no ticket too).
-        const record = this.records.size === 0 ? undefined : this.records.get(taskId);
-        if (record === undefined) return bus;
-        record.bus = new TrackedBus(bus, this, taskId, undefined);
-        return record.bus;
-      },
-      getByTaskId: (taskId, context) => {
-        const bus = inner.getByTaskId(taskId, context);
-        const tracked = bus === undefined ? undefined : this.records.get(taskId)?.bus;
-        return tracked !== undefined && tracked.inner === bus ? tracked : bus;
-      },
-      cleanupByTaskId: (taskId, context) => {
-        inner.cleanupByTaskId(taskId, context);
-        this.end(taskId, undefined);
-      },
-    };
-    const settle = (inner as { settleByTaskId?: (...args: unknown[]) => boolean }).settleByTaskId;
-    if (typeof settle === 'function') {
-      wrapper.settleByTaskId = (...args: unknown[]) => settle.apply(inner, args);
-    }
-    return wrapper as unknown as M;
+  wrap<M extends EventBusManagerLike>(manager: M): M {
+    const tap = taskTapOf(manager);
+    tap.subscribe(this);
+    return tap as unknown as M;
   }
 
-  private bind(
-    taskId: string,
-    bus: EventBusLike,
-    ticket: TrackedTicket,
-    context: unknown,
-  ): TrackedBus {
-    const tracked = new TrackedBus(bus, this, taskId, ticket, context);
+  /** The SDK asks for a task's bus: refuses an ended or lapsed admission, else watches. @internal */
+  open(taskId: string, context: unknown): ((tap: () => TappedBus) => void) | undefined {
+    const ticketId = ticketIdOf(context, this.header);
+    const ticket = ticketId === undefined ? undefined : this.options.ticketOf(ticketId);
+    // The adapter set this ticket's id on the request; it is gone once the ticket ended.
+    if (ticketId !== undefined && ticket === undefined) throw new AdmissionEndedError(taskId);
+    if (ticket !== undefined && !ticket.bound) {
+      if (ticket.mayStart?.() === false) {
+        // The SDK calls this right before it starts the executor: refusing here is the last
+        // point where a message that may now run elsewhere is kept from running twice.
+        throw new PendingRecordLostError(taskId);
+      }
+      return (tap) => this.bind(taskId, tap(), ticket, context);
+    }
+    // A task holding leases is watched whoever drives it (a request with no ticket too).
+    if (this.records.size === 0 || !this.records.has(taskId)) return undefined;
+    return (tap) => {
+      const record = this.records.get(taskId);
+      if (record === undefined) return;
+      record.watcher = new RunWatcher(this, taskId, undefined);
+      tap().watch(record.watcher);
+    };
+  }
+
+  /** The SDK cleaned the task's bus up: its leases go. @internal */
+  cleanedUp(taskId: string): void {
+    this.end(taskId, undefined);
+  }
+
+  private bind(taskId: string, bus: TappedBus, ticket: TrackedTicket, context: unknown): void {
+    const watcher = new RunWatcher(this, taskId, ticket, context);
+    bus.watch(watcher);
     const leases = ticket.takeTaskLeases();
     let record = this.records.size === 0 ? undefined : this.records.get(taskId);
     if (leases.length > 0) {
       if (record === undefined) {
-        record = { leases, interrupted: false, interruptedAtMs: 0, bus: tracked };
+        record = { leases, interrupted: false, interruptedAtMs: 0, watcher };
         this.records.set(taskId, record);
       } else record.leases.push(...leases);
     }
     if (record !== undefined) {
       record.interrupted = false;
-      record.bus = tracked;
+      record.watcher = watcher;
     }
-    return tracked;
   }
 
-  /** An event published on a tracked bus (before the SDK sees it). @internal */
-  observe(bus: TrackedBus, event: AgentEventLike): void {
-    const ticket = bus.pending;
+  /** An event published on a watched bus (before the SDK sees it). @internal */
+  observe(watcher: RunWatcher, event: AgentEventLike): void {
+    const ticket = watcher.pending;
     if (ticket !== undefined) {
-      bus.pending = undefined;
-      const context = bus.context;
-      bus.context = undefined;
-      if (event.kind !== 'message') ticket.settleDedup(bus.taskId);
+      watcher.pending = undefined;
+      const context = watcher.context;
+      watcher.context = undefined;
+      if (event.kind !== 'message') ticket.settleDedup(watcher.taskId);
       else ticket.settleDedup(undefined, { message: event.data, ...answerScopeOf(context) });
     }
     if (this.records.size === 0) return;
-    const record = this.records.get(bus.taskId);
-    if (record === undefined) return;
+    const record = this.records.get(watcher.taskId);
+    // Every run's watcher sees the bus's events: the latest run's follows the task's state.
+    if (record === undefined || record.watcher !== watcher) return;
     const state = event.kind === 'message' ? undefined : event.data?.status?.state;
     if (state === undefined) return;
     if (TERMINAL_TASK_STATES.has(state)) {
-      this.end(bus.taskId, record);
+      this.end(watcher.taskId, record);
     } else if (INTERRUPTED_TASK_STATES.has(state)) {
       record.interrupted = true;
       record.interruptedAtMs = this.options.nowMs();
-      if (this.options.releaseOnInterrupted) this.end(bus.taskId, record);
+      if (this.options.releaseOnInterrupted) this.end(watcher.taskId, record);
     } else {
       record.interrupted = false;
     }
@@ -358,17 +348,19 @@ export class TaskLeaseTracker {
    *
    * @internal
    */
-  observeFinished(bus: TrackedBus): void {
-    const record = this.records.size === 0 ? undefined : this.records.get(bus.taskId);
+  observeFinished(watcher: RunWatcher): void {
+    const record = this.records.size === 0 ? undefined : this.records.get(watcher.taskId);
     const keep = record?.interrupted === true && !this.options.releaseOnInterrupted;
-    const ticket = bus.pending;
+    const ticket = watcher.pending;
     if (ticket !== undefined) {
       // Finished before any event: no task, unless it is one kept waiting on its caller.
-      bus.pending = undefined;
-      bus.context = undefined;
-      ticket.settleDedup(keep ? bus.taskId : undefined);
+      watcher.pending = undefined;
+      watcher.context = undefined;
+      ticket.settleDedup(keep ? watcher.taskId : undefined);
     }
-    if (!keep) this.end(bus.taskId, record);
+    if (!keep && (record === undefined || record.watcher === watcher)) {
+      this.end(watcher.taskId, record);
+    }
   }
 
   /**
@@ -392,6 +384,6 @@ export class TaskLeaseTracker {
     this.records.delete(taskId);
     this.options.release(record.leases);
     record.leases = [];
-    record.bus = undefined;
+    record.watcher = undefined;
   }
 }

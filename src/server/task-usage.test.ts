@@ -10,7 +10,7 @@ function book(
   return new TaskUsageBook({
     ticketHeader: 'x-ticket',
     admittedBy: () => undefined,
-    charge: async (request, units, settle) => {
+    charge: async (request, units, { settle }) => {
       charged.push([request, units]);
       settled.push([request.caller, units, settle]);
     },
@@ -29,20 +29,20 @@ describe('TaskUsageBook: kept identities are shared, not copied per task', () =>
       b.remember(
         `t${i}`,
         { caller: name.slice(0, 4096) + name.slice(4096), method: 'SendMessage' },
-        false,
+        { live: false },
       );
     }
-    b.remember('other', { caller: 'short', method: 'SendMessage', tenant: 'a' }, false);
+    b.remember('other', { caller: 'short', method: 'SendMessage', tenant: 'a' }, { live: false });
     expect(b.size()).toBe(1001);
     expect(b.identityCount()).toBe(2);
     await b.reporterOf('t7').report(5);
     expect(charged).toEqual([[{ caller: name, method: 'SendMessage' }, 5]]);
     // Same caller, another tenant: an identity of its own.
-    b.remember('t-tenant', { caller: name, method: 'SendMessage', tenant: 'b' }, false);
+    b.remember('t-tenant', { caller: name, method: 'SendMessage', tenant: 'b' }, { live: false });
     expect(b.identityCount()).toBe(3);
     // Past the TTL, the next remember drops the expired tasks and their shared identities.
     clock.now += TASK_USAGE_TTL_MS + 1;
-    b.remember('late', { caller: 'late', method: 'SendMessage' }, false);
+    b.remember('late', { caller: 'late', method: 'SendMessage' }, { live: false });
     expect(b.size()).toBe(1);
     expect(b.identityCount()).toBe(1);
   });
@@ -65,13 +65,13 @@ describe("TaskUsageBook: a report settles its own admission's reservation once",
     const b = book({ now: 0 }, [], settled);
     const alice = { caller: 'alice', method: 'SendMessage' } as const;
     const mallory = { caller: 'mallory', method: 'SendMessage' } as const;
-    b.remember('t', alice, true, 'ticket-a');
-    b.remember('t', alice, true, 'ticket-a'); // the SDK asking twice under one admission
-    b.remember('t', mallory, true, 'ticket-m'); // a follow-up by someone else
+    b.remember('t', alice, { ticketId: 'ticket-a' });
+    b.remember('t', alice, { ticketId: 'ticket-a' }); // the SDK asking twice under one admission
+    b.remember('t', mallory, { ticketId: 'ticket-m' }); // a follow-up by someone else
     await b.reporterOf('t').report(5); // the kept identity is mallory's now
     await b.reporterOf('t').report(6);
-    b.remember('other', alice, true, 'ticket-x');
-    b.remember('t', alice, true, 'ticket-b');
+    b.remember('other', alice, { ticketId: 'ticket-x' });
+    b.remember('t', alice, { ticketId: 'ticket-b' });
     expect(settled).toEqual([
       ['mallory', 5, true],
       ['mallory', 6, false],

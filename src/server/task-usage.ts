@@ -9,9 +9,10 @@
  * the executor still charges the right budgets. Structural SDK types: no SDK import.
  */
 
-import { hasErrorBrand } from '../core/error-brand.js';
+import { BrandedError, isBrandedError } from '../core/branded-error.js';
 import type { RequestIdentity } from '../core/policy.js';
 import type { EventBusManagerLike } from '../core/task-events.js';
+import { type TaskTapSubscriber, taskTapOf } from '../core/task-tap.js';
 import { ticketIdOf } from './task-lease-tracker.js';
 
 /**
@@ -79,15 +80,16 @@ export const TASK_USAGE_ERROR_CODES = { unknownTask: 'ERR_A2A_USAGE_UNKNOWN_TASK
  * reporter.report(100).catch((e) => { if (e instanceof UnknownTaskUsageError) log(e.taskId); });
  * ```
  */
-export class UnknownTaskUsageError extends Error {
-  override readonly name = 'UnknownTaskUsageError';
+export class UnknownTaskUsageError extends BrandedError<typeof TASK_USAGE_ERROR_CODES.unknownTask> {
+  declare readonly name: 'UnknownTaskUsageError';
   /** Brand checked by `instanceof` (across copies of this package). */
-  readonly isUnknownTaskUsageError = true;
-  readonly code = TASK_USAGE_ERROR_CODES.unknownTask;
+  declare readonly isUnknownTaskUsageError: true;
   readonly taskId: string;
 
   constructor(taskId: string) {
     super(
+      'UnknownTaskUsageError',
+      TASK_USAGE_ERROR_CODES.unknownTask,
       `a2a-ratelimit: no admission is known for task ${taskId} (is the SDK's event-bus manager wrapped by limiter.trackTasks?); its usage was not charged`,
     );
     this.taskId = taskId;
@@ -111,7 +113,7 @@ export class UnknownTaskUsageError extends Error {
  * ```
  */
 export function isUnknownTaskUsageError(error: unknown): error is UnknownTaskUsageError {
-  return hasErrorBrand(error, 'isUnknownTaskUsageError');
+  return isBrandedError(error, 'UnknownTaskUsageError');
 }
 
 /**
@@ -131,7 +133,11 @@ export interface TaskUsageBookOptions {
    * Charges usage to a request's usage policies (`limiter.reportUsage`); with `settle`, the
    * report settles the reservation of the admission that ran the task.
    */
-  readonly charge: (request: RequestIdentity, units: number, settle: boolean) => Promise<void>;
+  readonly charge: (
+    request: RequestIdentity,
+    units: number,
+    options: { readonly settle: boolean },
+  ) => Promise<void>;
   /** Current time, ms. */
   readonly nowMs: () => number;
 }
@@ -178,7 +184,7 @@ interface KeptIdentity {
  * await book.reporterOf('task-1').report(4_000);
  * ```
  */
-export class TaskUsageBook {
+export class TaskUsageBook implements TaskTapSubscriber {
   private readonly tasks = new Map<string, KeptIdentity>();
   /** The identities kept tasks refer to, by their fields: one copy per identity. */
   private readonly identities = new Map<string, SharedIdentity>();
@@ -196,31 +202,27 @@ export class TaskUsageBook {
   }
 
   /**
-   * Wraps a bus manager: same behaviour; creating (or resuming) a task's bus under an open
-   * admission records that admission's identity for the task.
+   * Subscribes to `manager`'s task tap (made around it unless it is one): creating (or resuming) a
+   * task's bus under an open admission records that admission's identity for the task.
    */
-  wrap<M extends EventBusManagerLike>(inner: M): M {
-    const wrapper: EventBusManagerLike & { settleByTaskId?: unknown } = {
-      createOrGetByTaskId: (taskId, context) => {
-        const ticketId = ticketIdOf(context, this.options.ticketHeader);
-        const request = ticketId === undefined ? undefined : this.options.admittedBy(ticketId);
-        const bus = inner.createOrGetByTaskId(taskId, context);
-        if (request !== undefined) this.remember(taskId, request, true, ticketId);
-        return bus;
-      },
-      getByTaskId: (taskId, context) => inner.getByTaskId(taskId, context),
-      cleanupByTaskId: (taskId, context) => {
-        // The task's run is over: its identity is kept TASK_USAGE_TTL_MS from now.
-        const kept = this.tasks.get(taskId);
-        if (kept !== undefined) kept.expiresAtMs = this.options.nowMs() + TASK_USAGE_TTL_MS;
-        return inner.cleanupByTaskId(taskId, context);
-      },
-    };
-    const settle = (inner as { settleByTaskId?: (...args: unknown[]) => boolean }).settleByTaskId;
-    if (typeof settle === 'function') {
-      wrapper.settleByTaskId = (...args: unknown[]) => settle.apply(inner, args);
-    }
-    return wrapper as unknown as M;
+  wrap<M extends EventBusManagerLike>(manager: M): M {
+    const tap = taskTapOf(manager);
+    tap.subscribe(this);
+    return tap as unknown as M;
+  }
+
+  /** The SDK asks for a task's bus: under an open admission, its identity is kept. @internal */
+  open(taskId: string, context: unknown): (() => void) | undefined {
+    const ticketId = ticketIdOf(context, this.options.ticketHeader);
+    const request = ticketId === undefined ? undefined : this.options.admittedBy(ticketId);
+    if (request === undefined) return undefined;
+    return () => this.remember(taskId, request, { ticketId });
+  }
+
+  /** The task's run is over: its identity is kept `TASK_USAGE_TTL_MS` from now. @internal */
+  cleanedUp(taskId: string): void {
+    const kept = this.tasks.get(taskId);
+    if (kept !== undefined) kept.expiresAtMs = this.options.nowMs() + TASK_USAGE_TTL_MS;
   }
 
   /**
@@ -228,7 +230,14 @@ export class TaskUsageBook {
    * and `TASK_USAGE_TTL_MS` after. Past 100,000 tasks the oldest finished one goes; a live
    * task's identity is never dropped (it costs less than the bus the SDK itself keeps for it).
    */
-  remember(taskId: string, request: RequestIdentity, live = true, ticketId?: string): void {
+  remember(
+    taskId: string,
+    request: RequestIdentity,
+    {
+      live = true,
+      ticketId,
+    }: { readonly live?: boolean; readonly ticketId?: string | undefined } = {},
+  ): void {
     const nowMs = this.options.nowMs();
     // Shared first, so a task admitted again with the identity it has keeps that one copy.
     const identity = this.share(request);
@@ -305,7 +314,7 @@ export class TaskUsageBook {
           ? kept.identity.request
           : undefined;
     } else if (this.tasks.get(taskId) === undefined) {
-      this.remember(taskId, request, false);
+      this.remember(taskId, request, { live: false });
     }
     const charge = this.options.charge;
     return {
@@ -325,7 +334,7 @@ export class TaskUsageBook {
             settle = true;
           }
         }
-        return charge(request, units, settle);
+        return charge(request, units, { settle });
       },
     };
   }

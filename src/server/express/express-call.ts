@@ -22,32 +22,63 @@ export interface ExpressSteps extends BindingSteps<ExpressCall> {
   readonly pass: RequestHandler;
 }
 
+/** What an {@link ExpressCall} is made of, as a binding classified the request. */
+export interface ExpressCallInit {
+  readonly req: Request;
+  readonly res: Response;
+  readonly next: NextFunction;
+  readonly binding: Binding;
+  readonly method: A2AMethod;
+  readonly tenant: string | undefined;
+  readonly messageId?: string | undefined;
+  /** A v0.3 request (default false). */
+  readonly legacy?: boolean;
+  /** JSON-RPC id (default null: none, and always on REST). */
+  readonly id?: string | number | null;
+  /** The body left unparsed until admitted, and the paths the decision read of it. */
+  readonly pending?: PendingBody | undefined;
+  readonly scannedPaths?: readonly string[];
+}
+
 /**
  * One request's admission state: what the limiter is asked (`caller` and `skill` are filled in by
  * the pipeline), what the answers need (JSON-RPC id, legacy form), and the Express request,
- * response and `next` it answers on. One object per request.
+ * response and `next` it answers on. One object per request, built whole from its
+ * {@link ExpressCallInit}.
  */
 export class ExpressCall implements PipelineCall {
   caller = '';
   skill: string | undefined = undefined;
+  readonly req: Request;
+  readonly res: Response;
+  readonly next: NextFunction;
+  readonly binding: Binding;
+  readonly method: A2AMethod;
+  readonly tenant: string | undefined;
+  readonly messageId: string | undefined;
+  readonly legacy: boolean;
+  /** JSON-RPC id (null on REST). */
+  readonly id: string | number | null;
   /**
    * The body, when it is decided on what a scan read of it and parsed only once admitted; with
    * the paths whose values the decision used (the parsed body must agree).
    */
-  pending: PendingBody | undefined = undefined;
-  scannedPaths: readonly string[] = [];
-  constructor(
-    readonly req: Request,
-    readonly res: Response,
-    readonly next: NextFunction,
-    readonly binding: Binding,
-    readonly method: A2AMethod,
-    readonly tenant: string | undefined,
-    readonly messageId: string | undefined,
-    readonly legacy: boolean,
-    /** JSON-RPC id (null on REST). */
-    readonly id: string | number | null,
-  ) {}
+  pending: PendingBody | undefined;
+  readonly scannedPaths: readonly string[];
+
+  constructor(init: ExpressCallInit) {
+    this.req = init.req;
+    this.res = init.res;
+    this.next = init.next;
+    this.binding = init.binding;
+    this.method = init.method;
+    this.tenant = init.tenant;
+    this.messageId = init.messageId;
+    this.legacy = init.legacy ?? false;
+    this.id = init.id ?? null;
+    this.pending = init.pending;
+    this.scannedPaths = init.scannedPaths ?? [];
+  }
 }
 
 /** A non-empty string, else undefined. */

@@ -173,21 +173,19 @@ export function jsonRpcAdmission(
       writeHttp(res, 200, JSON_RPC_CONTENT, JSON.stringify({ jsonrpc: '2.0', id, error }));
       return;
     }
-    const call = new ExpressCall(
+    const call = new ExpressCall({
       req,
       res,
       next,
-      'jsonrpc',
+      binding: 'jsonrpc',
       method,
-      stringOrUndefined(tenant),
-      stringOrUndefined(fields?.messageId),
-      typeof name === 'string' && name.includes('/'),
+      tenant: stringOrUndefined(tenant),
+      messageId: stringOrUndefined(fields?.messageId),
+      legacy: typeof name === 'string' && name.includes('/'),
       id,
-    );
-    if (pending !== undefined) {
-      call.pending = pending;
-      call.scannedPaths = JSON_RPC_PATHS;
-    }
+      pending,
+      scannedPaths: pending === undefined ? [] : JSON_RPC_PATHS,
+    });
     admitCall(steps, call);
   };
   return (req, res, next) => {

@@ -113,17 +113,15 @@ export function restAdmission(
     }
     if (!accepted) {
       // The v0.3 router parses only its own type and runs the route with no body: decide so.
-      const call = new ExpressCall(
+      const call = new ExpressCall({
         req,
         res,
         next,
-        'rest',
-        route.method,
-        route.tenant,
-        undefined,
-        route.legacy,
-        null,
-      );
+        binding: 'rest',
+        method: route.method,
+        tenant: route.tenant,
+        legacy: route.legacy,
+      });
       admitCall(steps, call);
       return;
     }
@@ -152,23 +150,20 @@ export function restAdmission(
           return;
         }
       }
-      const call = new ExpressCall(
+      const call = new ExpressCall({
         req,
         res,
         next,
-        'rest',
-        route.method,
+        binding: 'rest',
+        method: route.method,
         // The SDK scopes a REST request by its path tenant alone (`req.params.tenant`): a body
         // or query `tenant` changes nothing it does, so it changes nothing here either.
-        route.tenant,
+        tenant: route.tenant,
         messageId,
-        route.legacy,
-        null,
-      );
-      if (pending !== undefined) {
-        call.pending = pending;
-        call.scannedPaths = isMessage ? REST_MESSAGE_PATHS : [];
-      }
+        legacy: route.legacy,
+        pending,
+        scannedPaths: pending !== undefined && isMessage ? REST_MESSAGE_PATHS : [],
+      });
       admitCall(steps, call);
     });
   };
