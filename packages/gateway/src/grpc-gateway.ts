@@ -8,14 +8,15 @@
  * (a refusal is UNAUTHENTICATED), its webhooks checked, and the limiter decides. A rejection is
  * the limiter's own gRPC encoding; a copy of an admitted message gets the first copy's task
  * (GetTask on the upstream) without reaching it as a message again; an admitted call is relayed
- * (`grpc-relay.ts`).
+ * (`grpc-relay.ts`), GetExtendedAgentCard's answer rewritten for the caller (`extended-card.ts`).
  */
 
 import type { IncomingMessage } from 'node:http';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { A2AMethod } from 'a2a-ratelimit';
 import { grpcMethodOf, readGrpcRequestFields } from 'a2a-ratelimit/server';
-import type { GatewayRefusal, IdentifyRequest } from './gateway-options.js';
+import { callerGrpcExtendedCard } from './extended-card.js';
+import type { IdentifyRequest } from './gateway-options.js';
 import {
   GRPC_PREFIX_BYTES,
   GrpcFrameReader,
@@ -58,7 +59,9 @@ export interface GrpcGatewayHost extends GrpcRelayHost {
   readonly maxMessageBytes: number;
   /** Why a webhook URL is refused, or undefined when all pass (or checks are off). */
   readonly checkWebhooks: (urls: readonly string[]) => Promise<string | undefined>;
-  readonly refused: (refusal: GatewayRefusal) => void;
+  /** The gateway's public base URL and gRPC target (the caller's extended card names them). */
+  readonly publicBase: () => string;
+  readonly grpcPublicTarget: () => string | undefined;
   /** Counts a call in flight; the function returned ends it. */
   readonly begin: () => () => void;
   readonly log: (line: string) => void;
@@ -318,6 +321,18 @@ export function createGrpcHandler(
         tenant: fields.tenant,
         caller: identity.caller,
       },
+      // The caller's extended card shows its own tier and limits.
+      rewriteAnswer:
+        method === 'GetExtendedAgentCard'
+          ? (message: Buffer) =>
+              callerGrpcExtendedCard(
+                message,
+                limiter,
+                identity,
+                host.publicBase(),
+                host.grpcPublicTarget(),
+              )
+          : undefined,
     };
     await relayGrpcCall(host, call);
   };
