@@ -7,7 +7,8 @@
  * in-process interceptor reads them; the caller is identified from the call's headers and socket
  * (a refusal is UNAUTHENTICATED), its webhooks checked, and the limiter decides. A rejection is
  * the limiter's own gRPC encoding; a copy of an admitted message gets the first copy's task
- * (GetTask on the upstream) without reaching it as a message again; an admitted call is relayed
+ * (GetTask on the upstream) or the Message it was answered with, without reaching it as a
+ * message again; an admitted call is relayed
  * (`grpc-relay.ts`), GetExtendedAgentCard's answer rewritten for the caller (`extended-card.ts`).
  */
 
@@ -24,6 +25,7 @@ import {
   messageBytes,
   READABLE_ENCODINGS,
 } from './grpc-frames.js';
+import { encodeGrpcMessage, wrapMessage } from './grpc-message.js';
 import {
   type GrpcCallToRelay,
   type GrpcRelayHost,
@@ -299,7 +301,14 @@ export function createGrpcHandler(
       return;
     }
     if (outcome.status === 'duplicate') {
-      await answerDuplicate(stream, headers, method, fields, outcome.taskId);
+      await answerDuplicate(
+        stream,
+        headers,
+        method,
+        fields,
+        outcome.taskId,
+        outcome.answer?.message,
+      );
       return;
     }
     stopDeadline();
@@ -337,14 +346,33 @@ export function createGrpcHandler(
     await relayGrpcCall(host, call);
   };
 
-  /** A retried copy: the first copy's task (GetTask on the upstream, this copy's credentials). */
+  /** Answers a copy with one message (a wrapped Task or Message) and status OK. */
+  const answerWith = (stream: ServerHttp2Stream, message: Uint8Array): void => {
+    stream.respond(
+      { ':status': 200, 'content-type': 'application/grpc' },
+      { waitForTrailers: true },
+    );
+    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.end(grpcFrame(message));
+  };
+
+  /**
+   * A retried copy: the first copy's task (GetTask on the upstream, this copy's credentials), or
+   * the Message the first copy was answered with.
+   */
   const answerDuplicate = async (
     stream: ServerHttp2Stream,
     headers: IncomingHttpHeaders,
     method: A2AMethod,
     fields: { readonly tenant: string | undefined; readonly messageId: string | undefined },
     taskId: string | undefined,
+    message: unknown,
   ): Promise<void> => {
+    const kept = taskId === undefined ? encodeGrpcMessage(message) : undefined;
+    if (kept !== undefined) {
+      answerWith(stream, wrapMessage(kept));
+      return;
+    }
     if (taskId === undefined) {
       sendGrpcStatus(
         stream,
@@ -365,12 +393,7 @@ export function createGrpcHandler(
       unavailableStatus(stream, method, 'the first copy’s task could not be read');
       return;
     }
-    stream.respond(
-      { ':status': 200, 'content-type': 'application/grpc' },
-      { waitForTrailers: true },
-    );
-    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-    stream.end(grpcFrame(wrapTask(found.message)));
+    answerWith(stream, wrapTask(found.message));
   };
 
   return (stream, headers) => {

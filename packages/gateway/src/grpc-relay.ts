@@ -316,7 +316,13 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
         for (const frame of reader.push(chunk)) {
           const bytes = messageBytes(frame, encoding, host.maxObservedAnswerBytes);
           const sighting = bytes === undefined ? undefined : grpcSightingOf(shape, bytes);
-          if (sighting?.kind !== 'task') continue;
+          if (sighting === undefined) continue;
+          if (sighting.kind === 'message') {
+            // The admission was answered with a Message: kept for its copies (and its usage).
+            if (last === undefined) host.watch.message(scope, sighting.message);
+            last = sighting;
+            continue;
+          }
           // The first sighting binds the admission; later ones only report states.
           host.watch.task(
             last === undefined ? scope : undefined,

@@ -146,3 +146,38 @@ export function encodeStruct(object: Record<string, unknown>): Uint8Array | unde
     return undefined;
   }
 }
+
+/**
+ * The JSON form of an encoded `google.protobuf.Value`; undefined when it is nested too deep or
+ * cannot be read.
+ *
+ * @example
+ * ```ts
+ * decodeValue(encodeValue([1, 'a']) as Uint8Array); // [1, 'a']
+ * ```
+ */
+export function decodeValue(bytes: Uint8Array): unknown {
+  try {
+    return jsonValueOf(bytes, 1);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A JSON value encoded as a `google.protobuf.Value`; undefined when it is nested too deep.
+ *
+ * @example
+ * ```ts
+ * encodeValue({ rows: [1, 2] });
+ * ```
+ */
+export function encodeValue(value: unknown): Uint8Array | undefined {
+  try {
+    const writer = new BinaryWriter();
+    writeValue(writer, value, 1);
+    return writer.finish();
+  } catch {
+    return undefined;
+  }
+}
