@@ -5,8 +5,9 @@
  * the gateway (the gRPC one on the gateway's gRPC target) and exactly the rate-limit extension the
  * library builds in-process for that caller: a free and a pro caller (API keys with tiers) each
  * see their own tier and limits; the upstream's other extensions and fields are kept, a stale
- * copy of the rate-limit extension replaced. Upstreams: the SDK's agent and the stdlib Python
- * agent (python3-grpcio).
+ * copy of the rate-limit extension replaced; an upstream without an extended card: its error
+ * passes through untouched. Upstreams: the SDK's agent and the stdlib Python agent
+ * (python3-grpcio).
  */
 
 import { A2AService } from '@a2a-js/sdk/server/grpc';
@@ -243,3 +244,28 @@ describe.each(UPSTREAMS)(
     });
   },
 );
+
+describe('an upstream without an extended card, over gRPC (upstream: sdk)', () => {
+  it('its error passes through as the agent wrote it', async () => {
+    const upstream = await startSdkGrpcUpstream();
+    closers.push(() => upstream.close());
+    const gw = await gatewayIn(upstream.baseUrl);
+    const ask = async (target: string) => {
+      const client = rawClient(target);
+      closers.push(() => client.close());
+      const metadata = new grpc.Metadata();
+      metadata.set('a2a-version', '1.0');
+      metadata.set('authorization', `Bearer ${FREE_KEY}`);
+      const body = A2AService.getExtendedAgentCard.requestSerialize({ tenant: '' } as never);
+      return (await rawUnary(client, CARD, body, metadata)).error;
+    };
+    const direct = await ask(upstream.grpcTarget);
+    const through = await ask(gw.grpcTarget);
+    expect(direct).toBeDefined();
+    expect(through?.code).toBe(direct?.code);
+    expect(through?.details).toBe(direct?.details);
+    expect(through?.metadata.get('grpc-status-details-bin')).toEqual(
+      direct?.metadata.get('grpc-status-details-bin'),
+    );
+  });
+});
