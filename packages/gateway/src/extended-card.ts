@@ -24,8 +24,9 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * A copy of an extended card (an A2A `AgentCard` object, as decoded from any binding) for
- * `caller`: interface URLs rewritten onto `publicBase`, the rate-limit extension stating the
- * caller's tier and limits (replacing any copy the upstream put there).
+ * `caller`: interface URLs rewritten onto `publicBase` (the gRPC one onto `grpcPublic` when the
+ * gateway relays gRPC), the rate-limit extension stating the caller's tier and limits (replacing
+ * any copy the upstream put there).
  *
  * @example
  * ```ts
@@ -37,8 +38,9 @@ export function callerExtendedCard(
   limiter: Limiter,
   who: ExtendedCardCaller,
   publicBase: string,
+  grpcPublic?: string,
 ): Record<string, unknown> {
-  const { card: rewritten } = rewriteCard(card, publicBase);
+  const { card: rewritten } = rewriteCard(card, publicBase, grpcPublic);
   return withRateLimitExtension(
     rewritten,
     limiter,
