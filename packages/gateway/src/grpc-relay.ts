@@ -130,10 +130,17 @@ export function sendGrpcStatus(
     );
     return;
   }
-  // Headers already went: the status goes as trailers once the data is flushed.
-  stream.once('wantTrailers', () => stream.sendTrailers(fields));
+  // Headers already went: the status goes as trailers once the data is flushed — the relay's own
+  // trailer handler, when the stream has one, sends it instead of the agent's (trailers go once).
+  if (STATUS_OVERRIDES.has(stream) || stream.writableEnded) return;
+  STATUS_OVERRIDES.set(stream, fields);
+  if (stream.listenerCount('wantTrailers') === 0)
+    stream.once('wantTrailers', () => stream.sendTrailers(fields));
   stream.end();
 }
+
+/** A status the gateway decided on a stream whose headers went: sent as its trailers. */
+const STATUS_OVERRIDES = new WeakMap<ServerHttp2Stream, OutgoingHttpHeaders>();
 
 /**
  * Relays an admitted call; resolves when it has ended on both sides (its ticket has then ended).
@@ -303,6 +310,11 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
       else stream.respond(out, { waitForTrailers: true });
     });
     stream.on('wantTrailers', () => {
+      const decided = STATUS_OVERRIDES.get(stream);
+      if (decided !== undefined) {
+        stream.sendTrailers(decided);
+        return;
+      }
       const fields = trailers === undefined ? undefined : relayedHeaders(trailers);
       if (fields !== undefined && fields['grpc-status'] !== undefined) stream.sendTrailers(fields);
       else
@@ -333,7 +345,7 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
           last = sighting;
         }
       }
-      if (stream.closed || stream.destroyed || replaced) return;
+      if (stream.closed || stream.destroyed || stream.writableEnded || replaced) return;
       let out = chunk;
       if (held !== undefined) {
         held.push(chunk);
