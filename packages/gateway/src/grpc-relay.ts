@@ -286,7 +286,7 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
         const rewritten = bytes === undefined ? undefined : call.rewriteAnswer(bytes);
         if (rewritten !== undefined) out = grpcFrame(rewritten);
       }
-      if (out.length === 0 || stream.closed || stream.destroyed) return;
+      if (out.length === 0 || stream.closed || stream.destroyed || stream.writableEnded) return;
       flushHeaders();
       stream.write(out);
     };
