@@ -17,6 +17,8 @@
  *   policies, with nginx and direct alongside;
  * - heap per open stream: 500 SSE streams held open through the gateway (each has had its first
  *   event, so each has its own upstream connection), `heapUsed` after GC before and while open.
+ * - the gRPC row (`gateway-bench-grpc.ts`): unary SendMessage through `--grpc-port` against a
+ *   direct gRPC call to the same upstream, same run: requests/s, added p50 / p99.
  * Prints every figure, then one JSON object as the last line (the goals of issue 27 and whether
  * each is met). Env: BENCH_ROUNDS (3), BENCH_LOAD_MS (2500), BENCH_LAT1_MS (1500), BENCH_STREAMS (500).
  */
@@ -26,6 +28,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { grpcRow } from './gateway-bench-grpc.js';
 import {
   type Child,
   cpuMicrosOf,
@@ -320,6 +323,15 @@ async function main(): Promise<void> {
       );
     }
 
+    const grpc = await grpcRow({
+      rounds: ROUNDS,
+      loadMs: LOAD_MS,
+      lat1Ms: LAT1_MS,
+      warmMs: WARM_MS,
+      inflight: INFLIGHT,
+      config: join(dir, 'gateway.yaml'),
+      keys,
+    });
     const med = (values: readonly number[] | undefined): number => median([...(values ?? [])]);
     const rps = Object.fromEntries(
       targets.map((t) => [t.name, Math.round(med(at64[t.name]?.rps))]),
@@ -393,6 +405,7 @@ async function main(): Promise<void> {
         sseRelayP50Ms: sseSummary.gateway?.p50Ms,
         sseRelayP99Ms,
         heapBytesPerOpenStream,
+        ...grpc,
         bare: byTarget.gateway,
         nginx: byTarget.nginx,
         rps,

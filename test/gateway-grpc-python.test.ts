@@ -1,14 +1,20 @@
 /**
  * gRPC through the gateway in front of the stdlib Python test agent's gRPC server (Debian's
  * python3-grpcio; `test/fixtures/python-agent/grpc_service.py`), found from its card: a call
- * relayed with its credentials; a spent caller makes the agent run nothing; a server stream
- * relayed to its terminal message; a deadline reaches the agent (it sees the call's deadline and
- * the caller leaving). Skipped without python3-grpcio, failed under CI=true.
+ * relayed with its credentials; a spent caller makes the agent run nothing; a rejection read by
+ * grpc-js (`grpc-status-details-bin` decoded), by the SDK's gRPC client and by ours (which waits
+ * and gets through); a server stream relayed to its terminal message; a client cancel (unary and
+ * stream) and a deadline reach the agent (it sees the call's deadline and the caller leaving).
+ * Skipped without python3-grpcio, failed under CI=true.
  */
 
+import type { AgentCard } from '@a2a-js/sdk';
+import { ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
-import type { RatePolicy } from 'a2a-ratelimit';
+import { decodeStatus, type RatePolicy } from 'a2a-ratelimit';
+import { createRetryInterceptor } from 'a2a-ratelimit/client/grpc';
 import { textMessage } from 'a2a-ratelimit/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rawClient, rawUnary, startGrpcGateway } from './gateway-grpc.helpers.js';
@@ -40,10 +46,10 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-async function setup(options: PythonAgentOptions) {
+async function setup(options: PythonAgentOptions, policy: RatePolicy = perCaller) {
   const agent: PythonAgent = await startPythonAgent({ ...options, grpc: true });
   closers.push(() => agent.stop());
-  const gw = await startGrpcGateway(agent.url, { policies: [perCaller] });
+  const gw = await startGrpcGateway(agent.url, { policies: [policy] });
   closers.push(gw.close);
   const client = rawClient(gw.grpcTarget);
   closers.push(() => client.close());
@@ -130,5 +136,87 @@ describe.skipIf(!run)('gRPC through the gateway (upstream: Python stdlib agent)'
     const counts = await agent.counts();
     expect(counts.grpcCallsWithDeadline).toBe(1);
     await until(async () => (await agent.counts()).callsClosedByClient >= 1);
+  });
+
+  it('a rejection read by grpc-js (details decoded), by the SDK’s gRPC client, and by ours (which waits and gets through)', async () => {
+    // One a second per caller, a burst of 1: a refused call is told to wait 1 s.
+    const { agent, gw, client } = await setup(
+      { answer: 'task' },
+      { ...perCaller, limit: 60, windowSeconds: 60, burst: 1 },
+    );
+    expect((await rawUnary(client, SEND, request('r-1'), md('ria'))).error).toBeUndefined();
+    const { error } = await rawUnary(client, SEND, request('r-2'), md('ria'));
+    expect(error?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    const [bin] = (error?.metadata.get('grpc-status-details-bin') ?? []) as Buffer[];
+    const status = decodeStatus(bin as Buffer);
+    expect(status.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(status.details.map((d) => d.type).sort()).toEqual([
+      'ErrorInfo',
+      'QuotaFailure',
+      'RetryInfo',
+    ]);
+    expect(status.details.find((d) => d.type === 'RetryInfo')?.message).toEqual({
+      retryDelay: { seconds: 1n, nanos: 0 },
+    });
+
+    const card = (await (
+      await fetch(`${gw.baseUrl}/.well-known/agent-card.json`)
+    ).json()) as AgentCard;
+    const factory = (interceptors: grpc.Interceptor[]) =>
+      new ClientFactory(
+        ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+          transports: [new GrpcTransportFactory({ grpcCallOptions: { interceptors } })],
+          preferredTransports: ['GRPC'],
+        }),
+      ).createFromAgentCard(card);
+    // The SDK's client (anonymous: a caller of its own): its second message is refused.
+    const sdk = await factory([]);
+    await sdk.sendMessage({ message: textMessage({ messageId: 'r-3', text: 'hi' }) } as never);
+    const refused = await sdk
+      .sendMessage({ message: textMessage({ messageId: 'r-4', text: 'hi' }) } as never)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(String((refused as Error | undefined)?.message)).toMatch(
+      /RESOURCE_EXHAUSTED|per-caller/i,
+    );
+
+    // Our client under the SDK's: it waits the delay the rejection says and gets through.
+    const ours = await factory([createRetryInterceptor({ agent: gw.grpcTarget })]);
+    await ours.sendMessage({ message: textMessage({ messageId: 'r-5', text: 'hi' }) } as never);
+    const counts = await agent.counts();
+    expect(counts.runsByMessageId).toEqual({ 'r-1': 1, 'r-3': 1, 'r-5': 1 });
+  });
+
+  it('a client cancel reaches the agent: unary and stream', async () => {
+    const { agent, client } = await setup({ taskSeconds: 30, blocking: true, updateSeconds: 0.1 });
+    const unary = client.makeUnaryRequest(
+      SEND,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      request('c-1'),
+      md('cai'),
+      {},
+      () => undefined,
+    );
+    await until(async () => (await agent.counts()).runsByMessageId['c-1'] === 1);
+    unary.cancel();
+    await until(async () => (await agent.counts()).callsClosedByClient >= 1);
+
+    const stream = client.makeServerStreamRequest(
+      STREAM,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      request('c-2'),
+      md('cai'),
+      {},
+    );
+    stream.on('error', () => undefined);
+    const first = new Promise((resolve) => stream.once('data', resolve));
+    await first;
+    stream.cancel();
+    await until(async () => (await agent.counts()).streamsClosedByClient >= 1);
+    expect((await agent.counts()).openStreams).toBe(0);
   });
 });

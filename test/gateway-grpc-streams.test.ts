@@ -7,6 +7,7 @@
  * Upstream: the SDK's gRPC agent with no limiter of ours.
  */
 
+import * as http2 from 'node:http2';
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
 import type { ConcurrencyPolicy, Policy, RatePolicy } from 'a2a-ratelimit';
@@ -191,6 +192,46 @@ describe('gRPC streams through the gateway (upstream: SDK)', () => {
     expect(upstream.executions.get('dl-1')).toBe(1);
     await until(() => upstream.cancelled.includes('SendMessage'));
     // The deadline went to the upstream as what was left of it.
+  });
+
+  it('a deadline passing mid-stream (headers sent): DEADLINE_EXCEEDED in the trailers, the upstream cancelled, the gateway serving on', async () => {
+    const { upstream, gw, client } = await setup([]);
+    // A raw HTTP/2 caller that does not enforce its own deadline: the gateway's does.
+    const session = http2.connect(`http://${gw.grpcTarget}`);
+    closers.push(() => session.close());
+    const req = session.request({
+      ':method': 'POST',
+      ':path': STREAM,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'grpc-timeout': '400m',
+      'a2a-version': '1.0',
+      authorization: 'Bearer hank',
+    });
+    const body = request('dm-1', 'hold');
+    const frame = Buffer.alloc(5 + body.length);
+    frame.writeUInt32BE(body.length, 1);
+    body.copy(frame, 5);
+    req.end(frame);
+    let headers: http2.IncomingHttpHeaders | undefined;
+    let data = 0;
+    req.on('response', (h) => {
+      headers = h;
+    });
+    req.on('data', (chunk: Buffer) => {
+      data += chunk.length;
+    });
+    const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve) => {
+      req.on('trailers', resolve);
+      req.on('close', () => resolve({}));
+    });
+    expect(headers?.[':status']).toBe(200);
+    expect(data).toBeGreaterThan(0);
+    expect(trailers['grpc-status']).toBe('4');
+    await until(() => upstream.cancelled.includes('SendStreamingMessage'));
+    // The gateway is still up and relaying.
+    const after = await rawUnary(client, SEND, request('dm-2', 'task'), md('hank'));
+    expect(after.error).toBeUndefined();
   });
 
   it('a task’s slot is held for its life, read from the relayed answer; freed when the task completes', async () => {

@@ -8,7 +8,7 @@
 
 import { createServer, type Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { AGENT_CARD_PATH } from '@a2a-js/sdk';
+import { AGENT_CARD_PATH, type AgentCard } from '@a2a-js/sdk';
 import { DefaultRequestHandler, InMemoryTaskStore, type User } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, type UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
@@ -38,8 +38,26 @@ export interface GrpcTestUpstream {
   readonly executions: Map<string, number>;
   /** Completes every task held WORKING by a `hold` message. */
   releaseHeld(): void;
+  /** Every gRPC call from now on is refused with this status (undefined: none is). */
+  refuse(status: GrpcRefusal | undefined): void;
   close(): Promise<void>;
 }
+
+/** A status the upstream refuses every call with. */
+export interface GrpcRefusal {
+  readonly code: grpc.status;
+  readonly details: string;
+  /** Its trailing metadata (`-bin` keys take bytes). */
+  readonly metadata: Readonly<Record<string, string | Buffer>>;
+  /** Send (empty) headers first, so the status comes as trailers rather than Trailers-Only. */
+  readonly headersFirst?: boolean;
+}
+
+/** Extensions the SDK upstream's extended card carries: one of its own, and a stale rate-limit one. */
+export const UPSTREAM_EXTENSIONS = [
+  { uri: 'https://example.test/ext/other/v1', description: 'kept as it is', params: { a: 1 } },
+  { uri: 'https://a2a-ratelimit.dev/ext/rate-limits/v1', params: { stale: true } },
+] as const;
 
 function userFrom(value: unknown): User {
   const text = Array.isArray(value) ? value[0] : value;
@@ -76,15 +94,38 @@ export async function startSdkGrpcUpstream(
     ),
   );
   const grpcTarget = `127.0.0.1:${port}`;
-  const card = exampleAgentCard({
+  const baseCard = exampleAgentCard({
     name: 'upstream',
     interfaces: [
       { url: grpcTarget, protocolBinding: 'GRPC' },
       { url: `${baseUrl}/a2a/jsonrpc`, protocolBinding: 'JSONRPC' },
     ],
   });
+  const card =
+    options.extendedCard === true
+      ? ({
+          ...baseCard,
+          capabilities: { ...baseCard.capabilities, extendedAgentCard: true },
+        } as AgentCard)
+      : baseCard;
   const executor = scriptedExecutor(executions, held, options);
-  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  const requestHandler = new DefaultRequestHandler(
+    card,
+    new InMemoryTaskStore(),
+    executor,
+    undefined,
+    undefined,
+    undefined,
+    options.extendedCard === true
+      ? async (context?: { user?: User | undefined }) =>
+          ({
+            ...card,
+            name: `upstream (extended for ${context?.user?.userName ?? ''})`,
+            capabilities: { ...card.capabilities, extensions: UPSTREAM_EXTENSIONS },
+          }) as unknown as AgentCard
+      : undefined,
+  );
+  let refusal: GrpcRefusal | undefined;
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
   const httpUser = (async (req: express.Request) =>
     userFrom(req.headers.authorization)) as unknown as typeof UserBuilder.noAuthentication;
@@ -100,6 +141,15 @@ export async function startSdkGrpcUpstream(
       calls.push(rpc);
       authorizations.push(call.metadata.get('authorization')[0]?.toString());
       call.on('cancelled', () => cancelled.push(rpc));
+      if (refusal !== undefined) {
+        const metadata = new grpc.Metadata();
+        for (const [k, v] of Object.entries(refusal.metadata)) metadata.set(k, v);
+        if (refusal.headersFirst === true) call.sendMetadata(new grpc.Metadata());
+        const status = { code: refusal.code, details: refusal.details, metadata };
+        if (typeof callback === 'function') (callback as (e: unknown) => void)(status);
+        else (call as unknown as grpc.ServerWritableStream<unknown, unknown>).emit('error', status);
+        return;
+      }
       return (handler as (c: unknown, cb?: unknown) => unknown)(call, callback);
     }) as grpc.UntypedHandleCall;
   }
@@ -111,6 +161,9 @@ export async function startSdkGrpcUpstream(
     cancelled,
     authorizations,
     executions,
+    refuse(status) {
+      refusal = status;
+    },
     releaseHeld() {
       for (const [id, resolve] of held) {
         held.delete(id);

@@ -2,20 +2,20 @@
  * @module gateway-command
  * `a2a-ratelimit gateway --upstream URL`: the gateway engine (`a2a-ratelimit-gateway`) in front
  * of any A2A agent, with `serve`'s flags for policies, Redis and the wire (`--config`, `--domain`,
- * `--mirror-http-status`, `--redis*`), an admin listener (`/metrics`, `/healthz`, `/readyz`),
+ * `--mirror-http-status`, `--redis*`), an admin listener (`gateway-admin.ts`),
  * its URLs printed when ready, SIGHUP and file changes reloading the config (a bad file keeps the
  * running one), and SIGINT / SIGTERM draining in-flight requests and streams up to a deadline;
  * optionally HTTPS (`gateway-tls.ts`), a refusal log (`refusal-line.ts`) and upstream metrics
- * (`gateway-metrics.ts`).
+ * (`gateway-metrics.ts`); callers identified as `identity:` says (`gateway-identity.ts`), gRPC
+ * relayed with `--grpc-port` (`gateway-grpc-listener.ts`).
  */
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Server as NetServer } from 'node:net';
-import { dirname, resolve as resolvePath } from 'node:path';
 import type { Policy, Store } from 'a2a-ratelimit';
 import type { Limiter } from 'a2a-ratelimit/server';
 import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
-import type { Gateway, IdentifyRequest, IdentityResolver } from 'a2a-ratelimit-gateway';
+import type { Gateway } from 'a2a-ratelimit-gateway';
 import type { CAC } from 'cac';
 import { CliError } from './cli-error.js';
 import {
@@ -24,6 +24,7 @@ import {
   parsePort,
   parsePositiveNumber,
 } from './cli-options.js';
+import { adminHandler } from './gateway-admin.js';
 import { type GatewayConfig, gatewayPolicies, loadGatewayConfig } from './gateway-config.js';
 import {
   advertisedGrpcTarget,
@@ -31,6 +32,7 @@ import {
   listenGrpc,
   parseGrpcFlags,
 } from './gateway-grpc-listener.js';
+import { type GatewayIdentityHolder, identityFromConfig } from './gateway-identity.js';
 import { createTlsServer, parseTlsFlags, reloadTlsOnSignal, type TlsFiles } from './gateway-tls.js';
 import { METRICS_NEED_PROM_CLIENT, metricsIfInstalled } from './optional-metrics.js';
 import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
@@ -108,62 +110,6 @@ export function parseGatewayOptions(flags: Record<string, unknown>): GatewayComm
     ...(redisPrefix === undefined ? {} : { redisPrefix }),
     ...(publicUrl === undefined ? {} : { publicUrl }),
     ...grpc,
-  };
-}
-
-/** The gateway's `identify` hook and the resolver behind it, swapped by a reload. */
-export interface GatewayIdentityHolder {
-  readonly identify: IdentifyRequest;
-  /**
-   * Builds the resolver of another `identity:` and puts it in force; throws a `CliError` naming
-   * the field or file (the running resolver stays) when it cannot.
-   */
-  swap(identity: GatewayConfig['identity'], source: string): Promise<void>;
-  close(): void;
-}
-
-async function resolverOf(
-  identity: GatewayConfig['identity'],
-  source: string,
-): Promise<IdentityResolver> {
-  const { createIdentityResolver, parseIdentityConfig } = await import('a2a-ratelimit-gateway');
-  try {
-    return await createIdentityResolver(parseIdentityConfig(identity), {
-      baseDir: source === '' ? process.cwd() : dirname(resolvePath(source)),
-    });
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    throw new CliError(source === '' ? message : `${source}: ${message}`);
-  }
-}
-
-/**
- * How `identity:` of the config becomes the gateway's `identify` hook: API keys (in clear or as
- * SHA-256, inline or in `apiKeysFile`), JWTs, a trusted proxy's header, else the client address
- * (IPv6 by /64). A refused credential is a 401, never an anonymous admission. Without
- * `identity:`, callers are keyed by client address. `source` is the config file (relative
- * `apiKeysFile` / `jwksFile` paths are read beside it), `''` for none.
- *
- * @example
- * ```ts
- * const holder = await identityFromConfig(config.identity, 'gateway.yaml');
- * ```
- */
-export async function identityFromConfig(
-  identity: GatewayConfig['identity'],
-  source: string,
-): Promise<GatewayIdentityHolder> {
-  const { identifyWith } = await import('a2a-ratelimit-gateway');
-  let current = await resolverOf(identity, source);
-  return {
-    identify: identifyWith(() => current),
-    async swap(next, nextSource) {
-      const replacement = await resolverOf(next, nextSource);
-      const old = current;
-      current = replacement;
-      old.close();
-    },
-    close: () => current.close(),
   };
 }
 
@@ -304,21 +250,7 @@ export async function startGateway(
   let admin: Server | undefined;
   let adminUrl: string | undefined;
   if (options.adminPort !== undefined) {
-    admin = createServer((req: IncomingMessage, res: ServerResponse) => {
-      const path = (req.url ?? '/').split('?')[0];
-      if (path === '/healthz') res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
-      else if (path === '/readyz') {
-        const ready = gateway.isReady();
-        res
-          .writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' })
-          .end(ready ? 'ready\n' : `not ready: ${gateway.cardError() ?? 'no card yet'}\n`);
-      } else if (path === '/metrics' && metrics !== undefined) {
-        metrics.registry.metrics().then(
-          (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
-          () => res.writeHead(500).end(),
-        );
-      } else res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-    });
+    admin = createServer(adminHandler(gateway, metrics?.registry));
     adminUrl = urlOf(options.host, await listen(admin, options.adminPort, options.host));
   }
   return {
@@ -369,7 +301,6 @@ export function gatewayBanner(running: RunningGateway, options: GatewayCommandOp
           `  gRPC        ${running.grpcTarget} (h2c; to the agent's gRPC interface${options.upstreamGrpc === undefined ? '' : ` at ${options.upstreamGrpc}`})`,
         ]),
     `  admin       ${running.adminUrl === undefined ? '(off: --admin-port)' : `${running.adminUrl}/metrics ${running.adminUrl}/healthz ${running.adminUrl}/readyz`}`,
-    ...(running.adminUrl === undefined ? [] : []),
     `  domain      ${running.limiter.domain}`,
     ...running.limiter.policySet.policies.map(
       (p, i) => `  ${i === 0 ? 'policies   ' : '           '} ${describePolicy(p)}`,

@@ -239,6 +239,11 @@ export function createGateway(options: GatewayOptions): Gateway {
     cardError: () => card.lastError,
     log,
     refused,
+    publicBase,
+    grpcPublicTarget: () =>
+      typeof options.grpcPublicTarget === 'function'
+        ? options.grpcPublicTarget()
+        : options.grpcPublicTarget,
     unavailable: (scope, method, retryAfterMs) =>
       refused({
         caller: scope.caller,

@@ -7,22 +7,19 @@
  * in-process interceptor reads them; the caller is identified from the call's headers and socket
  * (a refusal is UNAUTHENTICATED), its webhooks checked, and the limiter decides. A rejection is
  * the limiter's own gRPC encoding; a copy of an admitted message gets the first copy's task
- * (GetTask on the upstream) without reaching it as a message again; an admitted call is relayed
- * (`grpc-relay.ts`).
+ * (GetTask on the upstream) or the Message it was answered with, without reaching it as a
+ * message again; an admitted call is relayed
+ * (`grpc-relay.ts`), GetExtendedAgentCard's answer rewritten for the caller (`extended-card.ts`).
  */
 
-import type { IncomingMessage } from 'node:http';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { A2AMethod } from 'a2a-ratelimit';
 import { grpcMethodOf, readGrpcRequestFields } from 'a2a-ratelimit/server';
-import type { GatewayRefusal, IdentifyRequest } from './gateway-options.js';
-import {
-  GRPC_PREFIX_BYTES,
-  GrpcFrameReader,
-  grpcFrame,
-  messageBytes,
-  READABLE_ENCODINGS,
-} from './grpc-frames.js';
+import { callerGrpcExtendedCard } from './extended-card.js';
+import type { IdentifyRequest } from './gateway-options.js';
+import { identityRequest, readFirstMessage } from './grpc-call-start.js';
+import { grpcFrame, messageBytes, READABLE_ENCODINGS } from './grpc-frames.js';
+import { encodeGrpcMessage, wrapMessage } from './grpc-message.js';
 import {
   type GrpcCallToRelay,
   type GrpcRelayHost,
@@ -58,81 +55,12 @@ export interface GrpcGatewayHost extends GrpcRelayHost {
   readonly maxMessageBytes: number;
   /** Why a webhook URL is refused, or undefined when all pass (or checks are off). */
   readonly checkWebhooks: (urls: readonly string[]) => Promise<string | undefined>;
-  readonly refused: (refusal: GatewayRefusal) => void;
+  /** The gateway's public base URL and gRPC target (the caller's extended card names them). */
+  readonly publicBase: () => string;
+  readonly grpcPublicTarget: () => string | undefined;
   /** Counts a call in flight; the function returned ends it. */
   readonly begin: () => () => void;
   readonly log: (line: string) => void;
-}
-
-/** The first request message, its frame, and whether the caller ended its side. */
-type FirstMessage =
-  | {
-      readonly kind: 'message';
-      readonly message: Buffer;
-      readonly compressed: boolean;
-      /** The message as it came: its 5-byte prefix and bytes (what is forwarded, nothing more). */
-      readonly frame: Buffer;
-      /** Bytes came after the first message (A2A methods take exactly one). */
-      readonly extra: boolean;
-      readonly ended: boolean;
-    }
-  | { readonly kind: 'too-large'; readonly size: number }
-  | { readonly kind: 'none' };
-
-/** Reads until the first message is complete (or over the bound, or the caller ended / left). */
-function readFirstMessage(stream: ServerHttp2Stream, maxBytes: number): Promise<FirstMessage> {
-  return new Promise((resolve) => {
-    const reader = new GrpcFrameReader(maxBytes);
-    let settled = false;
-    const settle = (value: FirstMessage): void => {
-      if (settled) return;
-      settled = true;
-      stream.pause();
-      stream.off('data', onData);
-      stream.off('end', onEnd);
-      stream.off('close', onEnd);
-      resolve(value);
-    };
-    const onData = (chunk: Buffer): void => {
-      const frames = reader.push(chunk);
-      const [frame] = frames;
-      if (frame === undefined) return;
-      if (frame.message === undefined) settle({ kind: 'too-large', size: frame.length });
-      else {
-        const prefix = Buffer.alloc(GRPC_PREFIX_BYTES);
-        prefix[0] = frame.compressed ? 1 : 0;
-        prefix.writeUInt32BE(frame.message.length, 1);
-        settle({
-          kind: 'message',
-          message: frame.message,
-          compressed: frame.compressed,
-          frame: Buffer.concat([prefix, frame.message]),
-          extra: frames.length > 1 || reader.buffered > 0,
-          ended: stream.readableEnded,
-        });
-      }
-    };
-    const onEnd = (): void => settle({ kind: 'none' });
-    stream.on('data', onData);
-    stream.on('end', onEnd);
-    stream.on('close', onEnd);
-  });
-}
-
-/** The request's headers and socket as `identify` reads them (an `IncomingMessage`'s shape). */
-function identityRequest(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): IncomingMessage {
-  const plain: IncomingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers))
-    if (!name.startsWith(':')) plain[name] = value;
-  const authority = headers[':authority'];
-  if (typeof authority === 'string' && plain.host === undefined) plain.host = authority;
-  return {
-    headers: plain,
-    socket: stream.session?.socket ?? {},
-    url: headers[':path'],
-    method: 'POST',
-    httpVersion: '2.0',
-  } as unknown as IncomingMessage;
 }
 
 /**
@@ -296,7 +224,14 @@ export function createGrpcHandler(
       return;
     }
     if (outcome.status === 'duplicate') {
-      await answerDuplicate(stream, headers, method, fields, outcome.taskId);
+      await answerDuplicate(
+        stream,
+        headers,
+        method,
+        fields,
+        outcome.taskId,
+        outcome.answer?.message,
+      );
       return;
     }
     stopDeadline();
@@ -318,18 +253,49 @@ export function createGrpcHandler(
         tenant: fields.tenant,
         caller: identity.caller,
       },
+      // The caller's extended card shows its own tier and limits.
+      rewriteAnswer:
+        method === 'GetExtendedAgentCard'
+          ? (message: Buffer) =>
+              callerGrpcExtendedCard(
+                message,
+                limiter,
+                identity,
+                host.publicBase(),
+                host.grpcPublicTarget(),
+              )
+          : undefined,
     };
     await relayGrpcCall(host, call);
   };
 
-  /** A retried copy: the first copy's task (GetTask on the upstream, this copy's credentials). */
+  /** Answers a copy with one message (a wrapped Task or Message) and status OK. */
+  const answerWith = (stream: ServerHttp2Stream, message: Uint8Array): void => {
+    stream.respond(
+      { ':status': 200, 'content-type': 'application/grpc' },
+      { waitForTrailers: true },
+    );
+    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.end(grpcFrame(message));
+  };
+
+  /**
+   * A retried copy: the first copy's task (GetTask on the upstream, this copy's credentials), or
+   * the Message the first copy was answered with.
+   */
   const answerDuplicate = async (
     stream: ServerHttp2Stream,
     headers: IncomingHttpHeaders,
     method: A2AMethod,
     fields: { readonly tenant: string | undefined; readonly messageId: string | undefined },
     taskId: string | undefined,
+    message: unknown,
   ): Promise<void> => {
+    const kept = taskId === undefined ? encodeGrpcMessage(message) : undefined;
+    if (kept !== undefined) {
+      answerWith(stream, wrapMessage(kept));
+      return;
+    }
     if (taskId === undefined) {
       sendGrpcStatus(
         stream,
@@ -350,12 +316,7 @@ export function createGrpcHandler(
       unavailableStatus(stream, method, 'the first copy’s task could not be read');
       return;
     }
-    stream.respond(
-      { ':status': 200, 'content-type': 'application/grpc' },
-      { waitForTrailers: true },
-    );
-    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-    stream.end(grpcFrame(wrapTask(found.message)));
+    answerWith(stream, wrapTask(found.message));
   };
 
   return (stream, headers) => {

@@ -6,7 +6,11 @@
  * side for task states) and its trailers back. The caller leaving (RST_STREAM) cancels the
  * upstream stream; the deadline (`grpc-timeout`) is passed on as what is left of it and enforced
  * here too; an upstream that cannot be reached, or sends no headers in time, is UNAVAILABLE with
- * `AGENT_UNAVAILABLE` details. The admission's ticket ends when the call ends on either side.
+ * `AGENT_UNAVAILABLE` details; its own RESOURCE_EXHAUSTED / UNAVAILABLE with a delay becomes our
+ * rejection with that delay (`grpc-upstream-rejection.ts`: a unary call's headers wait for its
+ * first message, so a refusal sent as headers then trailers is caught too). A call with
+ * `rewriteAnswer` (the extended card) has its one answer message read whole (bounded) and
+ * rewritten. The admission's ticket ends when the call ends on either side.
  */
 
 import {
@@ -15,11 +19,13 @@ import {
   type OutgoingHttpHeaders,
   type ServerHttp2Stream,
 } from 'node:http2';
-import type { A2AMethod } from 'a2a-ratelimit';
+import { type A2AMethod, REASONS } from 'a2a-ratelimit';
 import type { AdmissionTicket, Limiter } from 'a2a-ratelimit/server';
-import { GrpcFrameReader, messageBytes } from './grpc-frames.js';
+import type { GatewayRefusal } from './gateway-options.js';
+import { GRPC_PREFIX_BYTES, GrpcFrameReader, grpcFrame, messageBytes } from './grpc-frames.js';
 import { GRPC_OBSERVED, grpcSightingOf } from './grpc-sightings.js';
 import { forwardGrpcHeaders, type GrpcUpstream } from './grpc-upstream.js';
+import { grpcUpstreamRejection } from './grpc-upstream-rejection.js';
 import type { TaskSighting } from './task-sightings.js';
 import type { TaskWatch, WatchScope } from './task-watch.js';
 import { unavailableRejection } from './upstream-failure.js';
@@ -32,6 +38,8 @@ export interface GrpcRelayHost {
   readonly upstreamTimeoutMs: number;
   readonly unavailableRetryAfterMs: number;
   readonly maxObservedAnswerBytes: number;
+  /** A call refused (for a log line / metric). */
+  readonly refused: (refusal: GatewayRefusal) => void;
   /** The upstream could not be reached (for a log line / metric). */
   readonly unavailable: (scope: WatchScope, method: A2AMethod, retryAfterMs: number) => void;
   /** A task of this admission is still running once its call ended. */
@@ -52,7 +60,15 @@ export interface GrpcCallToRelay {
   readonly deadlineAtMs: number | undefined;
   readonly ticket: AdmissionTicket;
   readonly scope: WatchScope;
+  /**
+   * Rewrites the one answer message of a unary call (its uncompressed bytes; undefined keeps
+   * them): the answer is then read whole, up to the relay's bound, before it is sent on.
+   */
+  readonly rewriteAnswer?: ((message: Buffer) => Uint8Array | undefined) | undefined;
 }
+
+/** Methods whose answer is a stream of messages (all others answer one). */
+const STREAMING: ReadonlySet<A2AMethod> = new Set(['SendStreamingMessage', 'SubscribeToTask']);
 
 /** Response headers never relayed (hop-by-hop). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade']);
@@ -114,10 +130,17 @@ export function sendGrpcStatus(
     );
     return;
   }
-  // Headers already went: the status goes as trailers once the data is flushed.
-  stream.once('wantTrailers', () => stream.sendTrailers(fields));
+  // Headers already went: the status goes as trailers once the data is flushed — the relay's own
+  // trailer handler, when the stream has one, sends it instead of the agent's (trailers go once).
+  if (STATUS_OVERRIDES.has(stream) || stream.writableEnded) return;
+  STATUS_OVERRIDES.set(stream, fields);
+  if (stream.listenerCount('wantTrailers') === 0)
+    stream.once('wantTrailers', () => stream.sendTrailers(fields));
   stream.end();
 }
+
+/** A status the gateway decided on a stream whose headers went: sent as its trailers. */
+const STATUS_OVERRIDES = new WeakMap<ServerHttp2Stream, OutgoingHttpHeaders>();
 
 /**
  * Relays an admitted call; resolves when it has ended on both sides (its ticket has then ended).
@@ -211,9 +234,66 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
     const shape = GRPC_OBSERVED[call.method];
     const reader = new GrpcFrameReader(host.maxObservedAnswerBytes);
     let encoding: string | undefined;
+    let upHeaders: IncomingHttpHeaders = {};
+    // A unary call's headers, held until its message or its status (then a refusal can replace them).
+    let pending: OutgoingHttpHeaders | undefined;
+    // The answer held whole to be rewritten (`rewriteAnswer`), while within the bound.
+    let held: Buffer[] | undefined = call.rewriteAnswer === undefined ? undefined : [];
+    let heldBytes = 0;
+    let replaced = false;
+    const flushHeaders = (): void => {
+      if (pending === undefined) return;
+      const out = pending;
+      pending = undefined;
+      if (!stream.closed && !stream.destroyed && !stream.headersSent)
+        stream.respond(out, { waitForTrailers: true });
+    };
+    /** The upstream's refusal with a delay, answered as our rejection; true when it was. */
+    const refuseAsOurs = (fields: IncomingHttpHeaders): boolean => {
+      const rejection = grpcUpstreamRejection(call.method, fields, host.limiter.clock.nowMs());
+      if (rejection === undefined) return false;
+      host.refused({
+        caller: scope.caller,
+        method: call.method,
+        binding: 'grpc',
+        status: rejection.kind === 'quota' ? 429 : 503,
+        policy: rejection.policy,
+        retryAfterMs: rejection.retryAfterMs,
+        reason: rejection.reason ?? REASONS[rejection.kind],
+        ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
+      });
+      const encoded = host.limiter.encodeGrpc(rejection);
+      replaced = true;
+      pending = undefined;
+      held = undefined;
+      sendGrpcStatus(stream, encoded.code, encoded.message, encoded.trailers);
+      return true;
+    };
+    /** Sends the held answer on: rewritten when it is one whole message and the call succeeded. */
+    const releaseHeld = (): void => {
+      if (held === undefined) return;
+      const all = Buffer.concat(held);
+      held = undefined;
+      let out: Uint8Array = all;
+      if (call.rewriteAnswer !== undefined && String(trailers?.['grpc-status']) === '0') {
+        const whole = new GrpcFrameReader(host.maxObservedAnswerBytes);
+        const frames = whole.push(all);
+        const [frame] = frames;
+        const bytes =
+          frame === undefined || frames.length !== 1 || whole.buffered !== 0
+            ? undefined
+            : messageBytes(frame, encoding, host.maxObservedAnswerBytes);
+        const rewritten = bytes === undefined ? undefined : call.rewriteAnswer(bytes);
+        if (rewritten !== undefined) out = grpcFrame(rewritten);
+      }
+      if (out.length === 0 || stream.closed || stream.destroyed || stream.writableEnded) return;
+      flushHeaders();
+      stream.write(out);
+    };
     up.on('response', (headers, flags) => {
       if (stream.closed || stream.destroyed) return;
       responded = true;
+      upHeaders = headers;
       const out: OutgoingHttpHeaders = {
         ...relayedHeaders(headers),
         ...ticket.headers,
@@ -222,12 +302,19 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
       const enc = headers['grpc-encoding'];
       encoding = typeof enc === 'string' ? enc : undefined;
       if ((flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0) {
-        stream.respond(out, { endStream: true });
+        // Trailers-Only: the status is in these headers.
+        if (!refuseAsOurs(headers)) stream.respond(out, { endStream: true });
         return;
       }
-      stream.respond(out, { waitForTrailers: true });
+      if (!STREAMING.has(call.method)) pending = out;
+      else stream.respond(out, { waitForTrailers: true });
     });
     stream.on('wantTrailers', () => {
+      const decided = STATUS_OVERRIDES.get(stream);
+      if (decided !== undefined) {
+        stream.sendTrailers(decided);
+        return;
+      }
       const fields = trailers === undefined ? undefined : relayedHeaders(trailers);
       if (fields !== undefined && fields['grpc-status'] !== undefined) stream.sendTrailers(fields);
       else
@@ -241,7 +328,13 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
         for (const frame of reader.push(chunk)) {
           const bytes = messageBytes(frame, encoding, host.maxObservedAnswerBytes);
           const sighting = bytes === undefined ? undefined : grpcSightingOf(shape, bytes);
-          if (sighting?.kind !== 'task') continue;
+          if (sighting === undefined) continue;
+          if (sighting.kind === 'message') {
+            // The admission was answered with a Message: kept for its copies (and its usage).
+            if (last === undefined) host.watch.message(scope, sighting.message);
+            last = sighting;
+            continue;
+          }
           // The first sighting binds the admission; later ones only report states.
           host.watch.task(
             last === undefined ? scope : undefined,
@@ -252,27 +345,55 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
           last = sighting;
         }
       }
-      if (stream.closed || stream.destroyed) return;
-      if (!stream.write(chunk)) up.pause();
+      if (stream.closed || stream.destroyed || stream.writableEnded || replaced) return;
+      let out = chunk;
+      if (held !== undefined) {
+        held.push(chunk);
+        heldBytes += chunk.length;
+        if (heldBytes <= host.maxObservedAnswerBytes + GRPC_PREFIX_BYTES) return;
+        // Too large to rewrite: sent on as it came.
+        out = Buffer.concat(held);
+        held = undefined;
+      }
+      flushHeaders();
+      if (!stream.write(out)) up.pause();
     });
     stream.on('drain', () => up.resume());
     up.on('trailers', (headers) => {
       trailers = headers;
+      if (stream.closed || stream.destroyed || replaced) return;
+      // Headers, no message, then a refusal in the trailers.
+      if (pending !== undefined && heldBytes === 0 && refuseAsOurs({ ...upHeaders, ...headers }))
+        return;
+      releaseHeld();
+      flushHeaders();
     });
     up.on('end', () => {
-      if (responded && !stream.closed && !stream.destroyed && stream.headersSent) {
-        if (!stream.writableEnded) stream.end();
-      }
+      if (!responded || replaced || stream.closed || stream.destroyed) return;
+      releaseHeld();
+      flushHeaders();
+      if (stream.headersSent && !stream.writableEnded) stream.end();
     });
     up.on('error', (error: Error & { code?: string }) => {
       if (!responded) unavailable(error.code ?? error.message);
     });
     up.on('close', () => {
-      if (!responded && !stream.closed && !stream.destroyed && !stream.headersSent) {
+      const open = !stream.closed && !stream.destroyed;
+      if (!responded && open && !stream.headersSent) {
         unavailable(`the upstream stream closed (HTTP/2 code ${up.rstCode ?? 0})`);
-      } else if (responded && trailers === undefined && !stream.writableEnded) {
-        // Reset mid-answer: the wantTrailers handler sends UNAVAILABLE.
-        if (!stream.closed && !stream.destroyed) stream.end();
+      } else if (
+        responded &&
+        !replaced &&
+        trailers === undefined &&
+        open &&
+        !stream.writableEnded
+      ) {
+        if (!stream.headersSent) {
+          // Reset before its headers went on: nothing of the answer was sent.
+          pending = undefined;
+          held = undefined;
+          unavailable(`the upstream stream closed (HTTP/2 code ${up.rstCode ?? 0})`);
+        } else stream.end(); // Reset mid-answer: the wantTrailers handler sends UNAVAILABLE.
       }
       if (stream.closed || stream.destroyed || stream.writableEnded) {
         if (stream.closed) finish();

@@ -1,5 +1,6 @@
 import { A2AService } from '@a2a-js/sdk/server/grpc';
 import { describe, expect, it } from 'vitest';
+import { encodeGrpcMessage, wrapMessage } from './grpc-message.js';
 import {
   encodeGetTaskRequest,
   grpcSightingOf,
@@ -42,17 +43,58 @@ describe('grpc-sightings (read with the SDK’s own encoder on the other side)',
         $case: 'message',
         value: {
           messageId: 'm',
-          contextId: '',
+          contextId: 'c',
           taskId: '',
-          parts: [],
+          parts: [
+            {
+              content: { $case: 'text', value: 'hi' },
+              metadata: undefined,
+              filename: '',
+              mediaType: '',
+            },
+            {
+              content: { $case: 'data', value: { rows: [1, 'a', true, null] } },
+              metadata: { k: 'v' },
+              filename: 'f.json',
+              mediaType: 'application/json',
+            },
+            {
+              content: { $case: 'raw', value: Buffer.from('abc') },
+              metadata: undefined,
+              filename: '',
+              mediaType: '',
+            },
+          ],
           role: 2,
-          metadata: undefined,
-          extensions: [],
+          metadata: { usage: { totalTokens: 7 } },
+          extensions: ['https://ext/1'],
           referenceTaskIds: [],
         },
       },
     } as never);
-    expect(grpcSightingOf('wrapped', message)).toBeUndefined();
+    const json = {
+      messageId: 'm',
+      contextId: 'c',
+      role: 'ROLE_AGENT',
+      parts: [
+        { text: 'hi' },
+        {
+          data: { rows: [1, 'a', true, null] },
+          metadata: { k: 'v' },
+          filename: 'f.json',
+          mediaType: 'application/json',
+        },
+        { raw: Buffer.from('abc').toString('base64') },
+      ],
+      metadata: { usage: { totalTokens: 7 } },
+      extensions: ['https://ext/1'],
+    };
+    expect(grpcSightingOf('wrapped', message)).toEqual({ kind: 'message', message: json });
+    // … and back: the bytes the SDK decodes to the same Message.
+    const again = A2AService.sendMessage.responseDeserialize(
+      Buffer.from(wrapMessage(encodeGrpcMessage(json) as Uint8Array)),
+    );
+    expect(again).toEqual(A2AService.sendMessage.responseDeserialize(message));
     expect(grpcSightingOf('wrapped', Buffer.from([0x0a, 0x50, 1]))).toBeUndefined();
   });
 

@@ -4,11 +4,13 @@
  * reader from the A2A 1.0 proto (`lf.a2a.v1`): a `SendMessageResponse` / `StreamResponse` (task 1,
  * message 2, status_update 3), a bare `Task` (GetTask, CancelTask); a Task's id (1) and
  * `status.state` (3 → 1), a status update's task_id (1) and `status.state`, and their `metadata`
- * (Task 6, update 4; JSON form, where usage reports are read). Every other field is skipped
+ * (Task 6, update 4; JSON form, where usage reports are read); a Message answer (2) in its JSON
+ * form (`grpc-message.ts`). Every other field is skipped
  * undecoded. And the one request the gateway writes itself: `GetTaskRequest`.
  */
 
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import { grpcMessageJson } from './grpc-message.js';
 import { decodeStruct } from './grpc-struct.js';
 import type { TaskSighting } from './task-sightings.js';
 
@@ -71,8 +73,8 @@ function taskOf(bytes: Uint8Array, metadataField: 6 | 4): TaskSighting | undefin
 }
 
 /**
- * The task one answer message of a method of `shape` names; undefined when it names none (a
- * Message answer, which the gateway does not keep for copies on gRPC) or cannot be read.
+ * The task one answer message of a method of `shape` names, or the Message it is (its JSON form,
+ * kept for copies of the request); undefined when it names neither or cannot be read.
  *
  * @example
  * ```ts
@@ -87,8 +89,11 @@ export function grpcSightingOf(
     if (shape === 'task') return taskOf(bytes, 6);
     let sighting: TaskSighting | undefined;
     readFields(bytes, (field, reader, wireType) => {
-      if (wireType !== WireType.LengthDelimited || (field !== 1 && field !== 3)) return false;
-      sighting = taskOf(reader.bytes(), field === 1 ? 6 : 4);
+      if (wireType !== WireType.LengthDelimited || field < 1 || field > 3) return false;
+      if (field === 2) {
+        const message = grpcMessageJson(reader.bytes());
+        sighting = message === undefined ? undefined : { kind: 'message', message };
+      } else sighting = taskOf(reader.bytes(), field === 1 ? 6 : 4);
       return true;
     });
     return sighting;

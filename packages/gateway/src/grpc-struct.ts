@@ -2,10 +2,11 @@
  * @module grpc-struct
  * A `google.protobuf.Struct` read from its wire bytes into its JSON form (the shape a Task's
  * `metadata` has on JSON-RPC and REST), so usage reports are read from gRPC answers by the same
- * dotted path. Bounded: nesting deeper than {@link MAX_STRUCT_DEPTH} is refused.
+ * dotted path; and a JSON object written as a Struct (the rate-limit extension's `params` on a
+ * gRPC extended card). Bounded: nesting deeper than {@link MAX_STRUCT_DEPTH} is refused.
  */
 
-import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
+import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 
 /** Nesting (structs and lists) deeper than this is not read: the whole Struct is undefined. */
 export const MAX_STRUCT_DEPTH = 64;
@@ -85,6 +86,97 @@ function structOf(bytes: Uint8Array, depth: number): Record<string, unknown> {
 export function decodeStruct(bytes: Uint8Array): Record<string, unknown> | undefined {
   try {
     return structOf(bytes, 1);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes one JSON value as a `Value`'s fields. */
+function writeValue(writer: BinaryWriter, value: unknown, depth: number): void {
+  if (depth > MAX_STRUCT_DEPTH) throw new TooDeep();
+  if (value === null) writer.tag(1, WireType.Varint).int32(0);
+  else if (typeof value === 'number') writer.tag(2, WireType.Bit64).double(value);
+  else if (typeof value === 'string') writer.tag(3, WireType.LengthDelimited).string(value);
+  else if (typeof value === 'boolean') writer.tag(4, WireType.Varint).bool(value);
+  else if (Array.isArray(value)) {
+    writer.tag(6, WireType.LengthDelimited).fork();
+    for (const item of value) {
+      if (item === undefined) continue;
+      writer.tag(1, WireType.LengthDelimited).fork();
+      writeValue(writer, item, depth + 1);
+      writer.join();
+    }
+    writer.join();
+  } else if (typeof value === 'object') {
+    writer.tag(5, WireType.LengthDelimited).fork();
+    writeStruct(writer, value as Record<string, unknown>, depth + 1);
+    writer.join();
+  } else writer.tag(1, WireType.Varint).int32(0);
+}
+
+/** Writes a JSON object as a `Struct`'s map entries (undefined members left out, as JSON does). */
+function writeStruct(writer: BinaryWriter, object: Record<string, unknown>, depth: number): void {
+  if (depth > MAX_STRUCT_DEPTH) throw new TooDeep();
+  for (const [key, value] of Object.entries(object)) {
+    if (value === undefined) continue;
+    writer.tag(1, WireType.LengthDelimited).fork();
+    writer.tag(1, WireType.LengthDelimited).string(key);
+    writer.tag(2, WireType.LengthDelimited).fork();
+    writeValue(writer, value, depth);
+    writer.join();
+    writer.join();
+  }
+}
+
+/**
+ * A JSON object encoded as a `google.protobuf.Struct`; undefined when it is nested deeper than
+ * {@link MAX_STRUCT_DEPTH}.
+ *
+ * @example
+ * ```ts
+ * decodeStruct(encodeStruct({ callerTier: 'pro' }) as Uint8Array); // { callerTier: 'pro' }
+ * ```
+ */
+export function encodeStruct(object: Record<string, unknown>): Uint8Array | undefined {
+  try {
+    const writer = new BinaryWriter();
+    writeStruct(writer, object, 1);
+    return writer.finish();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The JSON form of an encoded `google.protobuf.Value`; undefined when it is nested too deep or
+ * cannot be read.
+ *
+ * @example
+ * ```ts
+ * decodeValue(encodeValue([1, 'a']) as Uint8Array); // [1, 'a']
+ * ```
+ */
+export function decodeValue(bytes: Uint8Array): unknown {
+  try {
+    return jsonValueOf(bytes, 1);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A JSON value encoded as a `google.protobuf.Value`; undefined when it is nested too deep.
+ *
+ * @example
+ * ```ts
+ * encodeValue({ rows: [1, 2] });
+ * ```
+ */
+export function encodeValue(value: unknown): Uint8Array | undefined {
+  try {
+    const writer = new BinaryWriter();
+    writeValue(writer, value, 1);
+    return writer.finish();
   } catch {
     return undefined;
   }

@@ -1,0 +1,102 @@
+/**
+ * @module grpc-call-start
+ * The start of a gRPC call at the gateway: its first request message read from the HTTP/2 stream
+ * (bounded: a larger one is reported by its size, unread; bytes after it noted, as A2A methods
+ * take one), and its headers and socket in the shape `identify` reads (an `IncomingMessage`'s).
+ */
+
+import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import { GRPC_PREFIX_BYTES, GrpcFrameReader } from './grpc-frames.js';
+
+/** The first request message, its frame, and whether the caller ended its side. */
+export type FirstMessage =
+  | {
+      readonly kind: 'message';
+      readonly message: Buffer;
+      readonly compressed: boolean;
+      /** The message as it came: its 5-byte prefix and bytes (what is forwarded, nothing more). */
+      readonly frame: Buffer;
+      /** Bytes came after the first message (A2A methods take exactly one). */
+      readonly extra: boolean;
+      readonly ended: boolean;
+    }
+  | { readonly kind: 'too-large'; readonly size: number }
+  | { readonly kind: 'none' };
+
+/**
+ * Reads until the first message is complete (or over the bound, or the caller ended / left); the
+ * stream is paused with anything after it unread.
+ *
+ * @example
+ * ```ts
+ * const first = await readFirstMessage(stream, 1 << 20);
+ * ```
+ */
+export function readFirstMessage(
+  stream: ServerHttp2Stream,
+  maxBytes: number,
+): Promise<FirstMessage> {
+  return new Promise((resolve) => {
+    const reader = new GrpcFrameReader(maxBytes);
+    let settled = false;
+    const settle = (value: FirstMessage): void => {
+      if (settled) return;
+      settled = true;
+      stream.pause();
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('close', onEnd);
+      resolve(value);
+    };
+    const onData = (chunk: Buffer): void => {
+      const frames = reader.push(chunk);
+      const [frame] = frames;
+      if (frame === undefined) return;
+      if (frame.message === undefined) settle({ kind: 'too-large', size: frame.length });
+      else {
+        const prefix = Buffer.alloc(GRPC_PREFIX_BYTES);
+        prefix[0] = frame.compressed ? 1 : 0;
+        prefix.writeUInt32BE(frame.message.length, 1);
+        settle({
+          kind: 'message',
+          message: frame.message,
+          compressed: frame.compressed,
+          frame: Buffer.concat([prefix, frame.message]),
+          extra: frames.length > 1 || reader.buffered > 0,
+          ended: stream.readableEnded,
+        });
+      }
+    };
+    const onEnd = (): void => settle({ kind: 'none' });
+    stream.on('data', onData);
+    stream.on('end', onEnd);
+    stream.on('close', onEnd);
+  });
+}
+
+/**
+ * The request's headers and socket as `identify` reads them (an `IncomingMessage`'s shape).
+ *
+ * @example
+ * ```ts
+ * const identity = await identify(identityRequest(stream, headers));
+ * ```
+ */
+export function identityRequest(
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+): IncomingMessage {
+  const plain: IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers))
+    if (!name.startsWith(':')) plain[name] = value;
+  const authority = headers[':authority'];
+  if (typeof authority === 'string' && plain.host === undefined) plain.host = authority;
+  return {
+    headers: plain,
+    socket: stream.session?.socket ?? {},
+    url: headers[':path'],
+    method: 'POST',
+    httpVersion: '2.0',
+  } as unknown as IncomingMessage;
+}

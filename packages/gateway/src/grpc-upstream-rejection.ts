@@ -1,0 +1,77 @@
+/**
+ * @module grpc-upstream-rejection
+ * The upstream's own gRPC refusal with a delay, in the seed's shape: `RESOURCE_EXHAUSTED` (8) /
+ * `UNAVAILABLE` (14) carrying a delay — `grpc-retry-pushback-ms`, `retry-after`, or a `RetryInfo`
+ * in `grpc-status-details-bin` (read by the library's `extractRetryHint`, as any client reads it)
+ * — becomes a quota / overload rejection with that delay, encoded by the limiter like every
+ * rejection (the gRPC twin of an upstream 429 / 503 with `Retry-After`). Any other status, or one
+ * without a delay, is relayed as the agent wrote it. Pure.
+ */
+
+import type { IncomingHttpHeaders } from 'node:http2';
+import { type A2AMethod, extractRetryHint, type Rejection } from 'a2a-ratelimit';
+import { UPSTREAM_POLICY } from './upstream-failure.js';
+
+const RESOURCE_EXHAUSTED = 8;
+const UNAVAILABLE = 14;
+
+/** A `grpc-message` value decoded (percent-encoding undone; left as it is when it is not valid). */
+function grpcMessageText(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+/**
+ * The rejection an upstream's status fields (its Trailers-Only headers or its trailers) become,
+ * or undefined when they pass through untouched.
+ *
+ * @example
+ * ```ts
+ * grpcUpstreamRejection('SendMessage', { 'grpc-status': '8', 'retry-after': '3' }, Date.now())?.retryAfterMs; // 3000
+ * ```
+ */
+export function grpcUpstreamRejection(
+  method: A2AMethod,
+  fields: IncomingHttpHeaders,
+  nowMs: number,
+): Rejection | undefined {
+  const code = Number(fields['grpc-status']);
+  if (code !== RESOURCE_EXHAUSTED && code !== UNAVAILABLE) return undefined;
+  const metadata: Record<string, string> = {};
+  for (const [name, value] of Object.entries(fields)) {
+    if (name.startsWith(':') || value === undefined) continue;
+    metadata[name] = Array.isArray(value) ? value.join(',') : String(value);
+  }
+  const message = grpcMessageText(fields['grpc-message']);
+  const hint = extractRetryHint(
+    { kind: 'grpc', code, metadata, ...(message === undefined ? {} : { message }) },
+    nowMs,
+  );
+  const ms = hint.delayMs;
+  if (ms === undefined || hint.doNotRetry === true) return undefined;
+  const seconds = Math.ceil(ms / 1000);
+  if (code === RESOURCE_EXHAUSTED) {
+    return {
+      kind: 'quota',
+      retryAfterMs: ms,
+      policy: UPSTREAM_POLICY,
+      scope: 'agent',
+      subject: 'agent',
+      method,
+      message: `the agent refused the request for now (gRPC RESOURCE_EXHAUSTED); retry after ${seconds} s`,
+    };
+  }
+  return {
+    kind: 'overload',
+    retryAfterMs: ms,
+    policy: UPSTREAM_POLICY,
+    scope: 'agent',
+    subject: 'agent',
+    method,
+    message: `the agent is overloaded (gRPC UNAVAILABLE); retry after ${seconds} s`,
+  };
+}
