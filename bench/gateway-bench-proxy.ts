@@ -7,6 +7,7 @@
  * its `heapUsed` after two full collections (run it with `--expose-gc`).
  */
 
+import { writeHeapSnapshot } from 'node:v8';
 import { parseGatewayOptions, startGateway } from '../packages/cli/src/gateway-command.js';
 import { loadGatewayConfig } from '../packages/cli/src/gateway-config.js';
 
@@ -23,6 +24,13 @@ if (!running.gateway.isReady()) throw new Error(`no card: ${running.gateway.card
 const gc = (globalThis as { gc?: () => void }).gc;
 process.on('message', (raw) => {
   const message = raw as { op: string };
+  if (message.op === 'snapshot' && process.env.BENCH_SNAPSHOT_DIR !== undefined) {
+    // Diagnosis only (BENCH_SNAPSHOT_DIR set): a heap snapshot of this process.
+    const file = writeHeapSnapshot(
+      `${process.env.BENCH_SNAPSHOT_DIR}/gateway-${Date.now()}.heapsnapshot`,
+    );
+    process.send?.({ re: 'snapshot', file });
+  }
   if (message.op === 'heap') {
     gc?.();
     gc?.();

@@ -49,31 +49,49 @@ export interface HttpGatewayDeps {
   readonly publicBase: () => string;
 }
 
-/** A body read, or the answer that refused it. */
-async function readBody(
-  req: IncomingMessage,
-  maxBytes: number,
-): Promise<{ text: string } | { tooLarge: true } | { aborted: true }> {
+/** A body read, or why it was not. */
+type BodyRead = { text: string } | { tooLarge: true } | { aborted: true };
+
+const TOO_LARGE: BodyRead = { tooLarge: true };
+const ABORTED: BodyRead = { aborted: true };
+
+/** A body read whole (bounded) with plain listeners: no async iterator per request. */
+function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyRead> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
     req.resume();
-    return { tooLarge: true };
+    return Promise.resolve(TOO_LARGE);
   }
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  try {
-    for await (const chunk of req) {
-      bytes += (chunk as Buffer).length;
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const settle = (read: BodyRead): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onAborted);
+      req.off('close', onAborted);
+      resolve(read);
+    };
+    const onData = (chunk: Buffer): void => {
+      bytes += chunk.length;
       if (bytes > maxBytes) {
+        settle(TOO_LARGE);
         req.resume();
-        return { tooLarge: true };
+        return;
       }
-      chunks.push(chunk as Buffer);
-    }
-  } catch {
-    return { aborted: true };
-  }
-  return { text: Buffer.concat(chunks).toString('utf8') };
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+      settle({ text: body.toString('utf8') });
+    };
+    // Closed before its end: the client went away (or the stream failed).
+    const onAborted = (): void => settle(ABORTED);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onAborted);
+    req.on('close', onAborted);
+  });
 }
 
 /** The request's tenant for a refusal, when it named one. */
@@ -298,30 +316,22 @@ export function createHttpHandler(
       tenant: request.tenant,
       caller: identity.caller,
     };
-    const taskQuery = queryOf(request, req);
     const running = host.running;
-    await relay(
-      {
-        ...host,
-        running: (taskId, r) => {
-          remember(taskId, taskQuery);
-          running(taskId, r);
-        },
-        // The caller's extended card shows its own tier and limits.
-        ...(request.method === 'GetExtendedAgentCard'
-          ? {
-              rewriteAnswer: (body: Buffer) =>
-                extendedCardBody(binding, body, (c) =>
-                  callerExtendedCard(c, limiter, identity, publicBase()),
-                ),
-            }
-          : {}),
+    await relay(host, req, res, request, ticket, scope, {
+      // Kept only for a task still running (its credentials then read from the request).
+      running: (taskId, r) => {
+        remember(taskId, queryOf(request, req));
+        running(taskId, r);
       },
-      req,
-      res,
-      request,
-      ticket,
-      scope,
-    );
+      // The caller's extended card shows its own tier and limits.
+      ...(request.method === 'GetExtendedAgentCard'
+        ? {
+            rewriteAnswer: (body: Buffer) =>
+              extendedCardBody(binding, body, (c) =>
+                callerExtendedCard(c, limiter, identity, publicBase()),
+              ),
+          }
+        : {}),
+    });
   };
 }

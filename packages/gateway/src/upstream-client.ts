@@ -54,7 +54,8 @@ export function forwardHeaders(
   clientAddress: string | undefined,
 ): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || DROPPED_REQUEST.has(name)) continue;
     out[name] = value;
   }
@@ -67,21 +68,25 @@ export function forwardHeaders(
 }
 
 /**
- * The upstream answer's headers the gateway relays (hop-by-hop fields dropped).
+ * The headers of the answer the gateway writes: the upstream's (hop-by-hop fields dropped), then
+ * `own` (the admission's `RateLimit` fields, lower-case names) over them.
  *
  * @example
  * ```ts
- * for (const [name, value] of answerHeaders(response.headers)) res.setHeader(name, value);
+ * res.writeHead(200, answerHeaders(upstreamHeaders, ticket.headers));
  * ```
  */
 export function answerHeaders(
-  headers: Record<string, string | string[] | undefined>,
-): [string, string | string[]][] {
-  const out: [string, string | string[]][] = [];
-  for (const [name, value] of Object.entries(headers)) {
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  own: Readonly<Record<string, string>> = {},
+): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || DROPPED_ANSWER.has(name)) continue;
-    out.push([name, value]);
+    out[name] = value;
   }
+  for (const name in own) out[name] = own[name] as string;
   return out;
 }
 

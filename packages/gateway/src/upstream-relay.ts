@@ -1,7 +1,7 @@
 /**
  * @module upstream-relay
  * Forwards one admitted request — the canonical one it classified — to the upstream through
- * undici and relays the answer: an SSE stream chunk by chunk as it arrives (never buffered; its
+ * undici (a dispatch handler of its own: no body stream, no abort signal) and relays the answer: an SSE stream chunk by chunk as it arrives (never buffered; its
  * events read on the side for task states), a JSON answer that can name a task read whole (up to
  * a bound) for its task or Message, anything else piped through. The admission's `RateLimit`
  * headers go on the answer; its ticket ends when the exchange ends on either side. The
@@ -9,7 +9,7 @@
  * own 429 / 503 with `Retry-After` → quota / overload with its delay.
  */
 
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { REASONS, type Rejection } from 'a2a-ratelimit';
 import type { AdmissionTicket, Limiter } from 'a2a-ratelimit/server';
 import type { Dispatcher } from 'undici';
@@ -32,17 +32,25 @@ export interface RelayHost {
   readonly unavailableRetryAfterMs: number;
   readonly maxObservedAnswerBytes: number;
   readonly watch: TaskWatch;
-  /** A task of this admission is still running once its answer ended. */
+  /** A task of an admission is still running once its answer ended. */
   readonly running: (taskId: string, request: ClassifiedRequest) => void;
   readonly refused: (refusal: GatewayRefusal) => void;
   /** Told each upstream answer's status and latency (`GatewayOptions.onUpstream`). */
   readonly onUpstream?: ((answer: UpstreamAnswer) => void) | undefined;
+}
+
+/** What one relayed exchange adds to its host. */
+export interface RelayHooks {
+  /** A task of this admission is still running once its answer ended (instead of the host's). */
+  readonly running?: ((taskId: string, request: ClassifiedRequest) => void) | undefined;
   /**
    * Rewrites a 200 JSON answer read whole (the caller's extended card); undefined relays it as
    * the upstream wrote it.
    */
   readonly rewriteAnswer?: ((body: Buffer) => Buffer | undefined) | undefined;
 }
+
+const NO_HOOKS: RelayHooks = {};
 
 /** Methods whose JSON answers name a task (or a Message). */
 const OBSERVED = new Set(['SendMessage', 'GetTask', 'CancelTask']);
@@ -100,190 +108,310 @@ export function rejectionAnswer(
  * await relay(host, req, res, request, ticket, scope);
  * ```
  */
-export async function relay(
+export function relay(
   host: RelayHost,
   req: IncomingMessage,
   res: ServerResponse,
   request: ClassifiedRequest,
   ticket: AdmissionTicket,
   scope: WatchScope,
+  hooks: RelayHooks = NO_HOOKS,
 ): Promise<void> {
-  const abort = new AbortController();
-  const onClose = (): void => {
-    if (!res.writableFinished) abort.abort();
-  };
-  res.on('close', onClose);
-  try {
-    await exchange(host, req, res, request, ticket, scope, abort.signal);
-  } finally {
-    res.off('close', onClose);
-    ticket.end();
-  }
+  return new Promise((resolve) => {
+    const exchange = new Exchange(host, hooks, res, request, ticket, scope, resolve);
+    res.on('close', exchange.onClose);
+    host.dispatcher.dispatch(
+      {
+        origin: host.origin,
+        path: request.path,
+        method: request.verb,
+        headers: forwardHeaders(req.headers, req.socket.remoteAddress),
+        body: request.body ?? null,
+        headersTimeout: host.upstreamTimeoutMs,
+        bodyTimeout: 0,
+      },
+      exchange,
+    );
+  });
 }
 
-async function exchange(
-  host: RelayHost,
-  req: IncomingMessage,
-  res: ServerResponse,
-  request: ClassifiedRequest,
-  ticket: AdmissionTicket,
-  scope: WatchScope,
-  signal: AbortSignal,
-): Promise<void> {
-  const headers = forwardHeaders(req.headers, req.socket.remoteAddress);
-  const sentAt = performance.now();
-  const answered = (status: UpstreamAnswer['status'], error?: UpstreamAnswer['error']): void =>
-    host.onUpstream?.({
-      binding: request.binding,
-      method: request.method,
-      status,
-      ...(error === undefined ? {} : { error }),
-      seconds: (performance.now() - sentAt) / 1000,
-    });
-  let response: Dispatcher.ResponseData;
-  try {
-    response = await host.dispatcher.request({
-      origin: host.origin,
-      path: request.path,
-      method: request.verb,
-      headers,
-      body: request.body ?? null,
-      signal,
-      headersTimeout: host.upstreamTimeoutMs,
-      bodyTimeout: 0,
-    });
-  } catch (error) {
-    if (signal.aborted) return;
-    const why = (error as { code?: string }).code ?? (error as Error).message;
-    answered('error', /TIMEOUT/i.test(why) ? 'timeout' : 'unreachable');
-    const rejection = unavailableRejection(request.method, host.unavailableRetryAfterMs, why);
-    host.refused({
-      caller: scope.caller,
-      method: request.method,
-      binding: request.binding,
-      status: 503,
-      policy: 'upstream',
-      retryAfterMs: rejection.retryAfterMs,
-      reason: rejection.reason ?? REASONS[rejection.kind],
-      ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
-    });
-    writeAnswer(res, rejectionAnswer(host, request, rejection));
-    return;
-  }
-  const status = response.statusCode;
-  answered(status);
-  const retryAfter = response.headers['retry-after'];
-  const rejection = upstreamRejection(
-    request.method,
-    status,
-    typeof retryAfter === 'string' ? retryAfter : undefined,
-    host.limiter.clock.nowMs(),
-  );
-  if (rejection !== undefined) {
-    await response.body.dump().catch(() => undefined);
-    host.refused({
-      caller: scope.caller,
-      method: request.method,
-      binding: request.binding,
-      status: rejection.kind === 'quota' ? 429 : 503,
-      policy: 'upstream',
-      retryAfterMs: rejection.retryAfterMs,
-      reason: rejection.reason ?? REASONS[rejection.kind],
-      ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
-    });
-    writeAnswer(res, rejectionAnswer(host, request, rejection));
-    return;
-  }
-  for (const [name, value] of answerHeaders(response.headers)) res.setHeader(name, value);
-  for (const [name, value] of Object.entries(ticket.headers)) res.setHeader(name, value);
-  res.statusCode = status;
-  const type = String(response.headers['content-type'] ?? '');
-  let last: TaskSighting | undefined;
-  const see = (sighting: TaskSighting | undefined): void => {
-    if (sighting === undefined) return;
-    if (sighting.kind === 'message') host.watch.message(scope, sighting.message);
-    else {
-      // The first sighting binds the admission; later ones only report states.
-      const bind = last === undefined ? scope : undefined;
-      host.watch.task(bind, sighting.taskId, sighting.state, sighting.object);
-    }
-    last = sighting;
+/** How an answer is relayed, once its headers are in. */
+const MODE = {
+  /** No answer headers yet. */
+  waiting: 0,
+  /** The upstream's own 429 / 503 with a delay: its body dropped, a rejection written at its end. */
+  refused: 1,
+  /** An SSE stream: each chunk written as it arrives, its events read on the side. */
+  stream: 2,
+  /** A JSON answer that can name a task: read whole (up to a bound), then written. */
+  read: 3,
+  /** Anything else, or a read answer past its bound: each chunk written as it arrives. */
+  pipe: 4,
+} as const;
+type Mode = (typeof MODE)[keyof typeof MODE];
+
+/** The most of a refused answer's body read (to keep its connection) before it is cut. */
+const MAX_DROPPED_BYTES = 128 * 1024;
+
+/**
+ * One forwarded exchange: the undici dispatch handler (no body stream, no abort signal, no
+ * promise per chunk) writing the answer to the client as it arrives, pausing the upstream while
+ * the client's socket is full, aborting it when the client leaves.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  private controller: Dispatcher.DispatchController | undefined;
+  private mode: Mode = MODE.waiting;
+  /** The client left before its answer was written whole. */
+  private gone = false;
+  private ended = false;
+  private status = 0;
+  private headers: Record<string, string | string[]> | undefined;
+  private rejection: Rejection | undefined;
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  private reader: SseDataReader | undefined;
+  private last: TaskSighting | undefined;
+  private readonly sentAt = performance.now();
+
+  constructor(
+    private readonly host: RelayHost,
+    private readonly hooks: RelayHooks,
+    private readonly res: ServerResponse,
+    private readonly request: ClassifiedRequest,
+    private readonly ticket: AdmissionTicket,
+    private readonly scope: WatchScope,
+    private readonly resolve: () => void,
+  ) {}
+
+  /** The client's connection closed: before the answer was written whole, the upstream's is cut. */
+  readonly onClose = (): void => {
+    if (this.res.writableFinished) return;
+    this.gone = true;
+    this.controller?.abort(new Error('the client went away'));
   };
-  try {
-    if (isStreaming(request.method) && type.startsWith('text/event-stream')) {
-      res.flushHeaders();
-      const reader = new SseDataReader((data) => {
+
+  private readonly onDrain = (): void => {
+    this.controller?.resume();
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.gone) controller.abort(new Error('the client went away'));
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (status < 200) return; // 1xx: informational, the answer follows.
+    try {
+      this.start(status, headers);
+    } catch {
+      this.fail(controller);
+    }
+  }
+
+  private start(status: number, headers: IncomingHttpHeaders): void {
+    this.answered(status);
+    const { host, request } = this;
+    if (status === 429 || status === 503) {
+      const retryAfter = headers['retry-after'];
+      this.rejection = upstreamRejection(
+        request.method,
+        status,
+        typeof retryAfter === 'string' ? retryAfter : undefined,
+        host.limiter.clock.nowMs(),
+      );
+      if (this.rejection !== undefined) {
+        this.mode = MODE.refused;
+        return;
+      }
+    }
+    this.status = status;
+    this.headers = answerHeaders(headers, this.ticket.headers);
+    const type = headers['content-type'];
+    const mediaType = typeof type === 'string' ? type : '';
+    if (isStreaming(request.method) && mediaType.startsWith('text/event-stream')) {
+      this.mode = MODE.stream;
+      this.res.writeHead(status, this.headers);
+      this.res.flushHeaders();
+      this.reader = new SseDataReader((data) => {
         try {
-          see(sightingOfAnswer(request.binding, JSON.parse(data)));
+          this.see(sightingOfAnswer(request.binding, JSON.parse(data)));
         } catch {
           // Not JSON: relayed, not read.
         }
       }, host.maxObservedAnswerBytes);
-      for await (const chunk of response.body) {
-        reader.push(chunk as Buffer);
-        if (!res.write(chunk)) await drained(res, signal);
-      }
-      res.end();
     } else if (
       status === 200 &&
-      (OBSERVED.has(request.method) || host.rewriteAnswer !== undefined) &&
-      type.includes('json')
+      (OBSERVED.has(request.method) || this.hooks.rewriteAnswer !== undefined) &&
+      mediaType.includes('json')
     ) {
-      const chunks: Buffer[] = [];
-      let bytes = 0;
-      let read = true;
-      for await (const chunk of response.body) {
-        if (read) {
-          chunks.push(chunk as Buffer);
-          bytes += (chunk as Buffer).length;
-          if (bytes > host.maxObservedAnswerBytes) {
-            // Too large to read: relayed as it comes.
-            read = false;
-            for (const c of chunks) res.write(c);
-          }
-        } else if (!res.write(chunk)) await drained(res, signal);
-      }
-      if (read) {
-        const body = Buffer.concat(chunks);
-        const rewritten = host.rewriteAnswer?.(body);
-        if (rewritten !== undefined) {
-          res.setHeader('content-length', rewritten.length);
-          res.end(rewritten);
-          return;
-        }
-        try {
-          see(sightingOfAnswer(request.binding, JSON.parse(body.toString('utf8'))));
-        } catch {
-          // Not JSON: relayed, not read.
-        }
-        res.end(body);
-      } else res.end();
+      this.mode = MODE.read;
     } else {
-      for await (const chunk of response.body) {
-        if (!res.write(chunk)) await drained(res, signal);
-      }
-      res.end();
+      this.mode = MODE.pipe;
+      this.res.writeHead(status, this.headers);
     }
-  } catch {
-    // Either side went away mid-answer: the client's answer ends here.
-    res.destroy();
   }
-  if (last?.kind === 'task' && host.watch.watching(last.taskId)) host.running(last.taskId, request);
-}
 
-function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(new Error('client gone'));
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    try {
+      switch (this.mode) {
+        case MODE.refused:
+          this.bytes += chunk.length;
+          if (this.bytes > MAX_DROPPED_BYTES) controller.abort(new Error('refusal body too long'));
+          return;
+        case MODE.stream:
+          // Relayed first, read after: reading never delays an event.
+          this.write(controller, chunk);
+          this.reader?.push(chunk);
+          return;
+        case MODE.read:
+          this.chunks.push(chunk);
+          this.bytes += chunk.length;
+          if (this.bytes > this.host.maxObservedAnswerBytes) {
+            // Too large to read: relayed as it comes.
+            this.mode = MODE.pipe;
+            this.res.writeHead(this.status, this.headers);
+            const last = this.chunks.length - 1;
+            for (let i = 0; i < last; i++) this.res.write(this.chunks[i]);
+            this.write(controller, chunk);
+            this.chunks = [];
+          }
+          return;
+        default:
+          this.write(controller, chunk);
+      }
+    } catch {
+      this.fail(controller);
+    }
+  }
+
+  onResponseEnd(controller: Dispatcher.DispatchController): void {
+    try {
+      if (this.mode === MODE.refused) this.refuse();
+      else if (this.mode === MODE.read) this.endRead();
+      else this.res.end();
+    } catch {
+      this.fail(controller);
       return;
     }
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      if (signal.aborted) reject(new Error('client gone'));
-      else resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
+    this.finish();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.mode === MODE.waiting) {
+      if (!this.gone) this.unavailable(error);
+    } else if (this.mode === MODE.refused) this.refuse();
+    // Either side went away mid-answer: the client's answer ends here.
+    else this.res.destroy();
+    this.finish();
+  }
+
+  /** Writes a chunk; a full socket pauses the upstream until it drains. */
+  private write(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.res.write(chunk) && !this.res.destroyed) {
+      controller.pause();
+      this.res.once('drain', this.onDrain);
+    }
+  }
+
+  private endRead(): void {
+    const res = this.res;
+    const body = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
+    this.chunks = [];
+    const rewritten = this.hooks.rewriteAnswer?.(body);
+    if (rewritten !== undefined) {
+      res.writeHead(this.status, { ...this.headers, 'content-length': rewritten.length });
+      res.end(rewritten);
+      return;
+    }
+    try {
+      this.see(sightingOfAnswer(this.request.binding, JSON.parse(body.toString('utf8'))));
+    } catch {
+      // Not JSON: relayed, not read.
+    }
+    res.writeHead(this.status, this.headers);
+    res.end(body);
+  }
+
+  private see(sighting: TaskSighting | undefined): void {
+    if (sighting === undefined) return;
+    const watch = this.host.watch;
+    if (sighting.kind === 'message') watch.message(this.scope, sighting.message);
+    else {
+      // The first sighting binds the admission; later ones only report states.
+      const bind = this.last === undefined ? this.scope : undefined;
+      watch.task(bind, sighting.taskId, sighting.state, sighting.object);
+    }
+    this.last = sighting;
+  }
+
+  private answered(status: UpstreamAnswer['status'], error?: UpstreamAnswer['error']): void {
+    const onUpstream = this.host.onUpstream;
+    if (onUpstream === undefined) return;
+    onUpstream({
+      binding: this.request.binding,
+      method: this.request.method,
+      status,
+      ...(error === undefined ? {} : { error }),
+      seconds: (performance.now() - this.sentAt) / 1000,
+    });
+  }
+
+  /** The upstream could not be reached, or did not answer in time. */
+  private unavailable(error: Error): void {
+    const { host, request } = this;
+    const why = (error as { code?: string }).code ?? error.message;
+    this.answered('error', /TIMEOUT/i.test(why) ? 'timeout' : 'unreachable');
+    const rejection = unavailableRejection(request.method, host.unavailableRetryAfterMs, why);
+    this.refusal(503, rejection);
+    writeAnswer(this.res, rejectionAnswer(host, request, rejection));
+  }
+
+  /** The upstream's own 429 / 503 with a delay, written as a rejection. */
+  private refuse(): void {
+    const rejection = this.rejection as Rejection;
+    this.refusal(rejection.kind === 'quota' ? 429 : 503, rejection);
+    writeAnswer(this.res, rejectionAnswer(this.host, this.request, rejection));
+  }
+
+  private refusal(status: number, rejection: Rejection): void {
+    const { scope, request } = this;
+    this.host.refused({
+      caller: scope.caller,
+      method: request.method,
+      binding: request.binding,
+      status,
+      policy: 'upstream',
+      retryAfterMs: rejection.retryAfterMs,
+      reason: rejection.reason ?? REASONS[rejection.kind],
+      ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
+    });
+  }
+
+  /** Something failed while writing the answer: both sides are cut. */
+  private fail(controller: Dispatcher.DispatchController): void {
+    this.res.destroy();
+    controller.abort(new Error('the answer could not be relayed'));
+    this.finish();
+  }
+
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.res.off('close', this.onClose);
+    this.res.off('drain', this.onDrain);
+    const last = this.last;
+    if (
+      this.mode >= MODE.stream &&
+      last?.kind === 'task' &&
+      this.host.watch.watching(last.taskId)
+    ) {
+      (this.hooks.running ?? this.host.running)(last.taskId, this.request);
+    }
+    this.ticket.end();
+    this.resolve();
+  }
 }
