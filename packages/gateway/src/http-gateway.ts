@@ -116,6 +116,12 @@ export function createHttpHandler(
   const { limiter, dispatcher, refused } = host;
   const timeoutMs = host.upstreamTimeoutMs;
   const publicBase = deps.publicBase;
+  // A task still running once its answer ended is followed with its admission's credentials
+  // (read from the request then, not built for every request).
+  const relayHost: RelayHost = {
+    ...host,
+    remember: (taskId, request, req) => remember(taskId, queryOf(request, req)),
+  };
 
   // A refused credential: 401 in the binding's format (identity module's encoders); a JWKS that
   // cannot be fetched is the gateway's trouble, not the caller's: 503 with a delay.
@@ -316,22 +322,22 @@ export function createHttpHandler(
       tenant: request.tenant,
       caller: identity.caller,
     };
-    const running = host.running;
-    await relay(host, req, res, request, ticket, scope, {
-      // Kept only for a task still running (its credentials then read from the request).
-      running: (taskId, r) => {
-        remember(taskId, queryOf(request, req));
-        running(taskId, r);
-      },
+    await relay(
+      relayHost,
+      req,
+      res,
+      request,
+      ticket,
+      scope,
       // The caller's extended card shows its own tier and limits.
-      ...(request.method === 'GetExtendedAgentCard'
+      request.method === 'GetExtendedAgentCard'
         ? {
             rewriteAnswer: (body: Buffer) =>
               extendedCardBody(binding, body, (c) =>
                 callerExtendedCard(c, limiter, identity, publicBase()),
               ),
           }
-        : {}),
-    });
+        : undefined,
+    );
   };
 }

@@ -68,26 +68,15 @@ export function forwardHeaders(
 }
 
 /**
- * The headers of the answer the gateway writes: the upstream's (hop-by-hop fields dropped), then
- * `own` (the admission's `RateLimit` fields, lower-case names) over them.
+ * Whether an upstream answer's header (lower-case name) is relayed: hop-by-hop fields are not.
  *
  * @example
  * ```ts
- * res.writeHead(200, answerHeaders(upstreamHeaders, ticket.headers));
+ * isRelayedAnswerHeader('transfer-encoding'); // false
  * ```
  */
-export function answerHeaders(
-  headers: Readonly<Record<string, string | string[] | undefined>>,
-  own: Readonly<Record<string, string>> = {},
-): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined || DROPPED_ANSWER.has(name)) continue;
-    out[name] = value;
-  }
-  for (const name in own) out[name] = own[name] as string;
-  return out;
+export function isRelayedAnswerHeader(name: string): boolean {
+  return !DROPPED_ANSWER.has(name);
 }
 
 /** The caller's fields a GetTask of the gateway's own carries: its credentials and version. */

@@ -1,15 +1,16 @@
 /**
  * @module upstream-relay
  * Forwards one admitted request — the canonical one it classified — to the upstream through
- * undici (a dispatch handler of its own: no body stream, no abort signal) and relays the answer: an SSE stream chunk by chunk as it arrives (never buffered; its
- * events read on the side for task states), a JSON answer that can name a task read whole (up to
- * a bound) for its task or Message, anything else piped through. The admission's `RateLimit`
+ * undici (a dispatch handler of its own: no body stream, abort signal or parsed header object)
+ * and relays the answer: an SSE stream chunk by chunk as it arrives (never buffered; its events
+ * read on the side for task states), a JSON answer that can name a task read whole (up to a
+ * bound) for its task or Message, anything else piped through. The admission's `RateLimit`
  * headers go on the answer; its ticket ends when the exchange ends on either side. The
  * upstream's failures become rejections: unreachable or too slow → 503 `AGENT_UNAVAILABLE`; its
  * own 429 / 503 with `Retry-After` → quota / overload with its delay.
  */
 
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { REASONS, type Rejection } from 'a2a-ratelimit';
 import type { AdmissionTicket, Limiter } from 'a2a-ratelimit/server';
 import type { Dispatcher } from 'undici';
@@ -19,7 +20,7 @@ import type { GatewayAnswer } from './gateway-answers.js';
 import type { GatewayRefusal, UpstreamAnswer } from './gateway-options.js';
 import { SseDataReader, sightingOfAnswer, type TaskSighting } from './task-sightings.js';
 import type { TaskWatch, WatchScope } from './task-watch.js';
-import { answerHeaders, forwardHeaders } from './upstream-client.js';
+import { forwardHeaders, isRelayedAnswerHeader } from './upstream-client.js';
 import { unavailableRejection, upstreamRejection } from './upstream-failure.js';
 
 /** What the relay needs from its gateway. */
@@ -34,6 +35,10 @@ export interface RelayHost {
   readonly watch: TaskWatch;
   /** A task of an admission is still running once its answer ended. */
   readonly running: (taskId: string, request: ClassifiedRequest) => void;
+  /** Keeps how to follow a task still running (told before `running`). */
+  readonly remember?:
+    | ((taskId: string, request: ClassifiedRequest, req: IncomingMessage) => void)
+    | undefined;
   readonly refused: (refusal: GatewayRefusal) => void;
   /** Told each upstream answer's status and latency (`GatewayOptions.onUpstream`). */
   readonly onUpstream?: ((answer: UpstreamAnswer) => void) | undefined;
@@ -41,8 +46,6 @@ export interface RelayHost {
 
 /** What one relayed exchange adds to its host. */
 export interface RelayHooks {
-  /** A task of this admission is still running once its answer ended (instead of the host's). */
-  readonly running?: ((taskId: string, request: ClassifiedRequest) => void) | undefined;
   /**
    * Rewrites a 200 JSON answer read whole (the caller's extended card); undefined relays it as
    * the upstream wrote it.
@@ -118,8 +121,9 @@ export function relay(
   hooks: RelayHooks = NO_HOOKS,
 ): Promise<void> {
   return new Promise((resolve) => {
-    const exchange = new Exchange(host, hooks, res, request, ticket, scope, resolve);
-    res.on('close', exchange.onClose);
+    const exchange = new Exchange(host, hooks, req, res, request, ticket, scope, resolve);
+    (res as Relaying)[EXCHANGE] = exchange;
+    res.on('close', onClientClose);
     host.dispatcher.dispatch(
       {
         origin: host.origin,
@@ -133,6 +137,18 @@ export function relay(
       exchange,
     );
   });
+}
+
+/** Where a client's answer keeps its exchange (one listener for every answer, no closure each). */
+const EXCHANGE = Symbol('exchange');
+type Relaying = ServerResponse & { [EXCHANGE]?: Exchange | undefined };
+
+function onClientClose(this: Relaying): void {
+  this[EXCHANGE]?.clientClosed();
+}
+
+function onClientDrain(this: Relaying): void {
+  this[EXCHANGE]?.clientDrained();
 }
 
 /** How an answer is relayed, once its headers are in. */
@@ -153,19 +169,26 @@ type Mode = (typeof MODE)[keyof typeof MODE];
 /** The most of a refused answer's body read (to keep its connection) before it is cut. */
 const MAX_DROPPED_BYTES = 128 * 1024;
 
+const CLIENT_GONE = 'the client went away';
+
 /**
- * One forwarded exchange: the undici dispatch handler (no body stream, no abort signal, no
- * promise per chunk) writing the answer to the client as it arrives, pausing the upstream while
- * the client's socket is full, aborting it when the client leaves.
+ * One forwarded exchange: the undici dispatch handler (undici's own plain handler interface, the
+ * one its `request` is built on: no body stream, no abort signal, no promise per chunk, the raw
+ * answer headers turned straight into the client's) writing the answer to the client as it
+ * arrives, pausing the upstream while the client's socket is full, cutting it when the client
+ * leaves.
  */
-class Exchange implements Dispatcher.DispatchHandler {
-  private controller: Dispatcher.DispatchController | undefined;
+class Exchange {
+  private abort: ((error: Error) => void) | undefined;
+  private resume: (() => void) | undefined;
+  private paused = false;
   private mode: Mode = MODE.waiting;
   /** The client left before its answer was written whole. */
   private gone = false;
   private ended = false;
   private status = 0;
-  private headers: Record<string, string | string[]> | undefined;
+  /** The answer's headers, names and values in turn (`writeHead`'s flat list). */
+  private headers: string[] = [];
   private rejection: Rejection | undefined;
   private chunks: Buffer[] = [];
   private bytes = 0;
@@ -176,6 +199,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   constructor(
     private readonly host: RelayHost,
     private readonly hooks: RelayHooks,
+    private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     private readonly request: ClassifiedRequest,
     private readonly ticket: AdmissionTicket,
@@ -184,43 +208,54 @@ class Exchange implements Dispatcher.DispatchHandler {
   ) {}
 
   /** The client's connection closed: before the answer was written whole, the upstream's is cut. */
-  readonly onClose = (): void => {
+  clientClosed(): void {
     if (this.res.writableFinished) return;
     this.gone = true;
-    this.controller?.abort(new Error('the client went away'));
-  };
-
-  private readonly onDrain = (): void => {
-    this.controller?.resume();
-  };
-
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.controller = controller;
-    if (this.gone) controller.abort(new Error('the client went away'));
+    this.abort?.(new Error(CLIENT_GONE));
   }
 
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    status: number,
-    headers: IncomingHttpHeaders,
-  ): void {
-    if (status < 200) return; // 1xx: informational, the answer follows.
+  clientDrained(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.resume?.();
+  }
+
+  onConnect(abort: (error: Error) => void): void {
+    this.abort = abort;
+    if (this.gone) abort(new Error(CLIENT_GONE));
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (status < 200) return true; // 1xx: informational, the answer follows.
+    this.resume = resume;
     try {
-      this.start(status, headers);
+      this.start(status, rawHeaders);
     } catch {
-      this.fail(controller);
+      this.fail();
     }
+    return !this.paused;
   }
 
-  private start(status: number, headers: IncomingHttpHeaders): void {
+  private start(status: number, rawHeaders: Buffer[]): void {
     this.answered(status);
     const { host, request } = this;
+    const own = this.ticket.headers;
+    const headers = this.headers;
+    let mediaType = '';
+    let retryAfter: string | undefined;
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+      const name = String(rawHeaders[i]).toLowerCase();
+      const value = (rawHeaders[i + 1] as Buffer).toString('latin1');
+      if (name === 'content-type') mediaType = value;
+      else if (name === 'retry-after') retryAfter = value;
+      if (isRelayedAnswerHeader(name) && !Object.hasOwn(own, name)) headers.push(name, value);
+    }
+    for (const name in own) headers.push(name, own[name] as string);
     if (status === 429 || status === 503) {
-      const retryAfter = headers['retry-after'];
       this.rejection = upstreamRejection(
         request.method,
         status,
-        typeof retryAfter === 'string' ? retryAfter : undefined,
+        retryAfter,
         host.limiter.clock.nowMs(),
       );
       if (this.rejection !== undefined) {
@@ -229,20 +264,11 @@ class Exchange implements Dispatcher.DispatchHandler {
       }
     }
     this.status = status;
-    this.headers = answerHeaders(headers, this.ticket.headers);
-    const type = headers['content-type'];
-    const mediaType = typeof type === 'string' ? type : '';
     if (isStreaming(request.method) && mediaType.startsWith('text/event-stream')) {
       this.mode = MODE.stream;
-      this.res.writeHead(status, this.headers);
+      this.res.writeHead(status, headers);
       this.res.flushHeaders();
-      this.reader = new SseDataReader((data) => {
-        try {
-          this.see(sightingOfAnswer(request.binding, JSON.parse(data)));
-        } catch {
-          // Not JSON: relayed, not read.
-        }
-      }, host.maxObservedAnswerBytes);
+      this.reader = new SseDataReader(this.read, host.maxObservedAnswerBytes);
     } else if (
       status === 200 &&
       (OBSERVED.has(request.method) || this.hooks.rewriteAnswer !== undefined) &&
@@ -251,22 +277,31 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.mode = MODE.read;
     } else {
       this.mode = MODE.pipe;
-      this.res.writeHead(status, this.headers);
+      this.res.writeHead(status, headers);
     }
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  /** An SSE event's data, read for task states. */
+  private readonly read = (data: string): void => {
+    try {
+      this.see(sightingOfAnswer(this.request.binding, JSON.parse(data)));
+    } catch {
+      // Not JSON: relayed, not read.
+    }
+  };
+
+  onData(chunk: Buffer): boolean {
     try {
       switch (this.mode) {
         case MODE.refused:
           this.bytes += chunk.length;
-          if (this.bytes > MAX_DROPPED_BYTES) controller.abort(new Error('refusal body too long'));
-          return;
+          if (this.bytes > MAX_DROPPED_BYTES) this.abort?.(new Error('refusal body too long'));
+          break;
         case MODE.stream:
           // Relayed first, read after: reading never delays an event.
-          this.write(controller, chunk);
+          this.write(chunk);
           this.reader?.push(chunk);
-          return;
+          break;
         case MODE.read:
           this.chunks.push(chunk);
           this.bytes += chunk.length;
@@ -276,31 +311,32 @@ class Exchange implements Dispatcher.DispatchHandler {
             this.res.writeHead(this.status, this.headers);
             const last = this.chunks.length - 1;
             for (let i = 0; i < last; i++) this.res.write(this.chunks[i]);
-            this.write(controller, chunk);
+            this.write(chunk);
             this.chunks = [];
           }
-          return;
+          break;
         default:
-          this.write(controller, chunk);
+          this.write(chunk);
       }
     } catch {
-      this.fail(controller);
+      this.fail();
     }
+    return !this.paused;
   }
 
-  onResponseEnd(controller: Dispatcher.DispatchController): void {
+  onComplete(): void {
     try {
       if (this.mode === MODE.refused) this.refuse();
       else if (this.mode === MODE.read) this.endRead();
       else this.res.end();
     } catch {
-      this.fail(controller);
+      this.fail();
       return;
     }
     this.finish();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+  onError(error: Error): void {
     if (this.mode === MODE.waiting) {
       if (!this.gone) this.unavailable(error);
     } else if (this.mode === MODE.refused) this.refuse();
@@ -310,10 +346,10 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   /** Writes a chunk; a full socket pauses the upstream until it drains. */
-  private write(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (!this.res.write(chunk) && !this.res.destroyed) {
-      controller.pause();
-      this.res.once('drain', this.onDrain);
+  private write(chunk: Buffer): void {
+    if (!this.res.write(chunk) && !this.res.destroyed && !this.paused) {
+      this.paused = true;
+      this.res.once('drain', onClientDrain);
     }
   }
 
@@ -323,7 +359,13 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.chunks = [];
     const rewritten = this.hooks.rewriteAnswer?.(body);
     if (rewritten !== undefined) {
-      res.writeHead(this.status, { ...this.headers, 'content-length': rewritten.length });
+      const headers: string[] = [];
+      for (let i = 0; i + 1 < this.headers.length; i += 2) {
+        const name = this.headers[i] as string;
+        if (name !== 'content-length') headers.push(name, this.headers[i + 1] as string);
+      }
+      headers.push('content-length', String(rewritten.length));
+      res.writeHead(this.status, headers);
       res.end(rewritten);
       return;
     }
@@ -392,24 +434,23 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   /** Something failed while writing the answer: both sides are cut. */
-  private fail(controller: Dispatcher.DispatchController): void {
+  private fail(): void {
     this.res.destroy();
-    controller.abort(new Error('the answer could not be relayed'));
+    this.abort?.(new Error('the answer could not be relayed'));
     this.finish();
   }
 
   private finish(): void {
     if (this.ended) return;
     this.ended = true;
-    this.res.off('close', this.onClose);
-    this.res.off('drain', this.onDrain);
-    const last = this.last;
-    if (
-      this.mode >= MODE.stream &&
-      last?.kind === 'task' &&
-      this.host.watch.watching(last.taskId)
-    ) {
-      (this.hooks.running ?? this.host.running)(last.taskId, this.request);
+    const res = this.res as Relaying;
+    res.off('close', onClientClose);
+    res.off('drain', onClientDrain);
+    res[EXCHANGE] = undefined;
+    const { host, last, request } = this;
+    if (this.mode >= MODE.stream && last?.kind === 'task' && host.watch.watching(last.taskId)) {
+      host.remember?.(last.taskId, request, this.req);
+      host.running(last.taskId, request);
     }
     this.ticket.end();
     this.resolve();
