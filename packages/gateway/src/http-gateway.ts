@@ -9,6 +9,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { REASONS } from 'a2a-ratelimit';
+import { rejectionAnswer, writeAnswer } from './answer-writer.js';
 import {
   type ClassifiedRequest,
   classifyJsonRpc,
@@ -28,7 +29,7 @@ import type { WatchScope } from './task-watch.js';
 import { AGENT_CARD_PATH, type UpstreamCard } from './upstream-card.js';
 import type { TaskQuery } from './upstream-client.js';
 import { unavailableRejection } from './upstream-failure.js';
-import { type RelayHost, rejectionAnswer, relay, writeAnswer } from './upstream-relay.js';
+import { type RelayHost, relay } from './upstream-relay.js';
 
 /** What the HTTP listener needs from its gateway. */
 export interface HttpGatewayDeps {

@@ -14,9 +14,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { REASONS, type Rejection } from 'a2a-ratelimit';
 import type { AdmissionTicket, Limiter } from 'a2a-ratelimit/server';
 import type { Dispatcher } from 'undici';
+import { rejectionAnswer, writeAnswer } from './answer-writer.js';
 import type { ClassifiedRequest } from './classify-request.js';
 import { isStreaming } from './classify-request.js';
-import type { GatewayAnswer } from './gateway-answers.js';
 import type { GatewayRefusal, UpstreamAnswer } from './gateway-options.js';
 import { SseDataReader, sightingOfAnswer, type TaskSighting } from './task-sightings.js';
 import type { TaskWatch, WatchScope } from './task-watch.js';
@@ -57,50 +57,6 @@ const NO_HOOKS: RelayHooks = {};
 
 /** Methods whose JSON answers name a task (or a Message). */
 const OBSERVED = new Set(['SendMessage', 'GetTask', 'CancelTask']);
-
-/**
- * Writes an answer (headers merged; no body for HEAD, which node drops itself).
- *
- * @example
- * ```ts
- * writeAnswer(res, jsonRpcError(null, -32600, 'no'));
- * ```
- */
-export function writeAnswer(
-  res: ServerResponse,
-  answer: GatewayAnswer,
-  extra: Readonly<Record<string, string>> = {},
-): void {
-  if (res.headersSent || res.destroyed) {
-    res.destroy();
-    return;
-  }
-  res.writeHead(answer.status, {
-    ...extra,
-    ...answer.headers,
-    'content-length': Buffer.byteLength(answer.body),
-  });
-  res.end(answer.body);
-}
-
-/**
- * A rejection in the request's binding, written by the limiter's encoders.
- *
- * @example
- * ```ts
- * writeRejection(host, res, request, rejection, limits);
- * ```
- */
-export function rejectionAnswer(
-  host: Pick<RelayHost, 'limiter' | 'mirrorHttpStatus'>,
-  request: Pick<ClassifiedRequest, 'binding' | 'id'>,
-  rejection: Rejection,
-  limits?: Parameters<Limiter['encodeRest']>[1],
-): GatewayAnswer {
-  return request.binding === 'jsonrpc'
-    ? host.limiter.encodeJsonRpc(rejection, request.id, limits, host.mirrorHttpStatus)
-    : host.limiter.encodeRest(rejection, limits);
-}
 
 /**
  * Forwards an admitted request and relays its answer; resolves when the exchange has ended
@@ -268,7 +224,8 @@ class Exchange {
       this.mode = MODE.stream;
       this.res.writeHead(status, headers);
       this.res.flushHeaders();
-      this.reader = new SseDataReader(this.read, host.maxObservedAnswerBytes);
+      this.headers = []; // Written: an open stream keeps nothing it no longer needs.
+      this.reader = new SseDataReader((data) => this.readEvent(data), host.maxObservedAnswerBytes);
     } else if (
       status === 200 &&
       (OBSERVED.has(request.method) || this.hooks.rewriteAnswer !== undefined) &&
@@ -278,17 +235,18 @@ class Exchange {
     } else {
       this.mode = MODE.pipe;
       this.res.writeHead(status, headers);
+      this.headers = [];
     }
   }
 
   /** An SSE event's data, read for task states. */
-  private readonly read = (data: string): void => {
+  private readEvent(data: string): void {
     try {
       this.see(sightingOfAnswer(this.request.binding, JSON.parse(data)));
     } catch {
       // Not JSON: relayed, not read.
     }
-  };
+  }
 
   onData(chunk: Buffer): boolean {
     try {
