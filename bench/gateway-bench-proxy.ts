@@ -4,7 +4,9 @@
  * `a2a-ratelimit gateway` command starts it (`startGateway`: the config's policies and identity,
  * metrics when prom-client is installed): `node gateway-bench-proxy.ts <upstream> <config.yaml |
  * none>`, `none` being no policy at all. Reports its URL over IPC; on `{ op: 'heap' }` answers
- * its `heapUsed` after two full collections (run it with `--expose-gc`).
+ * its `heapUsed` after two full collections (run it with `--expose-gc`); with
+ * `BENCH_SNAPSHOT_DIR` set, `{ op: 'snapshot' }` writes a heap snapshot there (to see what an open
+ * stream holds) and answers its file.
  */
 
 import { writeHeapSnapshot } from 'node:v8';
