@@ -5,7 +5,8 @@
  * (`/a2a/rest`) interface; SendMessage answered with a completed task; SendStreamingMessage an
  * SSE stream of `metadata.events` WORKING updates `metadata.intervalMs` apart, each stamped with
  * its send time (`sentNs`, `process.hrtime.bigint()`), then COMPLETED — or, with `events: 0`, one
- * WORKING update and held open until the client leaves. Reports its port over IPC.
+ * WORKING update and held open until the client leaves. Reports its port over IPC, and on
+ * `{ op: 'connections' }` how many connections it has accepted so far.
  */
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -132,6 +133,15 @@ const server = createServer((req, res) => {
   req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
 });
 server.keepAliveTimeout = 120_000;
+// Connections accepted so far: the bench reads it around each run (is the proxy reusing them?).
+let connections = 0;
+server.on('connection', () => {
+  connections++;
+});
+process.on('message', (raw) => {
+  if ((raw as { op?: string }).op === 'connections')
+    process.send?.({ re: 'connections', connections });
+});
 server.listen(0, '127.0.0.1', () => {
   const port = (server.address() as AddressInfo).port;
   base = `http://127.0.0.1:${port}`;

@@ -10,7 +10,8 @@
  * SendMessage, a fixed number in flight, a new messageId each). Rounds interleave the targets;
  * medians over rounds:
  * - requests/s at 64 in flight, and the CPU µs per request of the proxy process (user + system
- *   time from `/proc/<pid>/stat`, the same reading for nginx and the gateway);
+ *   time from `/proc/<pid>/stat`, the same reading for nginx and the gateway); the connections the
+ *   upstream accepted meanwhile (a proxy reusing its upstream connections opens none);
  * - latency added over the direct call, p50 / p99, at 1 and at 64 in flight;
  * - SSE relay delay: the upstream stamps each event with `process.hrtime.bigint()` (one monotonic
  *   clock for every process), the client takes arrival − stamp; through the gateway without
@@ -240,10 +241,16 @@ async function main(): Promise<void> {
       `targets: ${targets.map((t) => `${t.name} ${t.origin} (pid ${t.pid})`).join(', ')}`,
     );
 
-    const at64: Record<string, { rps: number[]; cpu: number[]; p50: number[]; p99: number[] }> = {};
+    const at64: Record<
+      string,
+      { rps: number[]; cpu: number[]; p50: number[]; p99: number[]; connections: number[] }
+    > = {};
+    // Connections the upstream accepted (does each proxy reuse its upstream connections?).
+    const upstreamConnections = async (): Promise<number> =>
+      (await upstream.ask<{ connections: number }>({ op: 'connections' })).connections;
     const at1: Record<string, { p50: number[]; p99: number[] }> = {};
     for (const t of targets) {
-      at64[t.name] = { rps: [], cpu: [], p50: [], p99: [] };
+      at64[t.name] = { rps: [], cpu: [], p50: [], p99: [], connections: [] };
       at1[t.name] = { p50: [], p99: [] };
     }
     const added = {
@@ -265,17 +272,20 @@ async function main(): Promise<void> {
       const p64: Record<string, LoadResult> = {};
       for (const t of order) {
         await loadOnce(load, t, INFLIGHT, WARM_MS);
+        const connections0 = await upstreamConnections();
         const cpu0 = cpuMicrosOf(t.pid);
         const r = await loadOnce(load, t, INFLIGHT, LOAD_MS);
         const cpuPerRequest = (cpuMicrosOf(t.pid) - cpu0) / r.requests;
+        const opened = (await upstreamConnections()) - connections0;
         p64[t.name] = r;
         const m = at64[t.name];
         m?.rps.push(r.rps);
         m?.cpu.push(cpuPerRequest);
         m?.p50.push(r.p50Ms);
         m?.p99.push(r.p99Ms);
+        m?.connections.push(opened);
         console.log(
-          `round ${round + 1} 64 in flight ${t.name}: ${Math.round(r.rps)} req/s, ${round1(cpuPerRequest)} µs CPU/request, p50 ${round3(r.p50Ms)} ms, p99 ${round3(r.p99Ms)} ms, statuses ${JSON.stringify(r.statuses)}, errors ${r.errors}`,
+          `round ${round + 1} 64 in flight ${t.name}: ${Math.round(r.rps)} req/s, ${round1(cpuPerRequest)} µs CPU/request, p50 ${round3(r.p50Ms)} ms, p99 ${round3(r.p99Ms)} ms, statuses ${JSON.stringify(r.statuses)}, errors ${r.errors}, upstream connections opened ${opened}`,
         );
       }
       const p1: Record<string, LoadResult> = {};
@@ -337,6 +347,9 @@ async function main(): Promise<void> {
       targets.map((t) => [t.name, Math.round(med(at64[t.name]?.rps))]),
     );
     const cpu = Object.fromEntries(targets.map((t) => [t.name, round1(med(at64[t.name]?.cpu))]));
+    const connectionsOpened = Object.fromEntries(
+      targets.map((t) => [t.name, med(at64[t.name]?.connections)]),
+    );
     const summary = (name: string) => ({
       ratioOverNginx: round3(med(at64[name]?.rps) / med(at64.nginx?.rps)),
       cpuMicrosPerRequest: round1(med(at64[name]?.cpu)),
@@ -373,6 +386,9 @@ async function main(): Promise<void> {
     const sseRelayP99Ms = sseSummary.gateway?.p99Ms ?? Number.NaN;
     console.log(`requests/s at ${INFLIGHT} in flight: ${JSON.stringify(rps)}`);
     console.log(`proxy CPU µs per request (direct: the upstream's own): ${JSON.stringify(cpu)}`);
+    console.log(
+      `upstream connections opened per ${LOAD_MS} ms run at ${INFLIGHT} in flight (direct: the load generator's own): ${JSON.stringify(connectionsOpened)}`,
+    );
     console.log(`latency: ${JSON.stringify(latency)}`);
     console.log(`over direct / nginx: ${JSON.stringify(byTarget)}`);
     console.log(`SSE relay delay (upstream send → client arrival): ${JSON.stringify(sseSummary)}`);
@@ -410,6 +426,7 @@ async function main(): Promise<void> {
         nginx: byTarget.nginx,
         rps,
         cpuMicrosPerRequest: cpu,
+        upstreamConnectionsOpenedPerRun: connectionsOpened,
         latency,
         sse: sseSummary,
         heap: heap.map((h) => ({

@@ -10,6 +10,7 @@ import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { WebhookPolicy } from 'a2a-ratelimit/push';
 import { createAddressKey } from 'a2a-ratelimit/server';
 import { Agent, type Dispatcher } from 'undici';
+import { writeAnswer } from './answer-writer.js';
 import type { ClassifiedRequest } from './classify-request.js';
 import { restError } from './gateway-answers.js';
 import {
@@ -25,7 +26,7 @@ import { TaskFollower } from './task-follower.js';
 import { TaskWatch } from './task-watch.js';
 import { UpstreamCard } from './upstream-card.js';
 import { credentialsOf, type TaskQuery } from './upstream-client.js';
-import { type RelayHost, writeAnswer } from './upstream-relay.js';
+import type { RelayHost } from './upstream-relay.js';
 import { UsageReports } from './usage-reports.js';
 import { defaultWebhookPolicy, refusedWebhook, systemResolveHost } from './webhook-check.js';
 

@@ -9,6 +9,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { REASONS } from 'a2a-ratelimit';
+import { rejectionAnswer, writeAnswer } from './answer-writer.js';
 import {
   type ClassifiedRequest,
   classifyJsonRpc,
@@ -28,7 +29,7 @@ import type { WatchScope } from './task-watch.js';
 import { AGENT_CARD_PATH, type UpstreamCard } from './upstream-card.js';
 import type { TaskQuery } from './upstream-client.js';
 import { unavailableRejection } from './upstream-failure.js';
-import { type RelayHost, rejectionAnswer, relay, writeAnswer } from './upstream-relay.js';
+import { type RelayHost, relay } from './upstream-relay.js';
 
 /** What the HTTP listener needs from its gateway. */
 export interface HttpGatewayDeps {
@@ -49,31 +50,49 @@ export interface HttpGatewayDeps {
   readonly publicBase: () => string;
 }
 
-/** A body read, or the answer that refused it. */
-async function readBody(
-  req: IncomingMessage,
-  maxBytes: number,
-): Promise<{ text: string } | { tooLarge: true } | { aborted: true }> {
+/** A body read, or why it was not. */
+type BodyRead = { text: string } | { tooLarge: true } | { aborted: true };
+
+const TOO_LARGE: BodyRead = { tooLarge: true };
+const ABORTED: BodyRead = { aborted: true };
+
+/** A body read whole (bounded) with plain listeners: no async iterator per request. */
+function readBody(req: IncomingMessage, maxBytes: number): Promise<BodyRead> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
     req.resume();
-    return { tooLarge: true };
+    return Promise.resolve(TOO_LARGE);
   }
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  try {
-    for await (const chunk of req) {
-      bytes += (chunk as Buffer).length;
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const settle = (read: BodyRead): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onAborted);
+      req.off('close', onAborted);
+      resolve(read);
+    };
+    const onData = (chunk: Buffer): void => {
+      bytes += chunk.length;
       if (bytes > maxBytes) {
+        settle(TOO_LARGE);
         req.resume();
-        return { tooLarge: true };
+        return;
       }
-      chunks.push(chunk as Buffer);
-    }
-  } catch {
-    return { aborted: true };
-  }
-  return { text: Buffer.concat(chunks).toString('utf8') };
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+      settle({ text: body.toString('utf8') });
+    };
+    // Closed before its end: the client went away (or the stream failed).
+    const onAborted = (): void => settle(ABORTED);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onAborted);
+    req.on('close', onAborted);
+  });
 }
 
 /** The request's tenant for a refusal, when it named one. */
@@ -98,6 +117,12 @@ export function createHttpHandler(
   const { limiter, dispatcher, refused } = host;
   const timeoutMs = host.upstreamTimeoutMs;
   const publicBase = deps.publicBase;
+  // A task still running once its answer ended is followed with its admission's credentials
+  // (read from the request then, not built for every request).
+  const relayHost: RelayHost = {
+    ...host,
+    remember: (taskId, request, req) => remember(taskId, queryOf(request, req)),
+  };
 
   // A refused credential: 401 in the binding's format (identity module's encoders); a JWKS that
   // cannot be fetched is the gateway's trouble, not the caller's: 503 with a delay.
@@ -298,30 +323,22 @@ export function createHttpHandler(
       tenant: request.tenant,
       caller: identity.caller,
     };
-    const taskQuery = queryOf(request, req);
-    const running = host.running;
     await relay(
-      {
-        ...host,
-        running: (taskId, r) => {
-          remember(taskId, taskQuery);
-          running(taskId, r);
-        },
-        // The caller's extended card shows its own tier and limits.
-        ...(request.method === 'GetExtendedAgentCard'
-          ? {
-              rewriteAnswer: (body: Buffer) =>
-                extendedCardBody(binding, body, (c) =>
-                  callerExtendedCard(c, limiter, identity, publicBase()),
-                ),
-            }
-          : {}),
-      },
+      relayHost,
       req,
       res,
       request,
       ticket,
       scope,
+      // The caller's extended card shows its own tier and limits.
+      request.method === 'GetExtendedAgentCard'
+        ? {
+            rewriteAnswer: (body: Buffer) =>
+              extendedCardBody(binding, body, (c) =>
+                callerExtendedCard(c, limiter, identity, publicBase()),
+              ),
+          }
+        : undefined,
     );
   };
 }

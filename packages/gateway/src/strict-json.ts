@@ -53,7 +53,10 @@ export function parseStrictJson(text: string, maxDepth: number): StrictJson {
       }
       i++;
       let j = i;
-      while (j < n && /\s/.test(text[j] as string)) j++;
+      // JSON whitespace: space, tab, LF, CR.
+      for (let w = text.charCodeAt(j); w === 0x20 || w === 0x09 || w === 0x0a || w === 0x0d; ) {
+        w = text.charCodeAt(++j);
+      }
       if (text.charCodeAt(j) === 0x3a) {
         const open = keys.at(-1);
         const key = keyText(text, start, i);

@@ -43,6 +43,14 @@ describe('task sightings', () => {
     expect(seen).toEqual(['{"a":1}', '1\n2', '3']);
   });
 
+  it('decodes UTF-8 split anywhere across chunks, and ignores a leading BOM', () => {
+    const seen: string[] = [];
+    const reader = new SseDataReader((d) => seen.push(d), 1000);
+    const bytes = new TextEncoder().encode('\uFEFFdata: é😀\r\n\r\ndata:ü\n\n');
+    for (const byte of bytes) reader.push(Uint8Array.of(byte));
+    expect(seen).toEqual(['é😀', 'ü']);
+  });
+
   it('skips an event longer than its bound', () => {
     const seen: string[] = [];
     const reader = new SseDataReader((d) => seen.push(d), 10);

@@ -121,8 +121,10 @@ export function sightingOfAnswer(
 }
 
 /**
- * Splits an SSE byte stream into events as it arrives (CRLF, LF or CR line ends) and hands each
- * event's joined `data` to `onData`; an event longer than `maxEventBytes` is skipped.
+ * Splits an SSE byte stream into events as it arrives (CRLF, LF or CR line ends; a leading BOM
+ * ignored) and hands each event's joined `data` to `onData`; an event longer than `maxEventBytes`
+ * is skipped. Works on the bytes (line ends are ASCII, never inside a UTF-8 sequence): only `data`
+ * values are decoded, and nothing is held between chunks but an unfinished line.
  *
  * @example
  * ```ts
@@ -131,12 +133,14 @@ export function sightingOfAnswer(
  * ```
  */
 export class SseDataReader {
-  private pending = '';
+  /** The bytes of a line a chunk ended inside (a copy). */
+  private pending: Buffer | undefined;
   private data: string[] = [];
+  private dataBytes = 0;
   private skipping = false;
+  private started = false;
   /** The last chunk ended in a CR (a LF opening the next one belongs to it). */
   private afterCr = false;
-  private readonly decoder = new TextDecoder();
 
   constructor(
     private readonly onData: (data: string) => void,
@@ -145,40 +149,82 @@ export class SseDataReader {
 
   /** Reads a chunk. */
   push(chunk: Uint8Array): void {
-    let text = this.pending + this.decoder.decode(chunk, { stream: true });
+    const bytes = Buffer.isBuffer(chunk)
+      ? chunk
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const n = bytes.length;
+    let from = 0;
     // The LF of a CRLF split across chunks: its CR already ended the line.
-    if (this.afterCr && this.pending === '' && text.startsWith('\n')) text = text.slice(1);
-    this.afterCr = false;
-    let start = 0;
-    for (;;) {
-      const lf = text.indexOf('\n', start);
-      const cr = text.indexOf('\r', start);
-      const end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
-      if (end < 0) break;
-      this.line(text.slice(start, end));
-      if (text[end] === '\r' && end === text.length - 1) this.afterCr = true;
-      start = end + (text[end] === '\r' && text[end + 1] === '\n' ? 2 : 1);
+    if (this.afterCr && n > 0) {
+      this.afterCr = false;
+      if (bytes[from] === 0x0a) from++;
     }
-    this.pending = text.slice(start);
-    if (this.pending.length > this.maxEventBytes) {
-      this.pending = '';
-      this.skipping = true;
+    for (let i = from; i < n; i++) {
+      const b = bytes[i];
+      if (b !== 0x0a && b !== 0x0d) continue;
+      const pending = this.pending;
+      if (pending === undefined) this.line(bytes, from, i);
+      else {
+        this.pending = undefined;
+        const whole = Buffer.concat([pending, bytes.subarray(from, i)]);
+        this.line(whole, 0, whole.length);
+      }
+      if (b === 0x0d) {
+        if (i + 1 === n) this.afterCr = true;
+        else if (bytes[i + 1] === 0x0a) i++;
+      }
+      from = i + 1;
+    }
+    if (from < n) {
+      const rest = bytes.subarray(from);
+      this.pending =
+        this.pending === undefined ? Buffer.from(rest) : Buffer.concat([this.pending, rest]);
+      if (this.pending.length > this.maxEventBytes) {
+        this.pending = undefined;
+        this.skipping = true;
+      }
     }
   }
 
-  private line(line: string): void {
-    if (line === '') {
+  /** One line, `bytes[from..to)`, its end excluded. */
+  private line(bytes: Buffer, at: number, to: number): void {
+    let from = at;
+    if (!this.started) {
+      // The stream's first line: a UTF-8 BOM opening it is not part of it.
+      this.started = true;
+      if (to - from >= 3 && bytes[from] === 0xef && bytes[from + 1] === 0xbb) {
+        if (bytes[from + 2] === 0xbf) from += 3;
+      }
+    }
+    if (from === to) {
       if (!this.skipping && this.data.length > 0) this.onData(this.data.join('\n'));
       this.data = [];
+      this.dataBytes = 0;
       this.skipping = false;
       return;
     }
-    if (this.skipping || !line.startsWith('data')) return;
-    if (line.length > 4 && line[4] !== ':') return;
-    const value = line.slice(5);
-    this.data.push(value.startsWith(' ') ? value.slice(1) : value);
-    if (this.data.reduce((n, d) => n + d.length, 0) > this.maxEventBytes) {
+    // `data`, then the line's end or `:` and the value (one leading space dropped).
+    if (
+      this.skipping ||
+      to - from < 4 ||
+      bytes[from] !== 0x64 ||
+      bytes[from + 1] !== 0x61 ||
+      bytes[from + 2] !== 0x74 ||
+      bytes[from + 3] !== 0x61
+    ) {
+      return;
+    }
+    let start = from + 4;
+    if (start < to) {
+      if (bytes[start] !== 0x3a) return;
+      start++;
+      if (bytes[start] === 0x20 && start < to) start++;
+    }
+    this.data.push(bytes.toString('utf8', start, to));
+    this.dataBytes += to - start;
+    if (this.dataBytes > this.maxEventBytes) {
       this.data = [];
+      this.dataBytes = 0;
       this.skipping = true;
     }
   }

@@ -54,7 +54,8 @@ export function forwardHeaders(
   clientAddress: string | undefined,
 ): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || DROPPED_REQUEST.has(name)) continue;
     out[name] = value;
   }
@@ -67,22 +68,15 @@ export function forwardHeaders(
 }
 
 /**
- * The upstream answer's headers the gateway relays (hop-by-hop fields dropped).
+ * Whether an upstream answer's header (lower-case name) is relayed: hop-by-hop fields are not.
  *
  * @example
  * ```ts
- * for (const [name, value] of answerHeaders(response.headers)) res.setHeader(name, value);
+ * isRelayedAnswerHeader('transfer-encoding'); // false
  * ```
  */
-export function answerHeaders(
-  headers: Record<string, string | string[] | undefined>,
-): [string, string | string[]][] {
-  const out: [string, string | string[]][] = [];
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || DROPPED_ANSWER.has(name)) continue;
-    out.push([name, value]);
-  }
-  return out;
+export function isRelayedAnswerHeader(name: string): boolean {
+  return !DROPPED_ANSWER.has(name);
 }
 
 /** The caller's fields a GetTask of the gateway's own carries: its credentials and version. */

@@ -1,9 +1,10 @@
 /**
  * @module upstream-relay
  * Forwards one admitted request — the canonical one it classified — to the upstream through
- * undici and relays the answer: an SSE stream chunk by chunk as it arrives (never buffered; its
- * events read on the side for task states), a JSON answer that can name a task read whole (up to
- * a bound) for its task or Message, anything else piped through. The admission's `RateLimit`
+ * undici (a dispatch handler of its own: no body stream, abort signal or parsed header object)
+ * and relays the answer: an SSE stream chunk by chunk as it arrives (never buffered; its events
+ * read on the side for task states), a JSON answer that can name a task read whole (up to a
+ * bound) for its task or Message, anything else piped through. The admission's `RateLimit`
  * headers go on the answer; its ticket ends when the exchange ends on either side. The
  * upstream's failures become rejections: unreachable or too slow → 503 `AGENT_UNAVAILABLE`; its
  * own 429 / 503 with `Retry-After` → quota / overload with its delay.
@@ -13,13 +14,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { REASONS, type Rejection } from 'a2a-ratelimit';
 import type { AdmissionTicket, Limiter } from 'a2a-ratelimit/server';
 import type { Dispatcher } from 'undici';
+import { rejectionAnswer, writeAnswer } from './answer-writer.js';
 import type { ClassifiedRequest } from './classify-request.js';
 import { isStreaming } from './classify-request.js';
-import type { GatewayAnswer } from './gateway-answers.js';
 import type { GatewayRefusal, UpstreamAnswer } from './gateway-options.js';
 import { SseDataReader, sightingOfAnswer, type TaskSighting } from './task-sightings.js';
 import type { TaskWatch, WatchScope } from './task-watch.js';
-import { answerHeaders, forwardHeaders } from './upstream-client.js';
+import { forwardHeaders, isRelayedAnswerHeader } from './upstream-client.js';
 import { unavailableRejection, upstreamRejection } from './upstream-failure.js';
 
 /** What the relay needs from its gateway. */
@@ -32,11 +33,19 @@ export interface RelayHost {
   readonly unavailableRetryAfterMs: number;
   readonly maxObservedAnswerBytes: number;
   readonly watch: TaskWatch;
-  /** A task of this admission is still running once its answer ended. */
+  /** A task of an admission is still running once its answer ended. */
   readonly running: (taskId: string, request: ClassifiedRequest) => void;
+  /** Keeps how to follow a task still running (told before `running`). */
+  readonly remember?:
+    | ((taskId: string, request: ClassifiedRequest, req: IncomingMessage) => void)
+    | undefined;
   readonly refused: (refusal: GatewayRefusal) => void;
   /** Told each upstream answer's status and latency (`GatewayOptions.onUpstream`). */
   readonly onUpstream?: ((answer: UpstreamAnswer) => void) | undefined;
+}
+
+/** What one relayed exchange adds to its host. */
+export interface RelayHooks {
   /**
    * Rewrites a 200 JSON answer read whole (the caller's extended card); undefined relays it as
    * the upstream wrote it.
@@ -44,52 +53,10 @@ export interface RelayHost {
   readonly rewriteAnswer?: ((body: Buffer) => Buffer | undefined) | undefined;
 }
 
+const NO_HOOKS: RelayHooks = {};
+
 /** Methods whose JSON answers name a task (or a Message). */
 const OBSERVED = new Set(['SendMessage', 'GetTask', 'CancelTask']);
-
-/**
- * Writes an answer (headers merged; no body for HEAD, which node drops itself).
- *
- * @example
- * ```ts
- * writeAnswer(res, jsonRpcError(null, -32600, 'no'));
- * ```
- */
-export function writeAnswer(
-  res: ServerResponse,
-  answer: GatewayAnswer,
-  extra: Readonly<Record<string, string>> = {},
-): void {
-  if (res.headersSent || res.destroyed) {
-    res.destroy();
-    return;
-  }
-  res.writeHead(answer.status, {
-    ...extra,
-    ...answer.headers,
-    'content-length': Buffer.byteLength(answer.body),
-  });
-  res.end(answer.body);
-}
-
-/**
- * A rejection in the request's binding, written by the limiter's encoders.
- *
- * @example
- * ```ts
- * writeRejection(host, res, request, rejection, limits);
- * ```
- */
-export function rejectionAnswer(
-  host: Pick<RelayHost, 'limiter' | 'mirrorHttpStatus'>,
-  request: Pick<ClassifiedRequest, 'binding' | 'id'>,
-  rejection: Rejection,
-  limits?: Parameters<Limiter['encodeRest']>[1],
-): GatewayAnswer {
-  return request.binding === 'jsonrpc'
-    ? host.limiter.encodeJsonRpc(rejection, request.id, limits, host.mirrorHttpStatus)
-    : host.limiter.encodeRest(rejection, limits);
-}
 
 /**
  * Forwards an admitted request and relays its answer; resolves when the exchange has ended
@@ -100,190 +67,350 @@ export function rejectionAnswer(
  * await relay(host, req, res, request, ticket, scope);
  * ```
  */
-export async function relay(
+export function relay(
   host: RelayHost,
   req: IncomingMessage,
   res: ServerResponse,
   request: ClassifiedRequest,
   ticket: AdmissionTicket,
   scope: WatchScope,
+  hooks: RelayHooks = NO_HOOKS,
 ): Promise<void> {
-  const abort = new AbortController();
-  const onClose = (): void => {
-    if (!res.writableFinished) abort.abort();
-  };
-  res.on('close', onClose);
-  try {
-    await exchange(host, req, res, request, ticket, scope, abort.signal);
-  } finally {
-    res.off('close', onClose);
-    ticket.end();
-  }
+  return new Promise((resolve) => {
+    const exchange = new Exchange(host, hooks, req, res, request, ticket, scope, resolve);
+    (res as Relaying)[EXCHANGE] = exchange;
+    res.on('close', onClientClose);
+    host.dispatcher.dispatch(
+      {
+        origin: host.origin,
+        path: request.path,
+        method: request.verb,
+        headers: forwardHeaders(req.headers, req.socket.remoteAddress),
+        body: request.body ?? null,
+        headersTimeout: host.upstreamTimeoutMs,
+        bodyTimeout: 0,
+      },
+      exchange,
+    );
+  });
 }
 
-async function exchange(
-  host: RelayHost,
-  req: IncomingMessage,
-  res: ServerResponse,
-  request: ClassifiedRequest,
-  ticket: AdmissionTicket,
-  scope: WatchScope,
-  signal: AbortSignal,
-): Promise<void> {
-  const headers = forwardHeaders(req.headers, req.socket.remoteAddress);
-  const sentAt = performance.now();
-  const answered = (status: UpstreamAnswer['status'], error?: UpstreamAnswer['error']): void =>
-    host.onUpstream?.({
-      binding: request.binding,
-      method: request.method,
-      status,
-      ...(error === undefined ? {} : { error }),
-      seconds: (performance.now() - sentAt) / 1000,
-    });
-  let response: Dispatcher.ResponseData;
-  try {
-    response = await host.dispatcher.request({
-      origin: host.origin,
-      path: request.path,
-      method: request.verb,
-      headers,
-      body: request.body ?? null,
-      signal,
-      headersTimeout: host.upstreamTimeoutMs,
-      bodyTimeout: 0,
-    });
-  } catch (error) {
-    if (signal.aborted) return;
-    const why = (error as { code?: string }).code ?? (error as Error).message;
-    answered('error', /TIMEOUT/i.test(why) ? 'timeout' : 'unreachable');
-    const rejection = unavailableRejection(request.method, host.unavailableRetryAfterMs, why);
-    host.refused({
-      caller: scope.caller,
-      method: request.method,
-      binding: request.binding,
-      status: 503,
-      policy: 'upstream',
-      retryAfterMs: rejection.retryAfterMs,
-      reason: rejection.reason ?? REASONS[rejection.kind],
-      ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
-    });
-    writeAnswer(res, rejectionAnswer(host, request, rejection));
-    return;
+/** Where a client's answer keeps its exchange (one listener for every answer, no closure each). */
+const EXCHANGE = Symbol('exchange');
+type Relaying = ServerResponse & { [EXCHANGE]?: Exchange | undefined };
+
+function onClientClose(this: Relaying): void {
+  this[EXCHANGE]?.clientClosed();
+}
+
+function onClientDrain(this: Relaying): void {
+  this[EXCHANGE]?.clientDrained();
+}
+
+/** How an answer is relayed, once its headers are in. */
+const MODE = {
+  /** No answer headers yet. */
+  waiting: 0,
+  /** The upstream's own 429 / 503 with a delay: its body dropped, a rejection written at its end. */
+  refused: 1,
+  /** An SSE stream: each chunk written as it arrives, its events read on the side. */
+  stream: 2,
+  /** A JSON answer that can name a task: read whole (up to a bound), then written. */
+  read: 3,
+  /** Anything else, or a read answer past its bound: each chunk written as it arrives. */
+  pipe: 4,
+} as const;
+type Mode = (typeof MODE)[keyof typeof MODE];
+
+/** The most of a refused answer's body read (to keep its connection) before it is cut. */
+const MAX_DROPPED_BYTES = 128 * 1024;
+
+const CLIENT_GONE = 'the client went away';
+
+/**
+ * One forwarded exchange: the undici dispatch handler (undici's own plain handler interface, the
+ * one its `request` is built on: no body stream, no abort signal, no promise per chunk, the raw
+ * answer headers turned straight into the client's) writing the answer to the client as it
+ * arrives, pausing the upstream while the client's socket is full, cutting it when the client
+ * leaves.
+ */
+class Exchange {
+  private abort: ((error: Error) => void) | undefined;
+  private resume: (() => void) | undefined;
+  private paused = false;
+  private mode: Mode = MODE.waiting;
+  /** The client left before its answer was written whole. */
+  private gone = false;
+  private ended = false;
+  private status = 0;
+  /** The answer's headers, names and values in turn (`writeHead`'s flat list). */
+  private headers: string[] = [];
+  private rejection: Rejection | undefined;
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  private reader: SseDataReader | undefined;
+  private last: TaskSighting | undefined;
+  private readonly sentAt = performance.now();
+
+  constructor(
+    private readonly host: RelayHost,
+    private readonly hooks: RelayHooks,
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly request: ClassifiedRequest,
+    private readonly ticket: AdmissionTicket,
+    private readonly scope: WatchScope,
+    private readonly resolve: () => void,
+  ) {}
+
+  /** The client's connection closed: before the answer was written whole, the upstream's is cut. */
+  clientClosed(): void {
+    if (this.res.writableFinished) return;
+    this.gone = true;
+    this.abort?.(new Error(CLIENT_GONE));
   }
-  const status = response.statusCode;
-  answered(status);
-  const retryAfter = response.headers['retry-after'];
-  const rejection = upstreamRejection(
-    request.method,
-    status,
-    typeof retryAfter === 'string' ? retryAfter : undefined,
-    host.limiter.clock.nowMs(),
-  );
-  if (rejection !== undefined) {
-    await response.body.dump().catch(() => undefined);
-    host.refused({
-      caller: scope.caller,
-      method: request.method,
-      binding: request.binding,
-      status: rejection.kind === 'quota' ? 429 : 503,
-      policy: 'upstream',
-      retryAfterMs: rejection.retryAfterMs,
-      reason: rejection.reason ?? REASONS[rejection.kind],
-      ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
-    });
-    writeAnswer(res, rejectionAnswer(host, request, rejection));
-    return;
+
+  clientDrained(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.resume?.();
   }
-  for (const [name, value] of answerHeaders(response.headers)) res.setHeader(name, value);
-  for (const [name, value] of Object.entries(ticket.headers)) res.setHeader(name, value);
-  res.statusCode = status;
-  const type = String(response.headers['content-type'] ?? '');
-  let last: TaskSighting | undefined;
-  const see = (sighting: TaskSighting | undefined): void => {
-    if (sighting === undefined) return;
-    if (sighting.kind === 'message') host.watch.message(scope, sighting.message);
-    else {
-      // The first sighting binds the admission; later ones only report states.
-      const bind = last === undefined ? scope : undefined;
-      host.watch.task(bind, sighting.taskId, sighting.state, sighting.object);
+
+  onConnect(abort: (error: Error) => void): void {
+    this.abort = abort;
+    if (this.gone) abort(new Error(CLIENT_GONE));
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (status < 200) return true; // 1xx: informational, the answer follows.
+    this.resume = resume;
+    try {
+      this.start(status, rawHeaders);
+    } catch {
+      this.fail();
     }
-    last = sighting;
-  };
-  try {
-    if (isStreaming(request.method) && type.startsWith('text/event-stream')) {
-      res.flushHeaders();
-      const reader = new SseDataReader((data) => {
-        try {
-          see(sightingOfAnswer(request.binding, JSON.parse(data)));
-        } catch {
-          // Not JSON: relayed, not read.
-        }
-      }, host.maxObservedAnswerBytes);
-      for await (const chunk of response.body) {
-        reader.push(chunk as Buffer);
-        if (!res.write(chunk)) await drained(res, signal);
+    return !this.paused;
+  }
+
+  private start(status: number, rawHeaders: Buffer[]): void {
+    this.answered(status);
+    const { host, request } = this;
+    const own = this.ticket.headers;
+    const headers = this.headers;
+    let mediaType = '';
+    let retryAfter: string | undefined;
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+      const name = String(rawHeaders[i]).toLowerCase();
+      const value = (rawHeaders[i + 1] as Buffer).toString('latin1');
+      if (name === 'content-type') mediaType = value;
+      else if (name === 'retry-after') retryAfter = value;
+      if (isRelayedAnswerHeader(name) && !Object.hasOwn(own, name)) headers.push(name, value);
+    }
+    for (const name in own) headers.push(name, own[name] as string);
+    if (status === 429 || status === 503) {
+      this.rejection = upstreamRejection(
+        request.method,
+        status,
+        retryAfter,
+        host.limiter.clock.nowMs(),
+      );
+      if (this.rejection !== undefined) {
+        this.mode = MODE.refused;
+        return;
       }
-      res.end();
+    }
+    this.status = status;
+    if (isStreaming(request.method) && mediaType.startsWith('text/event-stream')) {
+      this.mode = MODE.stream;
+      this.res.writeHead(status, headers);
+      this.res.flushHeaders();
+      this.headers = []; // Written: an open stream keeps nothing it no longer needs.
+      this.reader = new SseDataReader((data) => this.readEvent(data), host.maxObservedAnswerBytes);
     } else if (
       status === 200 &&
-      (OBSERVED.has(request.method) || host.rewriteAnswer !== undefined) &&
-      type.includes('json')
+      (OBSERVED.has(request.method) || this.hooks.rewriteAnswer !== undefined) &&
+      mediaType.includes('json')
     ) {
-      const chunks: Buffer[] = [];
-      let bytes = 0;
-      let read = true;
-      for await (const chunk of response.body) {
-        if (read) {
-          chunks.push(chunk as Buffer);
-          bytes += (chunk as Buffer).length;
-          if (bytes > host.maxObservedAnswerBytes) {
-            // Too large to read: relayed as it comes.
-            read = false;
-            for (const c of chunks) res.write(c);
-          }
-        } else if (!res.write(chunk)) await drained(res, signal);
-      }
-      if (read) {
-        const body = Buffer.concat(chunks);
-        const rewritten = host.rewriteAnswer?.(body);
-        if (rewritten !== undefined) {
-          res.setHeader('content-length', rewritten.length);
-          res.end(rewritten);
-          return;
-        }
-        try {
-          see(sightingOfAnswer(request.binding, JSON.parse(body.toString('utf8'))));
-        } catch {
-          // Not JSON: relayed, not read.
-        }
-        res.end(body);
-      } else res.end();
+      this.mode = MODE.read;
     } else {
-      for await (const chunk of response.body) {
-        if (!res.write(chunk)) await drained(res, signal);
-      }
-      res.end();
+      this.mode = MODE.pipe;
+      this.res.writeHead(status, headers);
+      this.headers = [];
     }
-  } catch {
-    // Either side went away mid-answer: the client's answer ends here.
-    res.destroy();
   }
-  if (last?.kind === 'task' && host.watch.watching(last.taskId)) host.running(last.taskId, request);
-}
 
-function drained(res: ServerResponse, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(new Error('client gone'));
+  /** An SSE event's data, read for task states. */
+  private readEvent(data: string): void {
+    try {
+      this.see(sightingOfAnswer(this.request.binding, JSON.parse(data)));
+    } catch {
+      // Not JSON: relayed, not read.
+    }
+  }
+
+  onData(chunk: Buffer): boolean {
+    try {
+      switch (this.mode) {
+        case MODE.refused:
+          this.bytes += chunk.length;
+          if (this.bytes > MAX_DROPPED_BYTES) this.abort?.(new Error('refusal body too long'));
+          break;
+        case MODE.stream:
+          // Relayed first, read after: reading never delays an event.
+          this.write(chunk);
+          this.reader?.push(chunk);
+          break;
+        case MODE.read:
+          this.chunks.push(chunk);
+          this.bytes += chunk.length;
+          if (this.bytes > this.host.maxObservedAnswerBytes) {
+            // Too large to read: relayed as it comes.
+            this.mode = MODE.pipe;
+            this.res.writeHead(this.status, this.headers);
+            const last = this.chunks.length - 1;
+            for (let i = 0; i < last; i++) this.res.write(this.chunks[i]);
+            this.write(chunk);
+            this.chunks = [];
+          }
+          break;
+        default:
+          this.write(chunk);
+      }
+    } catch {
+      this.fail();
+    }
+    return !this.paused;
+  }
+
+  onComplete(): void {
+    try {
+      if (this.mode === MODE.refused) this.refuse();
+      else if (this.mode === MODE.read) this.endRead();
+      else this.res.end();
+    } catch {
+      this.fail();
       return;
     }
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      if (signal.aborted) reject(new Error('client gone'));
-      else resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
+    this.finish();
+  }
+
+  onError(error: Error): void {
+    if (this.mode === MODE.waiting) {
+      if (!this.gone) this.unavailable(error);
+    } else if (this.mode === MODE.refused) this.refuse();
+    // Either side went away mid-answer: the client's answer ends here.
+    else this.res.destroy();
+    this.finish();
+  }
+
+  /** Writes a chunk; a full socket pauses the upstream until it drains. */
+  private write(chunk: Buffer): void {
+    if (!this.res.write(chunk) && !this.res.destroyed && !this.paused) {
+      this.paused = true;
+      this.res.once('drain', onClientDrain);
+    }
+  }
+
+  private endRead(): void {
+    const res = this.res;
+    const body = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
+    this.chunks = [];
+    const rewritten = this.hooks.rewriteAnswer?.(body);
+    if (rewritten !== undefined) {
+      const headers: string[] = [];
+      for (let i = 0; i + 1 < this.headers.length; i += 2) {
+        const name = this.headers[i] as string;
+        if (name !== 'content-length') headers.push(name, this.headers[i + 1] as string);
+      }
+      headers.push('content-length', String(rewritten.length));
+      res.writeHead(this.status, headers);
+      res.end(rewritten);
+      return;
+    }
+    try {
+      this.see(sightingOfAnswer(this.request.binding, JSON.parse(body.toString('utf8'))));
+    } catch {
+      // Not JSON: relayed, not read.
+    }
+    res.writeHead(this.status, this.headers);
+    res.end(body);
+  }
+
+  private see(sighting: TaskSighting | undefined): void {
+    if (sighting === undefined) return;
+    const watch = this.host.watch;
+    if (sighting.kind === 'message') watch.message(this.scope, sighting.message);
+    else {
+      // The first sighting binds the admission; later ones only report states.
+      const bind = this.last === undefined ? this.scope : undefined;
+      watch.task(bind, sighting.taskId, sighting.state, sighting.object);
+    }
+    this.last = sighting;
+  }
+
+  private answered(status: UpstreamAnswer['status'], error?: UpstreamAnswer['error']): void {
+    const onUpstream = this.host.onUpstream;
+    if (onUpstream === undefined) return;
+    onUpstream({
+      binding: this.request.binding,
+      method: this.request.method,
+      status,
+      ...(error === undefined ? {} : { error }),
+      seconds: (performance.now() - this.sentAt) / 1000,
+    });
+  }
+
+  /** The upstream could not be reached, or did not answer in time. */
+  private unavailable(error: Error): void {
+    const { host, request } = this;
+    const why = (error as { code?: string }).code ?? error.message;
+    this.answered('error', /TIMEOUT/i.test(why) ? 'timeout' : 'unreachable');
+    const rejection = unavailableRejection(request.method, host.unavailableRetryAfterMs, why);
+    this.refusal(503, rejection);
+    writeAnswer(this.res, rejectionAnswer(host, request, rejection));
+  }
+
+  /** The upstream's own 429 / 503 with a delay, written as a rejection. */
+  private refuse(): void {
+    const rejection = this.rejection as Rejection;
+    this.refusal(rejection.kind === 'quota' ? 429 : 503, rejection);
+    writeAnswer(this.res, rejectionAnswer(this.host, this.request, rejection));
+  }
+
+  private refusal(status: number, rejection: Rejection): void {
+    const { scope, request } = this;
+    this.host.refused({
+      caller: scope.caller,
+      method: request.method,
+      binding: request.binding,
+      status,
+      policy: 'upstream',
+      retryAfterMs: rejection.retryAfterMs,
+      reason: rejection.reason ?? REASONS[rejection.kind],
+      ...(scope.tenant === undefined ? {} : { tenant: scope.tenant }),
+    });
+  }
+
+  /** Something failed while writing the answer: both sides are cut. */
+  private fail(): void {
+    this.res.destroy();
+    this.abort?.(new Error('the answer could not be relayed'));
+    this.finish();
+  }
+
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    const res = this.res as Relaying;
+    res.off('close', onClientClose);
+    res.off('drain', onClientDrain);
+    res[EXCHANGE] = undefined;
+    const { host, last, request } = this;
+    if (this.mode >= MODE.stream && last?.kind === 'task' && host.watch.watching(last.taskId)) {
+      host.remember?.(last.taskId, request, this.req);
+      host.running(last.taskId, request);
+    }
+    this.ticket.end();
+    this.resolve();
+  }
 }
