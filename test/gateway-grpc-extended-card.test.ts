@@ -206,6 +206,29 @@ describe.each(UPSTREAMS)(
         if (i.protocolBinding !== 'GRPC') expect(i.url.startsWith(gw.baseUrl)).toBe(true);
       }
 
+      // The same caller's extended card over JSON-RPC names the same gRPC target.
+      const publicCard = (await (
+        await fetch(`${gw.baseUrl}/.well-known/agent-card.json`)
+      ).json()) as Card;
+      const jsonRpcUrl = publicCard.supportedInterfaces.find(
+        (i) => i.protocolBinding === 'JSONRPC',
+      )?.url;
+      expect(jsonRpcUrl).toBeDefined();
+      const overHttp = await fetch(jsonRpcUrl as string, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'a2a-version': '1.0',
+          authorization: `Bearer ${FREE_KEY}`,
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard' }),
+      });
+      expect(overHttp.status).toBe(200);
+      const httpCard = ((await overHttp.json()) as { result: Card }).result;
+      expect(
+        httpCard.supportedInterfaces.filter((i) => i.protocolBinding === 'GRPC').map((i) => i.url),
+      ).toEqual([gw.grpcTarget]);
+
       // The upstream's other extensions kept in order; one rate-limit extension, the caller's.
       for (const card of [free, pro]) {
         expect(card.capabilities.extensions.map((e) => e.uri)).toEqual([

@@ -106,6 +106,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   const onRefusal = options.onRefusal;
 
   const publicBase = typeof publicUrl === 'function' ? publicUrl : () => publicUrl;
+  /** The gRPC target the card advertises, when the gateway serves gRPC. */
+  const grpcPublic = (): string | undefined =>
+    typeof options.grpcPublicTarget === 'function'
+      ? options.grpcPublicTarget()
+      : options.grpcPublicTarget;
   const card = new UpstreamCard({
     upstream,
     dispatcher,
@@ -115,14 +120,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     retryMs: GATEWAY_DEFAULTS.cardRetryMs,
     maxBytes: GATEWAY_DEFAULTS.maxCardBytes,
     log,
-    ...(options.grpcPublicTarget === undefined
-      ? {}
-      : {
-          grpcPublic:
-            typeof options.grpcPublicTarget === 'function'
-              ? options.grpcPublicTarget
-              : () => options.grpcPublicTarget as string,
-        }),
+    grpcPublic,
   });
   const usage =
     options.usage === undefined
@@ -202,6 +200,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     queryOf,
     remember,
     publicBase,
+    grpcPublic,
   });
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
@@ -241,10 +240,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     log,
     refused,
     publicBase,
-    grpcPublicTarget: () =>
-      typeof options.grpcPublicTarget === 'function'
-        ? options.grpcPublicTarget()
-        : options.grpcPublicTarget,
+    grpcPublicTarget: grpcPublic,
     unavailable: (scope, method, retryAfterMs) =>
       refused({
         caller: scope.caller,

@@ -48,6 +48,8 @@ export interface HttpGatewayDeps {
   readonly remember: (taskId: string, query: TaskQuery) => void;
   /** The gateway's public base URL (for the caller's extended card). */
   readonly publicBase: () => string;
+  /** The gateway's gRPC target, when it serves gRPC (the extended card's gRPC interface). */
+  readonly grpcPublic: () => string | undefined;
 }
 
 /** A body read, or why it was not. */
@@ -335,7 +337,7 @@ export function createHttpHandler(
         ? {
             rewriteAnswer: (body: Buffer) =>
               extendedCardBody(binding, body, (c) =>
-                callerExtendedCard(c, limiter, identity, publicBase()),
+                callerExtendedCard(c, limiter, identity, publicBase(), deps.grpcPublic()),
               ),
           }
         : undefined,
