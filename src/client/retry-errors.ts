@@ -13,6 +13,7 @@
  * transport's own error or response reaches the caller unchanged.
  */
 
+import { BrandedError } from '../core/branded-error.js';
 import { hasErrorBrand } from '../core/error-brand.js';
 import { systemClock } from '../platform/system-clock.js';
 import { kindOfReason } from '../wire/decoded-rejection.js';
@@ -61,15 +62,23 @@ function describeDelay(hint: RetryHint): string {
  * if (e instanceof HintedRetryError) console.log(e.hint.delayMs, e.attempts);
  * ```
  */
-export abstract class HintedRetryError extends Error {
+export abstract class HintedRetryError extends BrandedError<
+  (typeof RETRY_ERROR_CODES)[keyof typeof RETRY_ERROR_CODES]
+> {
   /** The last hint the agent sent. */
   readonly hint: RetryHint;
   /** Requests sent for this call, including the first. */
   readonly attempts: number;
 
   /** @internal */
-  protected constructor(message: string, hint: RetryHint, options: RetryErrorOptions) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  protected constructor(
+    name: string,
+    code: (typeof RETRY_ERROR_CODES)[keyof typeof RETRY_ERROR_CODES],
+    message: string,
+    hint: RetryHint,
+    options: RetryErrorOptions,
+  ) {
+    super(name, code, message, options.cause === undefined ? undefined : { cause: options.cause });
     this.hint = hint;
     this.attempts = options.attempts;
   }
@@ -86,14 +95,16 @@ export abstract class HintedRetryError extends Error {
  * ```
  */
 export class RateLimitedError extends HintedRetryError {
-  override readonly name = 'RateLimitedError';
+  declare readonly name: 'RateLimitedError';
   /** Brand checked by {@link isRateLimitedError}. */
-  readonly isRateLimitedError = true;
-  readonly code = RETRY_ERROR_CODES.rateLimited;
+  declare readonly isRateLimitedError: true;
+  declare readonly code: typeof RETRY_ERROR_CODES.rateLimited;
 
   /** @internal */
   constructor(hint: RetryHint, options: RetryErrorOptions) {
     super(
+      'RateLimitedError',
+      RETRY_ERROR_CODES.rateLimited,
       `Rate limited${hint.policy ? ` by "${hint.policy}"` : ''} after ${options.attempts} attempt(s): ${describeDelay(hint)}${hint.message ? ` (${hint.message})` : ''}`,
       hint,
       options,
@@ -111,14 +122,16 @@ export class RateLimitedError extends HintedRetryError {
  * ```
  */
 export class AgentOverloadedError extends HintedRetryError {
-  override readonly name = 'AgentOverloadedError';
+  declare readonly name: 'AgentOverloadedError';
   /** Brand checked by {@link isAgentOverloadedError}. */
-  readonly isAgentOverloadedError = true;
-  readonly code = RETRY_ERROR_CODES.overloaded;
+  declare readonly isAgentOverloadedError: true;
+  declare readonly code: typeof RETRY_ERROR_CODES.overloaded;
 
   /** @internal */
   constructor(hint: RetryHint, options: RetryErrorOptions) {
     super(
+      'AgentOverloadedError',
+      RETRY_ERROR_CODES.overloaded,
       `Agent overloaded after ${options.attempts} attempt(s): ${describeDelay(hint)}${hint.message ? ` (${hint.message})` : ''}`,
       hint,
       options,
@@ -170,10 +183,10 @@ export interface RetryBudgetExceededOptions extends RetryErrorOptions {
  * ```
  */
 export class RetryBudgetExceededError extends HintedRetryError {
-  override readonly name = 'RetryBudgetExceededError';
+  declare readonly name: 'RetryBudgetExceededError';
   /** Brand checked by {@link isRetryBudgetExceededError}. */
-  readonly isRetryBudgetExceededError = true;
-  readonly code = RETRY_ERROR_CODES.budget;
+  declare readonly isRetryBudgetExceededError: true;
+  declare readonly code: typeof RETRY_ERROR_CODES.budget;
   /** The wait that was needed, ms from now. */
   readonly requiredWaitMs: number;
   /** What was left of the budget, ms. */
@@ -192,6 +205,8 @@ export class RetryBudgetExceededError extends HintedRetryError {
         ? `more than the ${Math.max(0, Math.floor(options.remainingMs))} ms left of budgetMs`
         : 'longer than maxSingleWaitMs allows';
     super(
+      'RetryBudgetExceededError',
+      RETRY_ERROR_CODES.budget,
       `Retry budget exceeded (${refusedBy}): ${who} asks to wait ${Math.ceil(options.requiredWaitMs)} ms, ${limit}`,
       hint,
       options,
