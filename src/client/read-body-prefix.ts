@@ -1,10 +1,7 @@
 /**
  * @module read-body-prefix
- * How the retrying fetch reads a response body to look for retry hints or a card: through a clone
- * (the SDK still gets the whole response), at most a fixed number of bytes counted as they arrive
- * (whatever the framing: chunked, no `Content-Length`, a lying one), within a time limit, then
- * the clone is cancelled. So a huge, endless or stalled body neither hangs the client nor is
- * buffered whole. And a body capped for whoever reads it (`capResponseBody`).
+ * Reading a bounded prefix of a response body (through a clone, size- and time-limited) for hints
+ * or a card, and capping a body for its reader.
  */
 
 import { BrandedError } from '../core/branded-error.js';

@@ -1,16 +1,7 @@
 /**
  * @module retry-errors
- * The typed errors the retrying client throws when it stops: `RateLimitedError` (the caller's
- * quota), `AgentOverloadedError` (the agent is failing for everyone) and `RetryBudgetExceededError`
- * (the wait the agent asked for does not fit in what is left of the caller's budget). Each carries
- * the last {@link RetryHint}. They are recognised by a readonly brand property, not by
- * `instanceof`, so the guards work across duplicate installs of this package, and through the
- * errors the SDK's clients wrap them in (its `cause` chain, or the grpc-js `ServiceError` property
- * `RETRY_ERROR_PROPERTY`), so one `catch` works on every binding. The guards also recognise
- * an error the SDK (or grpc-js) threw on its own for a limiter's refusal — without this client in
- * between — when it carries our details: its answer is read with `extractRetryHint`.
- * Failures that are not rate limits (not retryable, or unsafe to repeat) are never wrapped: the
- * transport's own error or response reaches the caller unchanged.
+ * The typed errors the retrying client throws when it stops on a limit, their codes, and the brand
+ * guards that recognise them (also through SDK wrappers).
  */
 
 import { BrandedError } from '../core/branded-error.js';
@@ -218,7 +209,8 @@ export class RetryBudgetExceededError extends HintedRetryError {
 }
 
 /**
- * Any of the three client errors.
+ * Any of the three client errors. Failures that are not rate limits (not retryable, or unsafe to
+ * repeat) are never wrapped: the transport's own error or response reaches the caller unchanged.
  *
  * @example
  * ```ts
