@@ -1,12 +1,7 @@
 /**
  * @module a2a-ratelimit
- * The main entry, a hand-written list: the policy model and its validation, the decision's values
- * (`Decision`, `Rejection`), the `Store` contract and `MemoryStore`, and what a client or a probe
- * reads off the wire — `extractRetryHint`, the `RateLimit` / `Retry-After` headers, the error
- * body and the google.rpc details. Encoders, the decision's arithmetic (GCRA, leases, holds) and
- * the card reader stay internal. Adapters live under their own subpaths (`/server`, `/client`,
- * `/redis`, …; docs/architecture.md, "Layers"). Every name here is a semver promise: add one only
- * for a user's need (`api/*.api.md` shows the change).
+ * The main entry, a hand-written list: the policy model, the decision's values, the `Store`
+ * contract and `MemoryStore`, and what a client reads off the wire. Every name is a semver promise.
  */
 
 // The policy model, A2A methods and the decision's values.

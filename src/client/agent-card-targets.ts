@@ -1,8 +1,7 @@
 /**
  * @module agent-card-targets
- * Where an agent card says the agent is reachable, as the client's transports key agents: HTTP
- * interfaces (JSON-RPC, HTTP+JSON) by URL, gRPC interfaces by their target as written. Reads A2A
- * 1.0 cards (`supportedInterfaces`) and v0.3 ones (`url`, `additionalInterfaces`). Pure.
+ * Where an agent card says the agent is reachable (1.0 and v0.3 cards), keyed as the client's
+ * transports key agents. Pure.
  */
 
 /**

@@ -1,12 +1,13 @@
 /**
  * @module caller-fingerprint
- * A short, stable, non-reversible key for a credential (cyrb53), so that pacers can be kept per
- * caller without keeping anyone's token in clear in memory. Not cryptographic: a collision only
- * makes two callers share a pacer (one may wait for the other), never leaks anything.
+ * A short, stable, non-reversible key for a credential, so pacers are kept per caller without
+ * holding tokens in clear.
  */
 
 /**
- * Fingerprints a credential string; `anonymous` when there is none.
+ * Fingerprints a credential string (cyrb53); `anonymous` when there is none. Not cryptographic:
+ * a collision only makes two callers share a pacer (one may wait for the other), never leaks
+ * anything.
  *
  * @example
  * ```ts

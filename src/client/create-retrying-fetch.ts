@@ -1,15 +1,7 @@
 /**
  * @module create-retrying-fetch
- * `createRetryingFetch`: a `fetch` for the SDK's `JsonRpcTransportFactory({ fetchImpl })` and
- * `RestTransportFactory({ fetchImpl })` that waits exactly as long as the agent asks. It reads the
- * request once (operation and messageId), re-sends the identical bytes, reads error responses
- * through a clone, at most 64 KiB of them (so the SDK still gets an untouched response, and a huge
- * or endless body is not buffered), and hands each outcome to the
- * shared {@link RetryScheduler}. Streams are retried only when refused before their first event.
- * Requests that are not A2A operations (the agent card, anything else) pass through untouched,
- * except that a public card's body is cut at 1 MiB; an agent card (public, or a caller's extended
- * one) going by is learned, so that the scheduler plans from the policies it publishes
- * (fetch-card-learning.ts).
+ * `createRetryingFetch`: a `fetch` for the SDK's JSON-RPC and REST transports that re-sends A2A
+ * calls through the shared `RetryScheduler`.
  */
 
 import { extractRetryHint } from '../wire/extract-retry-hint.js';
@@ -57,6 +49,8 @@ export interface RetryingFetchOptions extends RetrySchedulerOptions {
  * Creates a retrying `fetch`. Give it to the SDK's HTTP transports; the SDK's own errors still
  * come out for failures that are not rate limits, and `RateLimitedError`,
  * `AgentOverloadedError` or `RetryBudgetExceededError` come out when the client stops on a limit.
+ * A retry re-sends the identical request bytes. Requests that are not A2A operations pass through
+ * untouched, except that a public agent card's body is cut at 1 MiB; a card going by is learned.
  *
  * @example
  * ```ts

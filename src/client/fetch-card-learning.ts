@@ -1,10 +1,7 @@
 /**
  * @module fetch-card-learning
- * What the retrying `fetch` learns from responses that go through it anyway: the agent card
- * (`GET …/.well-known/agent-card.json`, when the fetch is also the SDK's card resolver's
- * `fetchImpl`) and a caller's extended card (`GetExtendedAgentCard`, JSON-RPC or REST), read from
- * a clone so the SDK still gets the untouched response; and, for planned streams, when an SSE
- * body ends (a concurrency plan counts the stream in flight until then). No request of its own.
+ * What the retrying `fetch` learns from responses passing through it: agent cards (public and
+ * extended) and the end of a planned stream.
  */
 
 import { agentCardTargets } from './agent-card-targets.js';

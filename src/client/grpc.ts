@@ -1,15 +1,7 @@
 /**
  * @module client/grpc
- * The `a2a-ratelimit/client/grpc` entry: `createRetryInterceptor`, a grpc-js client interceptor for
- * the SDK's `GrpcTransportFactory({ grpcCallOptions: { interceptors: [...] } })`. It re-issues
- * unary calls, and server-streaming calls refused before their first message, through the shared
- * {@link RetryScheduler}, reading the rejection from the status and trailers
- * (`grpc-status-details-bin` RetryInfo, `grpc-retry-pushback-ms`, `retry-after`) with
- * `extractRetryHint`. Responses are held back until the attempt that will be kept is known, so the
- * caller sees exactly one call. A caller's extended card (`GetExtendedAgentCard`) going by is
- * learned, so that the scheduler plans from the policies it publishes for that caller; a planned
- * stream counts in flight until its status arrives. The only file of this package that imports
- * `@grpc/grpc-js`.
+ * The `a2a-ratelimit/client/grpc` entry: `createRetryInterceptor`, the grpc-js client interceptor
+ * that retries through the shared `RetryScheduler`. The only client file importing `@grpc/grpc-js`.
  */
 
 import {
@@ -59,7 +51,8 @@ export interface RetryInterceptorOptions extends RetrySchedulerOptions {
 
 /**
  * Creates the retrying client interceptor. Unary and server-streaming methods of the A2A service
- * are retried; client- and bidi-streaming calls and unknown methods pass through.
+ * are retried; client- and bidi-streaming calls and unknown methods pass through. Responses are
+ * held back until the attempt that will be kept is known, so the caller sees exactly one call.
  *
  * @example
  * ```ts

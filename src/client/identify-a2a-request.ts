@@ -1,8 +1,7 @@
 /**
  * @module identify-a2a-request
- * Which A2A operation an outgoing HTTP request is, read the way the SDK's transports write it:
- * JSON-RPC by the body's `method` (1.0 or v0.3 names), HTTP+JSON (REST) by method and path
- * (`POST …/message:send`, `GET …/tasks/{id}`, …), and the `messageId` a retry must carry. Pure.
+ * Which A2A operation an outgoing HTTP request is (JSON-RPC or REST, 1.0 or v0.3) and the
+ * `messageId` a retry must carry. Pure.
  */
 
 import { type A2AMethod, toA2AMethod } from '../core/a2a-methods.js';

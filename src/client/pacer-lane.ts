@@ -1,12 +1,7 @@
 /**
  * @module pacer-lane
- * A lane of a pacer (pacer.ts; docs/architecture.md, "The client"): one per (agent, caller,
- * method group), the group being the policy a refusal named, else the method. Its hold: once one
- * call learns "not before t", calls not yet sent in the group wait here, then go at the policy's
- * pace (`RateLimit-Policy` q/w, else one at a time as answers come back); `RateLimit` (r, t) on
- * successes keeps a steady client under the quota. Retries never queue here but use a slot. A call
- * with card buckets ({@link LanePlan}) also waits until they let it go (with jitter only when one
- * is contended). Bookkeeping and waiting only; the rules of a retry are plan-retry.ts.
+ * A lane of a pacer, one per (agent, caller, method group): the hold a refusal taught, the
+ * announced pace, and the calls queued behind it.
  */
 
 import type { Clock } from '../core/clock.js';

@@ -1,13 +1,7 @@
 /**
  * @module pacer-table
- * `PacerTable`: one client's {@link Pacer}s, one per (agent, caller), and the agent cards they plan
- * from — each agent's public card, and per caller the extended card it got after authenticating
- * (its own tier), whose policies replace the public ones of the same name. One bound, counted in
- * entries (the pacers' lanes and buckets): past `maxEntries`, idle pacers are dropped least
- * recently used first, then idle entries of busy ones; an entry holding a live wait (a hold in
- * force, a bucket not yet refilled, a call queued, in flight or about to retry) is never dropped,
- * so the table exceeds the bound only by those, until their waits end. Cards are kept to the same
- * number, never dropping the card of an agent with a busy pacer.
+ * `PacerTable`: one client's pacers, one per (agent, caller), and the agent cards they plan from,
+ * under one bound counted in entries.
  */
 
 import type { CardPolicy, CardRateLimits } from '../wire/rate-limit-card.js';
@@ -32,7 +26,9 @@ export interface PacerTableOptions extends Omit<PacerLaneDeps, 'sleep'> {
 }
 
 /**
- * The pacers of one client, keyed by (agent, caller), and the cards they plan from.
+ * The pacers of one client, keyed by (agent, caller), and the cards they plan from. Past
+ * `maxEntries`, idle entries are dropped least recently used first; an entry holding a live wait
+ * is never dropped (the table exceeds the bound only by those), nor the card of a busy agent.
  *
  * @internal
  * @example

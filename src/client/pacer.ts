@@ -1,14 +1,7 @@
 /**
  * @module pacer
- * `Pacer`: how fast one caller may send to one agent, kept in one place (docs/architecture.md,
- * "The client"). It owns the card's buckets (the caller-scoped policies the agent's card
- * publishes, mirrored as the agent counts them: policy-plan.ts) and the holds learned from
- * answers (a lane per method group: a refusal's "not before t", then the pace `RateLimit` /
- * `RateLimit-Policy` announce, with the calls queued there: pacer-lane.ts). Each policy is paced by
- * one of them only: by its bucket when the card publishes it for the call, else by its lane's
- * hold. A call is one {@link PacedCall} (its lane and its buckets), which routes what came back.
- * At most {@link MAX_POLICIES_PER_PACER} lanes (further policies named by refusals share one
- * overflow lane, their waits add up there) and as many planned policies per call.
+ * `Pacer`: how fast one caller may send to one agent — the card's buckets and the holds learned
+ * from answers, each policy paced by one of them.
  */
 
 import type { CardPolicy } from '../wire/rate-limit-card.js';

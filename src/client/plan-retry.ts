@@ -1,9 +1,7 @@
 /**
  * @module plan-retry
- * The client's retry rules (docs/architecture.md, "The client") as one pure function: given the hint of a failed attempt, how long
- * to wait before re-sending, or why to stop. No clock reads, no timers: time and randomness come in
- * as arguments, so the rules are property-tested directly. The scheduler (retry-scheduler.ts) owns
- * the waiting, the pacer and the deadline bookkeeping.
+ * The client's retry rules as one pure function: from a failed attempt's hint, how long to wait
+ * before re-sending, or why to stop.
  */
 
 import { MESSAGE_METHODS, toA2AMethod } from '../core/a2a-methods.js';

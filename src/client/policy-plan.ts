@@ -1,10 +1,7 @@
 /**
  * @module policy-plan
- * What a planning client keeps per published policy and caller: a {@link RatePlan} mirrors the
- * agent's GCRA bucket over the client's own sends (in integer microseconds, as the agent decides)
- * and is corrected by every `RateLimit` answer and rejection; a {@link ConcurrencyPlan} counts
- * the client's calls in flight against the policy's `max`. A call's `PacedCall` (pacer.ts) holds the
- * buckets it must satisfy before its first send. No clock reads: time comes in as arguments.
+ * What a planning client keeps per published policy and caller: a GCRA mirror (`RatePlan`) and an
+ * in-flight count (`ConcurrencyPlan`).
  */
 
 import type { CardRatePolicy, CardRateTier } from '../wire/rate-limit-card.js';
@@ -23,7 +20,8 @@ export interface AnsweredLimits {
 }
 
 /**
- * The client's mirror of one caller-scoped rate policy (GCRA: a theoretical arrival time `tat`;
+ * The client's mirror of one caller-scoped rate policy (GCRA: a theoretical arrival time `tat`,
+ * in integer microseconds as the agent decides;
  * a send conforms at `tat − τ`). Exact while this client is the only one using the identity: the
  * agent's bucket moves only with our sends, and a send never arrives before it leaves. A send
  * that finds the bucket full restarts it at the agent's decision, which comes after the send by

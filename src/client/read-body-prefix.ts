@@ -1,11 +1,10 @@
 /**
  * @module read-body-prefix
- * How the retrying fetch reads a response body to look for retry hints or a card: through a clone
- * (the SDK still gets the whole response), at most a fixed number of bytes counted as they arrive
- * (whatever the framing: chunked, no `Content-Length`, a lying one), within a time limit, then
- * the clone is cancelled. So a huge, endless or stalled body neither hangs the client nor is
- * buffered whole. And a body capped for whoever reads it (`capResponseBody`).
+ * Reading a bounded prefix of a response body (through a clone, size- and time-limited) for hints
+ * or a card, and capping a body for its reader.
  */
+
+import { BrandedError } from '../core/branded-error.js';
 
 /**
  * Most bytes read from a body for hints: 64 KiB (our rejections are under 2 KiB).
@@ -116,6 +115,16 @@ async function readClone(
 }
 
 /**
+ * Stable `code` strings of the body reader's errors.
+ *
+ * @example
+ * ```ts
+ * if (e.code === READ_BODY_ERROR_CODES.tooLarge) console.log('body over the cap');
+ * ```
+ */
+export const READ_BODY_ERROR_CODES = { tooLarge: 'ERR_A2A_BODY_TOO_LARGE' } as const;
+
+/**
  * Thrown (as the body's stream error) by a body that {@link capResponseBody} cut at its cap.
  *
  * @example
@@ -123,13 +132,19 @@ async function readClone(
  * await capped.text().catch((e) => e instanceof BodyTooLargeError); // true past the cap
  * ```
  */
-export class BodyTooLargeError extends Error {
+export class BodyTooLargeError extends BrandedError<typeof READ_BODY_ERROR_CODES.tooLarge> {
+  declare readonly name: 'BodyTooLargeError';
+  /** Brand set by the base class. */
+  declare readonly isBodyTooLargeError: true;
   /** The cap that was exceeded, bytes. */
   readonly limitBytes: number;
 
   constructor(what: string, limitBytes: number) {
-    super(`${what} is larger than ${limitBytes} bytes: not read further`);
-    this.name = 'BodyTooLargeError';
+    super(
+      'BodyTooLargeError',
+      READ_BODY_ERROR_CODES.tooLarge,
+      `${what} is larger than ${limitBytes} bytes: not read further`,
+    );
     this.limitBytes = limitBytes;
   }
 }

@@ -1,18 +1,10 @@
 /**
  * @module retry-errors
- * The typed errors the retrying client throws when it stops: `RateLimitedError` (the caller's
- * quota), `AgentOverloadedError` (the agent is failing for everyone) and `RetryBudgetExceededError`
- * (the wait the agent asked for does not fit in what is left of the caller's budget). Each carries
- * the last {@link RetryHint}. They are recognised by a readonly brand property, not by
- * `instanceof`, so the guards work across duplicate installs of this package, and through the
- * errors the SDK's clients wrap them in (its `cause` chain, or the grpc-js `ServiceError` property
- * `RETRY_ERROR_PROPERTY`), so one `catch` works on every binding. The guards also recognise
- * an error the SDK (or grpc-js) threw on its own for a limiter's refusal — without this client in
- * between — when it carries our details: its answer is read with `extractRetryHint`.
- * Failures that are not rate limits (not retryable, or unsafe to repeat) are never wrapped: the
- * transport's own error or response reaches the caller unchanged.
+ * The typed errors the retrying client throws when it stops on a limit, their codes, and the brand
+ * guards that recognise them (also through SDK wrappers).
  */
 
+import { BrandedError } from '../core/branded-error.js';
 import { hasErrorBrand } from '../core/error-brand.js';
 import { systemClock } from '../platform/system-clock.js';
 import { kindOfReason } from '../wire/decoded-rejection.js';
@@ -61,15 +53,23 @@ function describeDelay(hint: RetryHint): string {
  * if (e instanceof HintedRetryError) console.log(e.hint.delayMs, e.attempts);
  * ```
  */
-export abstract class HintedRetryError extends Error {
+export abstract class HintedRetryError extends BrandedError<
+  (typeof RETRY_ERROR_CODES)[keyof typeof RETRY_ERROR_CODES]
+> {
   /** The last hint the agent sent. */
   readonly hint: RetryHint;
   /** Requests sent for this call, including the first. */
   readonly attempts: number;
 
   /** @internal */
-  protected constructor(message: string, hint: RetryHint, options: RetryErrorOptions) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  protected constructor(
+    name: string,
+    code: (typeof RETRY_ERROR_CODES)[keyof typeof RETRY_ERROR_CODES],
+    message: string,
+    hint: RetryHint,
+    options: RetryErrorOptions,
+  ) {
+    super(name, code, message, options.cause === undefined ? undefined : { cause: options.cause });
     this.hint = hint;
     this.attempts = options.attempts;
   }
@@ -86,14 +86,16 @@ export abstract class HintedRetryError extends Error {
  * ```
  */
 export class RateLimitedError extends HintedRetryError {
-  override readonly name = 'RateLimitedError';
+  declare readonly name: 'RateLimitedError';
   /** Brand checked by {@link isRateLimitedError}. */
-  readonly isRateLimitedError = true;
-  readonly code = RETRY_ERROR_CODES.rateLimited;
+  declare readonly isRateLimitedError: true;
+  declare readonly code: typeof RETRY_ERROR_CODES.rateLimited;
 
   /** @internal */
   constructor(hint: RetryHint, options: RetryErrorOptions) {
     super(
+      'RateLimitedError',
+      RETRY_ERROR_CODES.rateLimited,
       `Rate limited${hint.policy ? ` by "${hint.policy}"` : ''} after ${options.attempts} attempt(s): ${describeDelay(hint)}${hint.message ? ` (${hint.message})` : ''}`,
       hint,
       options,
@@ -111,14 +113,16 @@ export class RateLimitedError extends HintedRetryError {
  * ```
  */
 export class AgentOverloadedError extends HintedRetryError {
-  override readonly name = 'AgentOverloadedError';
+  declare readonly name: 'AgentOverloadedError';
   /** Brand checked by {@link isAgentOverloadedError}. */
-  readonly isAgentOverloadedError = true;
-  readonly code = RETRY_ERROR_CODES.overloaded;
+  declare readonly isAgentOverloadedError: true;
+  declare readonly code: typeof RETRY_ERROR_CODES.overloaded;
 
   /** @internal */
   constructor(hint: RetryHint, options: RetryErrorOptions) {
     super(
+      'AgentOverloadedError',
+      RETRY_ERROR_CODES.overloaded,
       `Agent overloaded after ${options.attempts} attempt(s): ${describeDelay(hint)}${hint.message ? ` (${hint.message})` : ''}`,
       hint,
       options,
@@ -170,10 +174,10 @@ export interface RetryBudgetExceededOptions extends RetryErrorOptions {
  * ```
  */
 export class RetryBudgetExceededError extends HintedRetryError {
-  override readonly name = 'RetryBudgetExceededError';
+  declare readonly name: 'RetryBudgetExceededError';
   /** Brand checked by {@link isRetryBudgetExceededError}. */
-  readonly isRetryBudgetExceededError = true;
-  readonly code = RETRY_ERROR_CODES.budget;
+  declare readonly isRetryBudgetExceededError: true;
+  declare readonly code: typeof RETRY_ERROR_CODES.budget;
   /** The wait that was needed, ms from now. */
   readonly requiredWaitMs: number;
   /** What was left of the budget, ms. */
@@ -192,6 +196,8 @@ export class RetryBudgetExceededError extends HintedRetryError {
         ? `more than the ${Math.max(0, Math.floor(options.remainingMs))} ms left of budgetMs`
         : 'longer than maxSingleWaitMs allows';
     super(
+      'RetryBudgetExceededError',
+      RETRY_ERROR_CODES.budget,
       `Retry budget exceeded (${refusedBy}): ${who} asks to wait ${Math.ceil(options.requiredWaitMs)} ms, ${limit}`,
       hint,
       options,
@@ -203,7 +209,8 @@ export class RetryBudgetExceededError extends HintedRetryError {
 }
 
 /**
- * Any of the three client errors.
+ * Any of the three client errors. Failures that are not rate limits (not retryable, or unsafe to
+ * repeat) are never wrapped: the transport's own error or response reaches the caller unchanged.
  *
  * @example
  * ```ts

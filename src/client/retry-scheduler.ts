@@ -1,13 +1,7 @@
 /**
  * @module retry-scheduler
- * `RetryScheduler`: runs one A2A call under the pacer of its (agent, caller) and re-sends it,
- * unchanged, as docs/architecture.md ("The client") says (rules in plan-retry.ts).
- * Transport-agnostic: the fetch adapter and the gRPC interceptor give it an `attempt` function
- * that sends the identical request once and reports what came back as a {@link RetryHint} (via
- * `extractRetryHint`). It owns the deadline, the waits between attempts, the typed errors, and
- * reporting every answer to the call's pacer (pacer.ts), which paces first sends by what refusals
- * taught and, once an agent's card is learned (`learnAgentCard`, or the adapters seeing it go by),
- * by the policies it publishes; a rejection is still handled by the same rules.
+ * `RetryScheduler`: runs one A2A call, transport-agnostic, under its (agent, caller) pacer and
+ * re-sends it unchanged by the retry rules.
  */
 
 import type { Clock } from '../core/clock.js';

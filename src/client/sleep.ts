@@ -1,8 +1,7 @@
 /**
  * @module sleep
- * Waiting, as the client needs it: the `Sleep` contract (cancellable with an `AbortSignal`), the
- * timer-based `systemSleep` and the wall-clock `systemClock` used when nothing is injected. Tests
- * and the simulation pass a virtual clock and sleep instead (`a2a-ratelimit/testing`).
+ * Waiting as the client needs it: the cancellable `Sleep` contract, the timer-based `systemSleep`,
+ * and `systemClock`.
  */
 
 /**

@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { backoffDelayMs } from '../client/plan-retry.js';
 import { type Sleep, systemSleep } from '../client/sleep.js';
+import { BrandedError, isBrandedError } from '../core/branded-error.js';
 import type { Clock } from '../core/clock.js';
-import { hasErrorBrand } from '../core/error-brand.js';
 import { systemClock } from '../platform/system-clock.js';
 import { extractRetryHint, type RetryHint, type RetrySource } from '../wire/index.js';
 
@@ -88,18 +88,19 @@ export const EXECUTOR_ERROR_CODES = { limitedCallFailed: 'ERR_A2A_LIMITED_CALL_F
  * try { await callWithinLimits(call, options); } catch (e) { if (e instanceof LimitedCallFailedError) return; }
  * ```
  */
-export class LimitedCallFailedError extends Error {
-  override readonly name = 'LimitedCallFailedError';
+export class LimitedCallFailedError extends BrandedError<
+  typeof EXECUTOR_ERROR_CODES.limitedCallFailed
+> {
+  declare readonly name: 'LimitedCallFailedError';
   /** Brand checked by `instanceof` (across copies of this package). */
-  readonly isLimitedCallFailedError = true;
-  readonly code = EXECUTOR_ERROR_CODES.limitedCallFailed;
+  declare readonly isLimitedCallFailedError: true;
   /** What the last failure said about retrying. */
   readonly hint: RetryHint;
   /** Attempts made. */
   readonly attempts: number;
 
   constructor(message: string, hint: RetryHint, attempts: number, cause: unknown) {
-    super(message, { cause });
+    super('LimitedCallFailedError', EXECUTOR_ERROR_CODES.limitedCallFailed, message, { cause });
     this.hint = hint;
     this.attempts = attempts;
   }
@@ -123,7 +124,7 @@ export class LimitedCallFailedError extends Error {
  * ```
  */
 export function isLimitedCallFailedError(error: unknown): error is LimitedCallFailedError {
-  return hasErrorBrand(error, 'isLimitedCallFailedError');
+  return isBrandedError(error, 'LimitedCallFailedError');
 }
 
 function statusEvent(

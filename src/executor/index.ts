@@ -1,8 +1,7 @@
 /**
  * @module executor
- * Helpers for agent executors, a hand-written list: an internal limited call retried inside the
- * task with status updates (`callWithinLimits`), ending the task FAILED with a reason when it
- * gives up (`LimitedCallFailedError`).
+ * The `a2a-ratelimit/executor` entry, a hand-written list: `callWithinLimits`, a limited call
+ * retried inside a task, and the error it gives up with.
  */
 export {
   type CallWithinLimitsOptions,

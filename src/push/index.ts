@@ -1,15 +1,7 @@
 /**
  * @module push
- * The `a2a-ratelimit/push` entry, a hand-written list. The agent side: `RateLimitedPushSender`, a
- * push-notification sender for `@a2a-js/sdk` agents that honours webhooks' 429/503 and
- * `Retry-After` / RetryInfo / `RateLimit` through the client's retry scheduler and gates, keeps
- * per-task order, coalesces queued status updates and bounds its queues (docs/architecture.md,
- * "Push notifications"); the webhook policy (`createWebhookPolicy`) and SSRF-safe transport
- * (`createWebhookTransport`) it sends through; and `validatingPushNotificationStore`, which
- * refuses a forbidden webhook when it is registered. The webhook side: `pushWebhookRateLimit`,
- * Express middleware that rate-limits incoming notifications per sending agent, and its policy
- * (`pushWebhookPolicy`). The queue, the circuits and the address parser stay internal. Loads
- * `@a2a-js/sdk` (optional peer).
+ * The `a2a-ratelimit/push` entry, a hand-written list: the rate-limit-aware push sender with its
+ * webhook policy and SSRF-safe transport, and the webhook side's rate limit.
  */
 
 export type { RateLimitedPushSenderOptions } from './push-sender-options.js';

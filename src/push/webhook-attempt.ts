@@ -4,12 +4,25 @@
  */
 
 import type { AttemptOutcome } from '../client/retry-scheduler.js';
+import { BrandedError } from '../core/branded-error.js';
 import type { Clock } from '../core/clock.js';
 import { extractRetryHint } from '../wire/extract-retry-hint.js';
 import { readRateLimitHeaders } from '../wire/ratelimit-headers.js';
 import type { RetryHint } from '../wire/retry-hint.js';
 import type { CircuitBoard } from './circuit-board.js';
 import { isWebhookRefusedError, type WebhookTransport } from './webhook-transport.js';
+
+/**
+ * Stable `code` strings of a webhook attempt's errors.
+ *
+ * @example
+ * ```ts
+ * if (e.code === WEBHOOK_ATTEMPT_ERROR_CODES.circuitPause) continue;
+ * ```
+ */
+export const WEBHOOK_ATTEMPT_ERROR_CODES = {
+  circuitPause: 'ERR_A2A_WEBHOOK_CIRCUIT_PAUSE',
+} as const;
 
 /**
  * Thrown out of an attempt when the webhook's circuit does not let it go now: the delivery waits
@@ -20,10 +33,13 @@ import { isWebhookRefusedError, type WebhookTransport } from './webhook-transpor
  * if (error instanceof CircuitPause) continue; // wait for the circuit, then try again
  * ```
  */
-export class CircuitPause extends Error {
+export class CircuitPause extends BrandedError<typeof WEBHOOK_ATTEMPT_ERROR_CODES.circuitPause> {
+  declare readonly name: 'CircuitPause';
+  /** Brand set by the base class. */
+  declare readonly isCircuitPause: true;
+
   constructor() {
-    super('webhook circuit not closed');
-    this.name = 'CircuitPause';
+    super('CircuitPause', WEBHOOK_ATTEMPT_ERROR_CODES.circuitPause, 'webhook circuit not closed');
   }
 }
 

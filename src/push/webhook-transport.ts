@@ -14,6 +14,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { connect as netConnect } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
+import { BrandedError, isBrandedError } from '../core/branded-error.js';
 import { parseIpAddress } from '../wire/ip-address.js';
 import {
   type AllowedAddress,
@@ -130,6 +131,16 @@ export interface WebhookTransportOptions {
 }
 
 /**
+ * Stable `code` strings of the webhook transport's errors.
+ *
+ * @example
+ * ```ts
+ * if (e.code === WEBHOOK_TRANSPORT_ERROR_CODES.refused) drop('refused');
+ * ```
+ */
+export const WEBHOOK_TRANSPORT_ERROR_CODES = { refused: 'ERR_A2A_WEBHOOK_REFUSED' } as const;
+
+/**
  * A refusal by the webhook policy: nothing was connected to.
  *
  * @example
@@ -137,20 +148,29 @@ export interface WebhookTransportOptions {
  * try { await transport.post(post); } catch (e) { if (isWebhookRefusedError(e)) log(e.refusal.reason); }
  * ```
  */
-export class WebhookRefusedError extends Error {
+export class WebhookRefusedError extends BrandedError<
+  typeof WEBHOOK_TRANSPORT_ERROR_CODES.refused
+> {
+  declare readonly name: 'WebhookRefusedError';
+  /** Brand checked by {@link isWebhookRefusedError}. */
+  declare readonly isWebhookRefusedError: true;
   readonly refusal: WebhookRefusal;
   readonly url: string;
 
   constructor(url: string, refusal: WebhookRefusal) {
-    super(`webhook refused: ${refusal.message}`);
-    this.name = 'WebhookRefusedError';
+    super(
+      'WebhookRefusedError',
+      WEBHOOK_TRANSPORT_ERROR_CODES.refused,
+      `webhook refused: ${refusal.message}`,
+    );
     this.refusal = refusal;
     this.url = url;
   }
 }
 
 /**
- * Whether `error` is a {@link WebhookRefusedError}.
+ * Whether `error` is a {@link WebhookRefusedError} (of any installed copy of this package: it
+ * checks the brand).
  *
  * @example
  * ```ts
@@ -158,7 +178,7 @@ export class WebhookRefusedError extends Error {
  * ```
  */
 export function isWebhookRefusedError(error: unknown): error is WebhookRefusedError {
-  return error instanceof WebhookRefusedError;
+  return isBrandedError(error, 'WebhookRefusedError');
 }
 
 /**

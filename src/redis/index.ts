@@ -1,9 +1,7 @@
 /**
  * @module redis
- * `a2a-ratelimit/redis`, a hand-written list: the store several agent replicas share through
- * Redis (single node or Cluster) with its options, failure policies and timeout error, the client
- * adapter interface, and the task-event relay. The Lua script and its modes stay internal.
- * ioredis is an optional peer: this subpath imports no client, you pass one in.
+ * The `a2a-ratelimit/redis` entry, a hand-written list: the store replicas share through Redis, its
+ * options and errors, and the task-event relay. Imports no Redis client.
  */
 export { RECOMMENDED_IOREDIS_OPTIONS, type RedisLike } from './redis-like.js';
 export { RedisStore } from './redis-store.js';

@@ -1,15 +1,7 @@
 /**
  * @module server/admission-pipeline
- * The admission flow every binding runs (Express JSON-RPC, Express REST, gRPC), written once and
- * binding-neutral: identity → skill → `limiter.admit` → admitted (the binding marks the request
- * and hands it to the SDK) / rejected (the binding encodes the `Rejection`) / duplicate (the task
- * of the first copy, looked up with the SDK call context the SDK would build, and answered as a
- * value the binding encodes: see {@link DuplicateAnswer}) — and the resubscription a copy of a
- * still-running stream becomes. What each step throws or rejects with reaches the binding's
- * `failed` with the stage it came from. A binding supplies {@link BindingSteps} once per handler;
- * per request it allocates only its {@link PipelineCall} (and, for an asynchronous identity or
- * store, the promise callbacks). See docs/architecture.md, "The line everything hangs off" and
- * "Deduplication and leases".
+ * The admission flow every binding runs, written once and binding-neutral: identity → skill →
+ * `limiter.admit` → admitted, rejected or duplicate.
  */
 
 import type { Message, Task } from '@a2a-js/sdk';

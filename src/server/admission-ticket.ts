@@ -1,8 +1,7 @@
 /**
  * @module admission-ticket
- * The ticket of an admitted request: its `RateLimit` headers, the leases it holds split into
- * those that end with the response and those that last until the task ends (handed to the task
- * tracker when the SDK binds the task), and its message's deduplication outcome still to record.
+ * The ticket of an admitted request: its `RateLimit` headers, its leases (ending with the response
+ * or with the task) and its dedup outcome to record.
  */
 
 import type { Admission, LeaseRef, LimitState } from '../core/rejection.js';

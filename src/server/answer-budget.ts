@@ -1,10 +1,7 @@
 /**
  * @module answer-budget
- * The bound on the Message answers one limiter keeps for deduplicated copies: each answer at most
- * `maxBytes`, and the answers kept within the dedup TTL at most `maxBytesPerCaller` per caller and
- * `maxBytesTotal` in all, so no caller can fill memory (or Redis) with answers. Answers are
- * counted from when they are kept until their record's TTL ends (in keeping order: one TTL per
- * limiter); a record dropped earlier still counts until then (the bound errs on the safe side).
+ * The bound on the Message answers one limiter keeps for deduplicated copies: per answer, per
+ * caller and in all, over the dedup TTL.
  */
 
 /**
@@ -35,7 +32,9 @@ export interface AnswerLimits {
 const COMPACT_AFTER = 1024;
 
 /**
- * The byte budget of kept answers, per caller and in total, over a sliding TTL.
+ * The byte budget of kept answers, per caller and in total, over a sliding TTL. An answer counts
+ * until its record's TTL ends even when the record is dropped earlier (the bound errs on the safe
+ * side).
  *
  * @example
  * ```ts

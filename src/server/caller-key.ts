@@ -1,11 +1,7 @@
 /**
  * @module caller-key
- * The default caller keys of the Express and gRPC adapters, in two namespaces that never meet:
- * callers nobody authenticated are keyed by address (`addr:…`), authenticated users by their name,
- * which stays as it is (`alice`) unless it begins with a reserved prefix (`addr:`, `user:`): such a
- * name is escaped with `user:` (`user:addr:127.0.0.1`). The map is injective, so no user name can
- * share another caller's bucket. Addresses are aggregated: an IPv6 caller is its /64 (configurable),
- * an IPv4-mapped IPv6 address is the IPv4 address. Pure (no Node APIs).
+ * The default caller keys of the Express and gRPC adapters: addresses (`addr:…`, IPv6 by prefix)
+ * and user names, in two namespaces that never meet. Pure.
  */
 
 import { formatIpv6, isIpv4Mapped, parseIpv4, parseIpv6Into } from '../wire/ip-address.js';

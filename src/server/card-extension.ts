@@ -1,10 +1,7 @@
 /**
  * @module card-extension
- * The agent-card extension that publishes the limiter's policies: an `AgentExtension` for
- * `capabilities.extensions`, on the public card and on the extended card, whose `params` list
- * every policy (a tiered one with every tier) and say whether messageIds are deduplicated; on a
- * caller's extended card, tiered policies state that caller's tier and limits. A served card
- * follows live policy changes (`followPolicyChanges`). Structural types: no SDK import.
+ * The agent-card extension that publishes the limiter's policies (and, on an extended card, the
+ * caller's tier). Structural types: no SDK import.
  */
 
 import { variantFor } from '../core/policy-tiers.js';

@@ -1,9 +1,7 @@
 /**
  * @module event-loop-monitor
- * Event-loop delay for the overload guard: a timer's lateness, sampled on unref'd timers and
- * smoothed (the median of a window of samples, nothing during a warm-up), so a
- * single stall or a busy start-up does not refuse everyone; reading it on the hot path is a field
- * read.
+ * Event-loop delay for the overload guard: timer lateness sampled on unref'd timers and smoothed,
+ * read on the hot path as a field.
  */
 
 import type { Clock } from '../core/clock.js';

@@ -1,11 +1,7 @@
 /**
  * @module find-task-by-message-id
- * `findTaskByMessageId`: the `dedup.findTask` lookup over the SDK's own `TaskStore` (for replicas,
- * the shared `DatabaseTaskStore`): it lists the caller's most recently updated tasks, as the SDK
- * scopes them, and finds the one whose history holds the caller's message. Asked only when the
- * deduplication record cannot answer (orphaned by a replica that died, or the store is down), so
- * it trades a few pages of reads for never running a message twice. Structural types only: no
- * SDK import.
+ * `findTaskByMessageId`: the `dedup.findTask` lookup over the SDK's own `TaskStore`. Structural
+ * types only: no SDK import.
  */
 
 import { positiveOption } from '../store/positive-option.js';
@@ -49,7 +45,9 @@ export interface FindTaskOptions<C> {
 }
 
 /**
- * Builds a `dedup.findTask` for `createLimiter` from the SDK's task store.
+ * Builds a `dedup.findTask` for `createLimiter` from the SDK's task store: it lists the caller's
+ * most recently updated tasks and finds the one whose history holds the message. Asked only when
+ * the dedup record cannot answer (orphaned, or the store is down): a few reads, never a second run.
  *
  * @example
  * ```ts

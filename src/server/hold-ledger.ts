@@ -1,8 +1,7 @@
 /**
  * @module hold-ledger
- * The metrics-only ledger of holds: which holds this process saw made (a caller-scoped rejection
- * of a message that reserved a slot), so the observer can count them made, claimed, or expired
- * unclaimed. It decides nothing; the store owns the holds themselves.
+ * The metrics-only ledger of holds this process saw made, so the observer counts them made, claimed
+ * or expired. It decides nothing.
  */
 
 import type { Admission, Rejection } from '../core/rejection.js';

@@ -1,10 +1,7 @@
 /**
  * @module server
- * Server side of a2a-ratelimit, a hand-written list: `createLimiter` (identity → one decision →
- * encoding, shared by all adapters) with its options and what an admission yields, task usage,
- * deduplication's task finder, the caller key by address, and the agent-card extension. Adapters:
- * `a2a-ratelimit/server/express`, `a2a-ratelimit/server/grpc`; metrics:
- * `a2a-ratelimit/server/metrics`.
+ * The `a2a-ratelimit/server` entry, a hand-written list: `createLimiter` and what an admission
+ * yields, task usage, dedup's task finder, caller keys, the card extension.
  */
 export {
   addressCallerKey,

@@ -1,8 +1,7 @@
 /**
  * @module lease-book
- * The leases this process holds, as counts (for the observer and the overload gauge), and their
- * release and renewal in the store: synchronously for an in-process store, else in the
- * background (a failed release or renewal is left to the lease TTL).
+ * The leases this process holds, counted, and their release and renewal in the store (in the
+ * background unless the store is in-process).
  */
 
 import type { CompiledPolicySet } from '../core/compiled-policy.js';

@@ -1,7 +1,7 @@
 /**
  * @module limiter-api
- * The limiter as its adapters see it: the {@link Limiter} interface, what an admission yields
- * ({@link AdmissionOutcome}, {@link AdmissionTicket}) and the names shared with the adapters.
+ * The limiter as its adapters see it: the `Limiter` interface, what an admission yields, and the
+ * names shared with the adapters.
  */
 
 import type { A2AMethod } from '../core/a2a-methods.js';

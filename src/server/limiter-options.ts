@@ -1,8 +1,7 @@
 /**
  * @module limiter-options
- * What `createLimiter` takes: the request and observer shapes, the options, their defaults as one
- * frozen object ({@link DEFAULT_LIMITER_OPTIONS}), and their one check ({@link resolveLimiterOptions}:
- * a bad or contradictory option throws a clear error at creation, never falls back silently).
+ * What `createLimiter` takes: request and observer shapes, the options, their frozen defaults and
+ * their one check.
  */
 
 import { type A2AMethod, MESSAGE_METHODS } from '../core/a2a-methods.js';

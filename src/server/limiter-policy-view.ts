@@ -1,9 +1,7 @@
 /**
  * @module limiter-policy-view
- * Everything the limiter derives from its policy set, computed in one place so a live change
- * (`limiter.updatePolicies`) recomputes all of it at once: how long each policy's leases are held,
- * which policies a resubscription is decided under, how often live leases are renewed, whether the
- * overload signal is needed, the hold grace, and the mapping of open leases onto a new set.
+ * Everything the limiter derives from its policy set, computed in one place so a live policy change
+ * recomputes all of it at once.
  */
 
 import { type A2AMethod, MESSAGE_METHODS } from '../core/a2a-methods.js';

@@ -1,12 +1,7 @@
 /**
  * @module limiter
- * `createLimiter`: the one place that turns an identified request into one admission decision
- * and a rejection into its wire form, shared by every adapter (Express JSON-RPC and REST, grpc-js).
- * It assembles the rooms that follow an admission — tickets (`admission-ticket.ts`), leases and
- * their renewal (`lease-book.ts`), deduplication (`message-dedup.ts`), shadow policies
- * (`shadow-decisions.ts`), the hold ledger for metrics (`hold-ledger.ts`), what it derives from the
- * policy set (`limiter-policy-view.ts`) — and owns the event-loop overload signal and live policy
- * changes (`updatePolicies`).
+ * `createLimiter`: turns an identified request into one admission decision and a rejection into its
+ * wire form; owns the overload signal and live policy changes.
  */
 
 import { compilePolicies } from '../core/compile-policies.js';

@@ -1,16 +1,7 @@
 /**
  * @module mediation
- * The backstop that makes "nothing runs undecided" hold by construction: the SDK's routers (and
- * `grpcService`) are given a request handler that refuses every operation whose request the
- * limiter did not admit for that very operation. The admission adapters mark each admitted
- * request (Express: its `req.headers` object, which the SDK hands its context builder as it is;
- * gRPC: a metadata entry the interceptor strips from what the caller sent and sets itself, with a
- * per-process secret), the context builder carries the mark onto the call context, and each
- * method of the handler checks it. However the SDK routes a request — a path spelling, a verb, a
- * new route in a later SDK version — its handler runs only for what the limiter decided; a
- * request the adapter did not classify (or classified as another operation) fails with an
- * internal error and runs nothing. Only the agent card (`getAgentCard`, read by the SDK for every
- * request) is not guarded.
+ * The backstop that makes "nothing runs undecided" hold by construction: a request handler that
+ * refuses every operation the limiter did not admit.
  */
 
 import { randomBytes } from 'node:crypto';

@@ -1,10 +1,7 @@
 /**
  * @module message-answer
- * The Message a first copy was answered with, as its deduplication record keeps it: the SDK's
- * `Message` (its in-memory form, as the executor published it) with the SDK call scope it was
- * answered in (tenant, user), one string behind a mark no task id carries. Structural: no SDK
- * import (the limiter runs without the SDK); the bindings hand the decoded value to the SDK's own
- * encoders (docs/architecture.md, "Deduplication and leases").
+ * The Message a first copy was answered with, as its dedup record keeps it (with its SDK call
+ * scope). Structural: no SDK import.
  */
 
 /** The prefix of a record value that is a stored Message answer (never a task id's). */

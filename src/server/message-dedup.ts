@@ -1,15 +1,7 @@
 /**
  * @module message-dedup
- * Deduplication of retried messages by (caller, messageId), one protocol per kind of store:
- * - in-process (a store with the `SynchronousStore` capability, e.g. `MemoryStore`): check,
- *   decide and record are one synchronous step; a record is written only once a message is
- *   admitted, so "no record" means "run it";
- * - shared (any other store): a *pending* record owned by this process (`PendingMessages`),
- *   orphaned when its owner stops renewing it, and looked up in the shared task store when the
- *   store cannot answer (docs/architecture.md, "Deduplication and leases").
- * A record holds the first copy's task id, a mark, or the Message it was answered with (bounded by
- * `AnswerBudget`), which a copy then gets again.
- * Which protocol runs depends on the store's capability, never on its class.
+ * Deduplication of retried messages by (caller, messageId), one protocol per kind of store
+ * (in-process or shared), chosen by capability, never by class.
  */
 
 import type { Rejection } from '../core/rejection.js';
@@ -54,7 +46,9 @@ export type DecideMessage = (
 ) => AdmissionOutcome | Promise<AdmissionOutcome>;
 
 /**
- * The deduplication of one limiter.
+ * The deduplication of one limiter. With an in-process store, check, decide and record are one
+ * synchronous step and a record is written only once a message is admitted; with a shared store,
+ * a pending record owned by this process ({@link PendingMessages}) turns orphaned when not renewed.
  *
  * @example
  * ```ts

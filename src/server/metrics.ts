@@ -1,11 +1,7 @@
 /**
  * @module server/metrics
- * Prometheus metrics (prom-client, an optional peer; the only file importing it): rejections by
- * reason, policy, method and caller (caller label capped, or off), admissions by policy,
- * deduplicated copies, holds made / claimed / expired, a retry-delay histogram in seconds, the
- * leases held, the overload inputs (requests in flight, event-loop delay), the store's mode and
- * errors, and the version of the policy set in force (read from the limiter when scraped). Plug
- * it into the limiter as its `observer`.
+ * The `a2a-ratelimit/server/metrics` entry: Prometheus metrics for the limiter, plugged in as its
+ * `observer`. The only file importing prom-client.
  */
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';

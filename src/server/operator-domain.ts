@@ -1,7 +1,7 @@
 /**
  * @module operator-domain
- * The ErrorInfo `domain` of rejections (docs/architecture.md, "Wire contract"): the operator's own, never `a2a-protocol.org`.
- * Given explicitly, or taken from the host of the agent card's first interface URL.
+ * The ErrorInfo `domain` of rejections: the operator's own (given, or the host of the card's first
+ * interface URL), never `a2a-protocol.org`.
  */
 
 /**

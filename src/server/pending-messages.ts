@@ -1,14 +1,7 @@
 /**
  * @module pending-messages
- * Deduplication records over a store shared by several processes (docs/architecture.md, "Deduplication and leases", with replicas). A
- * message being admitted has a *pending* record in the shared store, owned by the process that
- * admitted it and pending only for `pendingTtlMs` unless renewed — the same discipline as a
- * lease — so a process that dies (or a write that landed after its caller gave up) leaves a record
- * that turns *orphaned* within seconds instead of answering "in progress" for the whole TTL. This
- * module owns this process's side of that: its owner id, renewing the records it owns, recording
- * outcomes (again after an outage, when a write failed), dropping records of messages that never
- * ran, and a local copy of its own records, so a copy that comes back to the same process is
- * recognised without the store (during an outage too). The limiter decides what each answer means.
+ * This process's side of dedup records in a shared store: owned pending records, their renewal,
+ * outcomes, and a local copy of its own records.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -59,7 +52,9 @@ interface UnrecordedOutcome {
 const START_WITHIN_FRACTION = 0.8;
 
 /**
- * This process's pending deduplication records in a shared store.
+ * This process's pending deduplication records in a shared store. A record stays pending only
+ * for `pendingTtlMs` unless renewed (as a lease), so a process that dies leaves a record that turns
+ * orphaned within seconds instead of answering "in progress" for the whole TTL.
  *
  * @example
  * ```ts

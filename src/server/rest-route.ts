@@ -1,12 +1,7 @@
 /**
  * @module rest-route
- * Which A2A operation an HTTP+JSON request is, from its verb and path relative to the REST mount,
- * matched the way the SDK's Express router matches it: the same routes in the same order (the
- * v0.3 `/v1/...` routes first in legacy mode, then each 1.0 route followed by its `/{tenant}`
- * form), literal segments case-insensitively, one optional trailing slash, a parameter as one
- * non-empty raw segment decoded with `decodeURIComponent`, HEAD served by a GET route. What the
- * router would refuse is said too: a malformed escape in a parameter (the router's 400), a path
- * no route has, a verb the path's routes do not take. Pure.
+ * Which A2A operation an HTTP+JSON request is, matched exactly as the SDK's Express router matches
+ * it, and what that router would refuse. Pure.
  */
 
 import type { A2AMethod } from '../core/a2a-methods.js';

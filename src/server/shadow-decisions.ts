@@ -1,9 +1,7 @@
 /**
  * @module shadow-decisions
- * Shadow (`mode: 'shadow'`) policies: decided apart, only for requests the enforced ones admitted,
- * without a messageId (a dry run holds no slot), all-or-nothing among themselves; never refusing.
- * A would-be refusal goes to the observer and a throttled log line; an admitting shadow decision
- * adds its leases to the admission (so they are released with it).
+ * Shadow (`mode: 'shadow'`) policies: decided apart, only for admitted requests, never refusing; a
+ * would-be refusal goes to the observer and a log.
  */
 
 import type { Clock } from '../core/clock.js';
@@ -14,7 +12,8 @@ import type { AdmissionRequest, LimiterObserver } from './limiter-options.js';
 import { ShadowLog } from './shadow-log.js';
 
 /**
- * The shadow side of one limiter.
+ * The shadow side of one limiter: shadow policies are decided only for requests the enforced
+ * ones admitted, without a messageId (a dry run holds no slot), all-or-nothing among themselves.
  *
  * @example
  * ```ts

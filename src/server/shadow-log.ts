@@ -1,8 +1,7 @@
 /**
  * @module shadow-log
- * The log line of a shadow (dry-run) policy that would have refused a request: what it would
- * have refused, whom, and after how long — at most one line per policy per second (a flood
- * would otherwise write one line per request), each saying how many it stood for.
+ * The throttled log line of a shadow policy that would have refused a request (at most one per
+ * policy per second).
  */
 
 import type { Rejection } from '../core/rejection.js';

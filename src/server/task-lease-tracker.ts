@@ -1,14 +1,7 @@
 /**
  * @module task-lease-tracker
- * Ties admissions to the SDK's tasks through its `ExecutionEventBusManager`: when
- * `DefaultRequestHandler` asks for a task's event bus (before the executor starts), an admitted
- * request (and any request on a task holding leases) gets the bus wrapped: the tracker sees what
- * is published through that bus and when its flow finishes. Task leases are bound to the task and
- * released on its first terminal state (or interrupted state, by default), when the flow
- * finishes, or when the bus is cleaned up; the first event tells deduplication which task the
- * message created, or the Message it was answered with (and the SDK scope it was answered in). A
- * custom bus manager must hand out, and finish, the bus it is given back.
- * Structural types only: no SDK import.
+ * Ties admissions to the SDK's tasks through its `ExecutionEventBusManager`: task leases released
+ * when the task ends, and the first event for dedup. No SDK import.
  */
 
 import { BrandedError } from '../core/branded-error.js';
@@ -218,8 +211,10 @@ class RunWatcher implements TaskWatcher {
 }
 
 /**
- * Binds admissions to tasks and releases task leases when tasks end. Created by `createLimiter`;
- * reached through `limiter.trackTasks(manager)`.
+ * Binds admissions to tasks and releases task leases when tasks end (first terminal or, by
+ * default, interrupted state, the flow finishing, or the bus cleaned up). Created by
+ * `createLimiter`; reached through `limiter.trackTasks(manager)`. A custom bus manager must hand
+ * out, and finish, the bus it is given back.
  *
  * @example
  * ```ts

@@ -1,12 +1,7 @@
 /**
  * @module task-usage
- * Usage reported by a task, charged to the caller that started it. When the SDK asks for a task's
- * event bus (right before the executor starts, while the admission is open) the identity the
- * limiter admitted — caller, method, tenant, skill and tier as resolved at admission — is kept
- * with the task id while its bus is live and `TASK_USAGE_TTL_MS` after the SDK cleans it up
- * (the run ended). A reporter prefers the admission of its own `RequestContext`, and captures the
- * identity it found, so usage reported after the task ended, after the caller went away, or from outside
- * the executor still charges the right budgets. Structural SDK types: no SDK import.
+ * Usage reported by a task, charged to the caller that started it, by the identity kept from its
+ * admission. Structural SDK types: no SDK import.
  */
 
 import { BrandedError, isBrandedError } from '../core/branded-error.js';

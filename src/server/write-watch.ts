@@ -1,9 +1,7 @@
 /**
  * @module write-watch
- * The response write deadline of the adapters: responses whose pending write makes no progress
- * for the deadline are ended by their adapter (gRPC: the HTTP/2 stream reset; HTTP: the socket
- * destroyed), which ends their ticket and frees their leases. One unref'd timer per adapter,
- * checking every quarter of the deadline, and only while responses are watched.
+ * The adapters' response write deadline: responses whose pending write stalls are ended, freeing
+ * their leases. One unref'd timer per adapter.
  */
 
 /** Default response write deadline, ms. */

@@ -1,9 +1,7 @@
 /**
  * @module simulation
- * What a simulation of rate-limited callers runs on, without waiting in real time, a hand-written
- * list: virtual time (a clock and a `sleep` that move only when timers fire), a seeded random
- * source, and the worked example's policy (60 messages per minute per caller, burst 10). The
- * CLI's `simulate` and `demo` use it; tests import it from here too (its one public home).
+ * The `a2a-ratelimit/simulation` entry, a hand-written list: virtual time, a seeded random source,
+ * and the worked example's policy.
  */
 
 export { seededRandom } from './seeded-random.js';

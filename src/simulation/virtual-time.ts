@@ -1,13 +1,7 @@
 /**
  * @module virtual-time
- * Virtual time for tests and simulations: a clock that moves only when timers are fired, and a
- * `sleep(ms, signal)` whose timers live in a queue instead of the event loop. `advance(ms)` and
- * `runUntilIdle()` fire due timers in time order (ties in creation order), letting every promise
- * chain settle between two timers, so code that waits runs exactly as it would in real time,
- * without waiting. With `autoAdvance`, time jumps to the next timer whenever the process has
- * nothing else to do — handy when real I/O (a loopback server) is involved. Timers live in a binary
- * min-heap keyed by (due time, creation order) and are cancelled lazily, so a simulation with tens
- * of thousands of pending timers costs O(log n) per timer, not O(n).
+ * Virtual time for tests and simulations: a clock that moves only when timers fire, and a `sleep`
+ * whose timers live in a queue, not the event loop.
  */
 
 import type { Clock } from '../core/clock.js';

@@ -1,7 +1,6 @@
 /**
  * @module worked-example-policy
- * The policy of the source document's worked example — 60 messages per minute per caller with a
- * burst of 10 — shared by the store contract, the demo, `serve`'s default and the simulation.
+ * The worked example's policy: 60 messages per minute per caller, burst 10.
  */
 
 import type { RatePolicy } from '../core/policy.js';

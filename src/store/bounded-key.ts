@@ -1,11 +1,7 @@
 /**
  * @module bounded-key
- * Bounds what a store keeps per key: a caller, tenant, skill or messageId longer than
- * {@link MAX_KEY_LENGTH} characters is replaced by its SHA-256 before any table sees it, so a 16 kB
- * caller name costs a store (memory or Redis) the same as a short one. Injective: hashed values
- * have a length and prefix that no value kept as it is has (a value of that shape is hashed too).
- * Both stores call this the same way, so they decide identically. (Lone surrogates are kept: a
- * `Map` keeps them apart, and `RedisStore` escapes them before UTF-8 could merge them.)
+ * Bounds what a store keeps per key: over-long caller, tenant, skill or messageId values are
+ * replaced by their SHA-256, injectively.
  */
 
 import { createHash } from 'node:crypto';

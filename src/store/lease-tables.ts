@@ -1,8 +1,7 @@
 /**
  * @module lease-tables
- * The lease sets of `MemoryStore`: one `key → LeaseSet` table per concurrency / overload policy
- * (by policy index), their count, and the incremental sweep that forgets keys whose leases all
- * expired (no timer per lease).
+ * The lease sets of `MemoryStore`, one table per concurrency / overload policy, and the incremental
+ * sweep of expired keys.
  */
 
 import type { LeaseSet } from '../core/decision-state.js';

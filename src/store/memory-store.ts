@@ -1,15 +1,7 @@
 /**
  * @module memory-store
- * `MemoryStore`: the embedded, single-process store with a synchronous decision path. Owns the
- * tables behind the pure decision and their memory bound: full, hold-free keys are dropped by an
- * incremental sweep (no timer per key); at `maxKeys` a new key takes the place of a sampled key
- * that holds little (a full one, else one that spent at most one request, else the earliest
- * timestamp), whose timestamp is kept, max-merged, in one of a fixed number of hashed overflow
- * buckets; a key entering the table starts from its bucket (`rate-table.ts`). So a store under a
- * flood of new callers forgets who spent what, never that it was spent: no caller gets a fresh
- * bucket by being evicted, and a new caller is refused only when its bucket holds a limited
- * caller's timestamp. Caller, tenant, skill and messageId values are bounded in length first
- * (`bounded-key.ts`). A policy-set change keeps each policy's tables by name (`updatePolicies`).
+ * `MemoryStore`: the embedded, single-process store with a synchronous decision path, and its
+ * memory bound.
  */
 
 import { chargeUsage } from '../core/charge-usage.js';
@@ -95,7 +87,9 @@ const SWEEP_EVERY_MAX = 16 * SWEEP_EVERY;
 
 /**
  * The in-memory store: decisions are synchronous (`decideSync`) and atomic by construction.
- * Use one per process; several replicas share limits through `RedisStore` instead.
+ * Use one per process; several replicas share limits through `RedisStore` instead. Memory is
+ * bounded (`maxKeys`): an evicted key's timestamp is kept, max-merged, in a hashed overflow bucket
+ * that a new key starts from, so the store forgets who spent what, never that it was spent.
  *
  * @example
  * ```ts

@@ -1,9 +1,7 @@
 /**
  * @module message-records
- * The in-memory deduplication table behind `MemoryStore.rememberMessage` (docs/architecture.md,
- * "Deduplication and leases"): (caller, messageId) → the task an admitted message started, with a TTL.
- * Bounded: records sit in a ring in insertion order; expired ones are dropped from its head by a
- * small sweep on every write (no timer per key), and at the cap the oldest record goes first.
+ * The in-memory dedup table behind `MemoryStore.rememberMessage`: (caller, messageId) → task, with
+ * a TTL, bounded.
  */
 
 import { pairKey } from '../core/table-key.js';

@@ -1,8 +1,7 @@
 /**
  * @module positive-option
- * The one check of a numeric option that must be positive: a default when it is left out, a
- * `RangeError` naming the option when it is given and wrong (never a silent fallback). Used by
- * the stores and the limiter alike.
+ * The one check of a numeric option that must be positive: a default when left out, a `RangeError`
+ * naming it when wrong.
  */
 
 /**

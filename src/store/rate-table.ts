@@ -1,8 +1,7 @@
 /**
  * @module rate-table
- * The timestamps of one rate policy in `MemoryStore`: a key → slot map over a growable
- * `Float64Array`, the incremental sweep of keys that are the same as no key, and the memory bound
- * (sampled eviction into seeded, hashed overflow buckets; see the `memory-store` module).
+ * The timestamps of one rate policy in `MemoryStore`, their incremental sweep, and the memory bound
+ * (sampled eviction into overflow buckets).
  */
 
 import type { RateExtra } from '../core/decision-state.js';

@@ -1,8 +1,7 @@
 /**
  * @module store
- * The `Store` contract: one atomic decision over every key of a request, lease release and
- * renewal, and its optional in-process capability `SynchronousStore` (synchronous decisions and a
- * deduplication table of this process's own admitted messages).
+ * The `Store` contract — one atomic decision over every key of a request, lease release and renewal
+ * — and its in-process capability `SynchronousStore`.
  */
 
 import type { CompiledPolicySet } from '../core/compiled-policy.js';

@@ -1,7 +1,7 @@
 /**
  * @module synchronous-store
- * `synchronousStore`: whether a store has the in-process capability (`SynchronousStore`, in
- * `store.ts`) whole, by its methods, never by class, so two installed copies still agree.
+ * `synchronousStore`: whether a store has the in-process capability, by its methods, never by
+ * class.
  */
 
 import type { Store, SynchronousStore } from './store.js';

@@ -1,7 +1,7 @@
 /**
  * @module example-agent-card
- * `exampleAgentCard`: a complete A2A 1.0 agent card in the SDK's object form for tests,
- * benchmarks and example agents (the generated type requires every field).
+ * `exampleAgentCard`: a complete A2A 1.0 agent card in the SDK's object form, for tests, benchmarks
+ * and example agents.
  */
 
 import type { AgentCard } from '@a2a-js/sdk';

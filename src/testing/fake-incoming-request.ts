@@ -1,8 +1,7 @@
 /**
  * @module fake-incoming-request
- * `fakeIncomingRequest`: a request as Node's HTTP server hands it to Express (headers known, the
- * body still to be read), without a socket, for driving an Express app or a body parser in tests
- * and benchmarks.
+ * `fakeIncomingRequest`: a request as Node's HTTP server hands it to Express, without a socket, for
+ * tests and benchmarks.
  */
 
 import { IncomingMessage } from 'node:http';

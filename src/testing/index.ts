@@ -1,10 +1,7 @@
 /**
  * @module testing
- * Helpers users can reuse in their own tests, a hand-written list: a manual clock, the store
- * contract suite and example fixtures. Virtual time, `seededRandom` and the worked example's
- * policy have one home, `a2a-ratelimit/simulation` (the CLI uses them, and production code never
- * imports this entry). `fake-incoming-request.ts` stays out: it serves one unit test and one
- * bench, not users.
+ * The `a2a-ratelimit/testing` entry, a hand-written list: helpers for users' own tests — a manual
+ * clock, the store contract suite and example fixtures.
  */
 
 export { exampleAgentCard } from './example-agent-card.js';

@@ -1,7 +1,7 @@
 /**
  * @module store-contract-kit
- * What the store contract cases share: the factory and case types, a fresh store on a manual
- * clock at a realistic epoch, and small request and assertion helpers.
+ * What the store contract cases share: factory and case types, a fresh store on a manual clock,
+ * small request and assertion helpers.
  */
 
 import { strict as assert } from 'node:assert';

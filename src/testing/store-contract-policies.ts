@@ -1,8 +1,6 @@
 /**
  * @module store-contract-policies
- * Store contract cases of live policy changes (`Store.updatePolicies`, for a store that has it):
- * state kept per policy name whatever the order, new limits applied at once, a removed policy
- * stopped, a new one empty, leases of a kept policy still counted and releasable.
+ * The store contract cases of live policy changes (`Store.updatePolicies`).
  */
 
 import { strict as assert } from 'node:assert';

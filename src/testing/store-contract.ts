@@ -1,10 +1,7 @@
 /**
  * @module store-contract
- * The behaviour every `Store` must show, as framework-agnostic cases (each throws on failure):
- * the worked example, holds, refunds, all-or-nothing, bounds, leases, deduplication records (and
- * the in-process capability when a store has it), live policy changes (when it has them).
- * `MemoryStore` and `RedisStore` both run it; a custom store should too. The cases live in
- * `store-contract-*.ts`, by concern.
+ * The behaviour every `Store` must show, as framework-agnostic cases that throw on failure; a
+ * custom store should run it too.
  */
 
 import { DEDUP_CONTRACT } from './store-contract-dedup.js';

@@ -1,7 +1,7 @@
 /**
  * @module text-message
  * `textMessage`: one A2A 1.0 text `Message` in the SDK's object form, for tests, benchmarks and
- * example agents (the SDK's generated type has many empty fields that must all be present).
+ * example agents.
  */
 
 import type { Message } from '@a2a-js/sdk';

@@ -1,8 +1,7 @@
 /**
  * @module wire
- * Pure wire encodings: google.rpc details (ProtoJSON and binary), the REST, JSON-RPC and gRPC
- * encoders and decoders of a `Rejection`, `Retry-After` and `RateLimit` headers, and
- * `extractRetryHint` — any wire shape to a `RetryHint`. No Node APIs.
+ * Pure wire encodings of a `Rejection` (REST, JSON-RPC, gRPC, google.rpc details, headers) and
+ * `extractRetryHint`. No Node APIs.
  */
 export * from './decoded-rejection.js';
 export * from './duration.js';

@@ -1,10 +1,7 @@
 /**
  * @module server/express/duplicate-answers
- * How the Express bindings encode a copy of an admitted message (a `DuplicateAnswer` of the
- * admission pipeline): JSON-RPC with its result or error, REST with the task (or the first copy's
- * Message) or a google.rpc `Status`, a stream with one SSE event — or, while the task still runs,
- * the request rewritten as the SubscribeToTask it becomes and handed to the SDK once that is
- * admitted.
+ * How the Express bindings encode a copy of an admitted message (JSON-RPC, REST or SSE), or rewrite
+ * it as the SubscribeToTask it becomes.
  */
 
 import { formatSSEEvent, SendMessageResponse, SSE_HEADERS, StreamResponse } from '@a2a-js/sdk';

@@ -1,9 +1,7 @@
 /**
  * @module server/express/express-call
- * One Express request on its way through the admission pipeline (`ExpressCall`), the steps it
- * goes through (`ExpressSteps`, built in `express-steps.ts`), and the small
- * readers both bindings classify with: the media type, a JSON-RPC id, a message's messageId, and
- * the marks a caller may not send.
+ * One Express request on its way through the admission pipeline (`ExpressCall`), its steps' type,
+ * and the small readers both bindings classify with.
  */
 
 import type { NextFunction, Request, RequestHandler, Response } from 'express';

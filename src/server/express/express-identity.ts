@@ -1,8 +1,7 @@
 /**
  * @module server/express/express-identity
- * Who an Express request's caller is: the agent's own `UserBuilder` (run once per request for the
- * limiter and the SDK, see `shareUserBuilder`), an `identify` function, or the client address for
- * callers nobody authenticated (server/caller-key.ts).
+ * Who an Express request's caller is: the agent's `UserBuilder`, an `identify` function, or the
+ * client address.
  */
 
 import type { User } from '@a2a-js/sdk/server';

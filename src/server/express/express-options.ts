@@ -1,8 +1,6 @@
 /**
  * @module server/express/express-options
- * What the Express admission middleware is configured with: the caller's identity, the
- * deduplication answers' request handler, the body limit, the SDK's router when the middleware
- * is mounted alone.
+ * The options of the Express admission middleware.
  */
 
 import type { A2ARequestHandler, ServerCallContextBuilder } from '@a2a-js/sdk/server';

@@ -1,9 +1,7 @@
 /**
  * @module server/express/express-steps
- * The Express side of the admission pipeline (server/admission-pipeline.ts), shared by the
- * JSON-RPC and REST middleware: identity from the request, an admitted request's headers, ticket
- * and mark (server/mediation.ts) before it is handed on, a rejection written in the request's
- * binding, and an admission that failed answered as the SDK answers its own errors.
+ * The Express side of the admission pipeline, shared by the JSON-RPC and REST middleware: identity,
+ * marking, rejections and failures.
  */
 
 import {

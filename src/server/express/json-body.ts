@@ -1,15 +1,7 @@
 /**
  * @module server/express/json-body
- * Reading an A2A request's JSON body in front of the SDK: the plain case (`application/json` or
- * `application/a2a+json` with no parameters, a `Content-Length` within the limit, no
- * `Content-Encoding`, no `Transfer-Encoding`) is read here with three stream listeners and one
- * `JSON.parse`; everything else goes to the `express.json()` parser given, which also answers its
- * errors (too large, bad charset, compressed bodies). The plain case gives what `express.json()`
- * would give: the same `req.body` or error, a `SyntaxError` for what it refuses as JSON, and a
- * request the SDK's own parser then skips. Either way a body nested deeper than the limit is
- * refused before it is parsed (server/express/json-scan.ts); a plain body may be left unparsed,
- * its admission fields read by the scan, until the request is admitted (cheaper than
- * `express.json()`: `bench:http`, figures in `docs/architecture.md`).
+ * Reading an A2A request's JSON body in front of the SDK: the plain case here (possibly left
+ * unparsed until admitted), everything else through `express.json()`.
  */
 
 import { createRequire } from 'node:module';
@@ -112,7 +104,9 @@ const MARK_PARSED = (() => {
 const DIGITS = /^\d{1,15}$/;
 
 /**
- * A body reader with the signature of `express.json()`'s middleware (`done` is its `next`).
+ * A body reader with the signature of `express.json()`'s middleware (`done` is its `next`). The
+ * plain case (a listed media type without parameters, a `Content-Length` within the limit, no
+ * `Content-Encoding` or `Transfer-Encoding`) is read here; everything else goes to `fallback`.
  *
  * @example
  * ```ts

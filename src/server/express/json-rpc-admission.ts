@@ -1,10 +1,7 @@
 /**
  * @module server/express/json-rpc-admission
- * Admission for the JSON-RPC binding in front of the SDK's `jsonRpcHandler`: the endpoint's path
- * and verb as the SDK's router takes them, the body parsed once (the SDK's own `express.json()`
- * then skips it) and a malformed one answered as the SDK would, the A2A version checked against
- * the card, the method and messageId read, then the admission pipeline. A plain body is decided
- * on what a scan of it reads and parsed only once admitted; none deeper than `maxJsonDepth`.
+ * Admission for the JSON-RPC binding in front of the SDK's `jsonRpcHandler`: path, verb, body, A2A
+ * version, method and messageId, then the pipeline.
  */
 
 import { A2A_ERROR_CODE, toJsonRpcError } from '@a2a-js/sdk/errors';

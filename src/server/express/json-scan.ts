@@ -1,9 +1,7 @@
 /**
  * @module server/express/json-scan
- * One pass over a JSON text before it is parsed: its nesting depth bounded (deeper is refused
- * before `JSON.parse` spends anything on it) and the few values admission needs (a JSON-RPC
- * `method`, a `messageId`, …) read at their paths without building the document — so a request
- * can be decided, and a refused one answered, without parsing its body.
+ * One pass over a JSON text before parsing: its nesting depth bounded, and the few values admission
+ * needs read at their paths.
  */
 
 /** Default deepest nesting of objects and arrays accepted in a JSON body (the top level is 1). */

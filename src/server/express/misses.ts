@@ -1,9 +1,7 @@
 /**
  * @module server/express/misses
- * Answers the Express adapters write themselves (`writeHttp`, each binding's content type), and
- * what a combined mount answers for a request no A2A route of its binding takes — an unknown
- * path, a verb the path does not take, OPTIONS, a malformed escape in a path parameter — in the
- * binding's JSON error format, where Express would answer its HTML pages.
+ * Answers the Express adapters write themselves, and what a combined mount answers for a request no
+ * A2A route takes, in the binding's error format.
  */
 
 import { A2A_ERROR_CODE } from '@a2a-js/sdk/errors';

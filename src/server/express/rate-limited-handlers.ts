@@ -1,8 +1,7 @@
 /**
  * @module server/express/rate-limited-handlers
- * The SDK's `jsonRpcHandler` / `restHandler` with admission in front, as one middleware each: the
- * SDK's router built here with the guarded request handler and context builder
- * (server/mediation.ts), so an operation runs only for a request admitted for it.
+ * The SDK's `jsonRpcHandler` / `restHandler` with admission in front, as one middleware each, over
+ * the guarded request handler.
  */
 
 import type { A2ARequestHandler, ServerCallContextBuilder } from '@a2a-js/sdk/server';

@@ -1,10 +1,7 @@
 /**
  * @module server/express/rest-admission
- * Admission for the HTTP+JSON (REST) binding in front of the SDK's `restHandler`: the route
- * classified as the SDK's router routes (server/rest-route.ts), the content type as its guard
- * takes it, the body parsed once and a malformed one answered as the SDK would, then the
- * admission pipeline. A plain body is decided on what a scan of it reads (a message's messageId)
- * and parsed only once admitted; none deeper than `maxJsonDepth`.
+ * Admission for the HTTP+JSON (REST) binding in front of the SDK's `restHandler`: route, content
+ * type, body, then the pipeline.
  */
 
 import express, { type Request, type RequestHandler } from 'express';

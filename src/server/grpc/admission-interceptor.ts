@@ -1,12 +1,7 @@
 /**
  * @module server/grpc/admission-interceptor
- * The grpc-js server interceptor for `lf.a2a.v1.A2AService` (and the v0.3 `a2a.v1.A2AService`):
- * messageId and tenant are read from the request message in `onReceiveMessage` and the admission
- * pipeline runs (server/grpc/grpc-steps.ts); a rejection goes out as a Trailers-Only status
- * before the SDK's handler ever runs — for unary and server-streaming methods alike. With
- * `rateLimitedServiceDefinition` the message arrives still encoded: one larger than its bound is
- * refused, the others are decided on what a scan of the bytes reads and decoded only once
- * admitted (server/grpc/encoded-request.ts).
+ * The grpc-js server interceptor for the A2A service (1.0 and v0.3): runs the admission pipeline
+ * and refuses before the SDK's handler runs.
  */
 
 import * as grpc from '@grpc/grpc-js';

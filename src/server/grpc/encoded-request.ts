@@ -1,9 +1,7 @@
 /**
  * @module server/grpc/encoded-request
- * A2A request messages left encoded until they are admitted: a service definition whose request
- * deserializers keep the bytes (`rateLimitedServiceDefinition`), the size bound refused before
- * anything is decoded, and the few fields the decision needs read from the bytes without decoding
- * the rest (a `metadata` Struct of 100,000 fields costs nothing to skip).
+ * A2A request messages left encoded until admitted: the service definition that keeps the bytes,
+ * the size bound, and the fields read from the bytes.
  */
 
 import type * as grpc from '@grpc/grpc-js';

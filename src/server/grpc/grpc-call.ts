@@ -1,8 +1,7 @@
 /**
  * @module server/grpc/grpc-call
- * One gRPC call on its way through the admission pipeline: what the limiter is asked (read from
- * the request message), and the call's own state — done or not, its ticket, the stream to stop
- * when it ends — with the ways it ends (a status of ours, OK after a duplicate's answer).
+ * One gRPC call on its way through the admission pipeline: what the limiter is asked, and the
+ * call's own state and ways to end.
  */
 
 import * as http2 from 'node:http2';

@@ -1,7 +1,6 @@
 /**
  * @module server/grpc/grpc-method
- * Which A2A operation a gRPC method path names: `lf.a2a.v1.A2AService` (1.0) and the v0.3
- * `a2a.v1.A2AService`, whose three renamed rpcs map to their 1.0 names.
+ * Which A2A operation a gRPC method path names (1.0 and v0.3 services).
  */
 
 import { type A2AMethod, isA2AMethod } from '../../core/a2a-methods.js';

@@ -1,6 +1,6 @@
 /**
  * @module server/grpc/grpc-options
- * What the gRPC admission interceptor is configured with.
+ * The options of the gRPC admission interceptor.
  */
 
 import type { A2ARequestHandler } from '@a2a-js/sdk/server';

@@ -1,8 +1,7 @@
 /**
  * @module server/grpc/grpc-request-fields
- * What admission reads from a gRPC request message that is still encoded — the tenant and the
- * message's messageId, read exactly as the in-process interceptor reads them
- * (`scanRequestFields`) — for a proxy that forwards the bytes it decided on (the gateway).
+ * What admission reads from a still-encoded gRPC request (tenant, messageId), for a proxy that
+ * forwards the bytes it decided on.
  */
 
 import type { A2AMethod } from '../../core/a2a-methods.js';

@@ -1,11 +1,7 @@
 /**
  * @module server/grpc/grpc-steps
- * The gRPC side of the admission pipeline (server/admission-pipeline.ts): identity from the
- * call's metadata, an admitted call marked (server/mediation.ts) and its message handed on, a
- * rejection sent as a Trailers-Only status, a duplicate answered with its task (or the first
- * copy's Message) — or, while the task runs, with the resubscription stream, run here once it is
- * admitted — and a failed
- * admission ended with UNAUTHENTICATED (identity) or INTERNAL.
+ * The gRPC side of the admission pipeline: identity from metadata, marking, Trailers-Only
+ * rejections, duplicates' answers and failures.
  */
 
 import {

@@ -1,7 +1,7 @@
 /**
  * @module server/grpc/rate-limited-grpc-service
- * The SDK's `grpcService` with the guarded request handler and context builder
- * (server/mediation.ts), for a server whose interceptor admits the calls.
+ * The SDK's `grpcService` with the guarded request handler and context builder, for a server whose
+ * interceptor admits the calls.
  */
 
 import { grpcService } from '@a2a-js/sdk/server/grpc';
