@@ -1,8 +1,6 @@
 /**
  * @module branded-error
- * The one base of this package's errors: a `name`, a stable `code`, and the brand property
- * `is<name>: true`, all set by one constructor, and the one guard that checks the brand (so an
- * error is recognised across duplicate installs, where `instanceof` fails; see `error-brand.ts`).
+ * `BrandedError`, the one base of this package's errors (name, code, brand), and its guard.
  */
 
 import { hasErrorBrand } from './error-brand.js';

@@ -1,9 +1,7 @@
 /**
  * @module task-tap
- * The one wrapper around the SDK's `ExecutionEventBusManager`: a task tap. Whatever watches tasks
- * (the limiter's lease tracker and usage book, the Redis task-event relay) subscribes to it
- * instead of wrapping the manager again, so a bus is wrapped once, and `on` / `off` / `once` are
- * passed through in one place. Structural types only: no SDK import.
+ * `TaskTap`: the one wrapper around the SDK's `ExecutionEventBusManager`, which task watchers
+ * subscribe to.
  */
 
 import type { EventBusLike, EventBusManagerLike } from './task-events.js';

@@ -1,8 +1,6 @@
 /**
  * @module gateway-admin
- * `gateway --admin-port`: the admin listener's requests — `/healthz` (the process is up),
- * `/readyz` (the upstream's card has been fetched; 503 saying why not), `/metrics` (the
- * Prometheus registry, when prom-client is installed), anything else 404.
+ * `gateway --admin-port`'s requests: `/healthz`, `/readyz` (503 saying why not), `/metrics`.
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,13 +1,7 @@
 /**
  * @module gateway-command
- * `a2a-ratelimit gateway --upstream URL`: the gateway engine (`a2a-ratelimit-gateway`) in front
- * of any A2A agent, with `serve`'s flags for policies, Redis and the wire (`--config`, `--domain`,
- * `--mirror-http-status`, `--redis*`), an admin listener (`gateway-admin.ts`),
- * its URLs printed when ready, SIGHUP and file changes reloading the config (a bad file keeps the
- * running one), and SIGINT / SIGTERM draining in-flight requests and streams up to a deadline;
- * optionally HTTPS (`gateway-tls.ts`), a refusal log (`refusal-line.ts`) and upstream metrics
- * (`gateway-metrics.ts`); callers identified as `identity:` says (`gateway-identity.ts`), gRPC
- * relayed with `--grpc-port` (`gateway-grpc-listener.ts`).
+ * `a2a-ratelimit gateway --upstream URL`: the gateway engine as a command (flags, listeners,
+ * reload, drain).
  */
 
 import { createServer, type Server } from 'node:http';

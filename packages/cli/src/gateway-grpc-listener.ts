@@ -1,8 +1,7 @@
 /**
  * @module gateway-grpc-listener
- * `gateway --grpc-port`: the HTTP/2 (h2c) listener handing each stream to the gateway's gRPC relay
- * (`gateway.grpcHandler`), its address, the target the card advertises, and its close (sessions
- * cut once the gateway has drained).
+ * `gateway --grpc-port`: the HTTP/2 listener for the gateway's gRPC relay, its address and the
+ * target the card advertises.
  */
 
 import type { Server } from 'node:http';

@@ -1,9 +1,6 @@
 /**
  * @module gateway-identity
- * `gateway`'s `identity:` config as the engine's `identify` hook: the resolver the gateway
- * package builds from it (API keys, JWTs, a trusted proxy's header, else the client address),
- * held so a config reload swaps it in place (a bad `identity:` keeps the running one). The
- * gateway package is loaded only when the command runs.
+ * `gateway`'s `identity:` config as the engine's `identify` hook, swapped in place on reload.
  */
 
 import { dirname, resolve as resolvePath } from 'node:path';

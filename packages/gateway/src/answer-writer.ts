@@ -1,8 +1,6 @@
 /**
  * @module answer-writer
- * Answers the gateway writes itself: a `GatewayAnswer` onto a `node:http` response (one
- * `writeHead`, its length computed), and a rejection in the request's binding by the limiter's
- * encoders.
+ * The answers the gateway writes itself onto a `node:http` response, rejections included.
  */
 
 import type { ServerResponse } from 'node:http';

@@ -1,11 +1,7 @@
 /**
  * @module classify-request
- * What a request to the gateway is, decided before anything is forwarded: which proxied interface
- * its path is on (the card's JSON-RPC and HTTP+JSON paths, case-insensitively, one optional
- * trailing slash; anything else is a 404 in JSON), the A2A operation (REST from the library's
- * route table, `matchRestRoute`; JSON-RPC from a body parsed once, refusing batches, duplicate
- * keys, a `method` that is not a string and names that are no A2A method), its id, tenant and
- * messageId, the webhook URLs it registers, and the canonical request to forward. Pure.
+ * What a request to the gateway is before anything is forwarded: its interface, operation, id,
+ * tenant, messageId, webhooks and canonical form. Pure.
  */
 
 import type { A2AMethod } from 'a2a-ratelimit';
@@ -67,7 +63,8 @@ function stripSlash(path: string): string {
 }
 
 /**
- * Routes a request by verb and raw path (no query) onto the card's proxied interfaces.
+ * Routes a request by verb and raw path (no query) onto the card's proxied interfaces: their
+ * paths case-insensitively, one optional trailing slash; anything else is a 404 in JSON.
  *
  * @example
  * ```ts
@@ -168,7 +165,8 @@ function stringOrUndefined(value: unknown): string | undefined {
 }
 
 /**
- * Parses a JSON-RPC request body and classifies it, or answers why it is not forwarded.
+ * Parses a JSON-RPC request body once and classifies it, or answers why it is not forwarded:
+ * batches, duplicate keys, a `method` that is not a string or names no A2A method are refused.
  *
  * @example
  * ```ts

@@ -1,11 +1,7 @@
 /**
  * @module extended-card
- * Each caller's own limits on the extended card: the upstream's answer to GetExtendedAgentCard
- * (fetched with the caller's credentials, forwarded as any admitted request) gets its interface
- * URLs rewritten onto the gateway and the rate-limit extension the library builds for that caller
- * in-process (`withRateLimitExtension` with its caller and tier: its tier's limits and
- * `callerTier`). Anything but a card — the upstream's error, a body that is not JSON — is left as
- * the upstream wrote it. On gRPC the same, on the card's proto bytes (`grpc-agent-card.ts`).
+ * Each caller's own limits on the extended card the upstream answers (JSON; gRPC in
+ * `grpc-agent-card.ts`).
  */
 
 import { type Limiter, withRateLimitExtension } from 'a2a-ratelimit/server';

@@ -1,11 +1,7 @@
 /**
  * @module grpc-agent-card
- * An A2A 1.0 `AgentCard` message (`lf.a2a.v1`) rewritten on the wire with `@bufbuild/protobuf`'s
- * reader and writer: each `supported_interfaces` entry (3) gets its `url` (1) replaced, and
- * `capabilities` (7) `extensions` (3) lose any copy of the rate-limit extension and gain the one
- * given (`AgentExtension`: uri 1, description 2, required 3, params 4 as a `Struct`). Every other
- * field — of the card, an interface, the capabilities, the other extensions — is copied byte for
- * byte, so nothing the gateway does not know is lost. Pure.
+ * An A2A 1.0 `AgentCard` rewritten on the wire: interface URLs and the rate-limit extension; every
+ * other field copied byte for byte. Pure.
  */
 
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';

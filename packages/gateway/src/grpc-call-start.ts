@@ -1,8 +1,7 @@
 /**
  * @module grpc-call-start
- * The start of a gRPC call at the gateway: its first request message read from the HTTP/2 stream
- * (bounded: a larger one is reported by its size, unread; bytes after it noted, as A2A methods
- * take one), and its headers and socket in the shape `identify` reads (an `IncomingMessage`'s).
+ * The start of a gRPC call at the gateway: its first request message read (bounded), its headers
+ * and socket as `identify` reads them.
  */
 
 import type { IncomingMessage } from 'node:http';

@@ -1,9 +1,7 @@
 /**
  * @module grpc-frames
- * gRPC's length-prefixed messages (1 byte compressed flag, 4 bytes big-endian length, the
- * message) read from an HTTP/2 byte stream as it arrives: frames split across chunks or several in
- * one chunk, a message over the bound reported (and skipped) without buffering it. Also the one
- * frame the gateway writes itself (a Task answered to a retried copy). Pure.
+ * gRPC's length-prefixed messages read from an HTTP/2 byte stream as it arrives, and the one frame
+ * the gateway writes itself. Pure.
  */
 
 import { gunzipSync, inflateSync } from 'node:zlib';

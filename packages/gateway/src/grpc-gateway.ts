@@ -1,15 +1,6 @@
 /**
  * @module grpc-gateway
- * The gateway's gRPC listener: one `node:http2` stream per call, decided before the upstream
- * sees a byte. The method comes from `:path` (`/lf.a2a.v1.A2AService/<rpc>`; anything else is
- * UNIMPLEMENTED, never forwarded); the first request message is read (bounded; larger is
- * RESOURCE_EXHAUSTED "message too large", as in-process) and its tenant and messageId read as the
- * in-process interceptor reads them; the caller is identified from the call's headers and socket
- * (a refusal is UNAUTHENTICATED), its webhooks checked, and the limiter decides. A rejection is
- * the limiter's own gRPC encoding; a copy of an admitted message gets the first copy's task
- * (GetTask on the upstream) or the Message it was answered with, without reaching it as a
- * message again; an admitted call is relayed
- * (`grpc-relay.ts`), GetExtendedAgentCard's answer rewritten for the caller (`extended-card.ts`).
+ * The gateway's gRPC listener: each call decided before the upstream sees a byte, then relayed.
  */
 
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
@@ -64,7 +55,12 @@ export interface GrpcGatewayHost extends GrpcRelayHost {
 }
 
 /**
- * The gRPC listener of a gateway: give it to an `http2` server's `stream` event.
+ * The gRPC listener of a gateway: give it to an `http2` server's `stream` event. The method comes
+ * from `:path` (anything but `/lf.a2a.v1.A2AService/<rpc>` is UNIMPLEMENTED, never forwarded); the
+ * first request message is read bounded (larger is RESOURCE_EXHAUSTED, as in-process) for its
+ * tenant and messageId; the caller is identified (a refusal is UNAUTHENTICATED), webhooks checked,
+ * and the limiter decides. A rejection is the limiter's gRPC encoding; a copy of an admitted
+ * message gets the first copy's task or Message without reaching the upstream again.
  *
  * @example
  * ```ts

@@ -1,11 +1,6 @@
 /**
  * @module grpc-message
- * An A2A 1.0 `Message` (`lf.a2a.v1`) between its proto bytes and its JSON form (the shape
- * JSON-RPC and REST carry, in which the limiter keeps a first copy's Message answer for its
- * copies): message_id 1, context_id 2, task_id 3, role 4 (`ROLE_USER` 1, `ROLE_AGENT` 2), parts 5
- * (`Part`: text 1, raw 2 (base64 in JSON), url 3, data 4 (a `Value`), metadata 5, filename 6,
- * media_type 7), metadata 6 (`Struct`), extensions 7, reference_task_ids 8. Read and written with
- * `@bufbuild/protobuf`'s wire reader and writer; fields it does not know are skipped. Pure.
+ * An A2A 1.0 `Message` between its proto bytes and its JSON form. Pure.
  */
 
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';

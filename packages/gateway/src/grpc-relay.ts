@@ -1,16 +1,7 @@
 /**
  * @module grpc-relay
- * Relays one admitted gRPC call to the upstream frame by frame, re-encoding nothing: the bytes the
- * gateway read (and decided on) first, then the rest of the caller's stream as it arrives; the
- * upstream's headers (plus the admission's `RateLimit`), each message as it arrives (read on the
- * side for task states) and its trailers back. The caller leaving (RST_STREAM) cancels the
- * upstream stream; the deadline (`grpc-timeout`) is passed on as what is left of it and enforced
- * here too; an upstream that cannot be reached, or sends no headers in time, is UNAVAILABLE with
- * `AGENT_UNAVAILABLE` details; its own RESOURCE_EXHAUSTED / UNAVAILABLE with a delay becomes our
- * rejection with that delay (`grpc-upstream-rejection.ts`: a unary call's headers wait for its
- * first message, so a refusal sent as headers then trailers is caught too). A call with
- * `rewriteAnswer` (the extended card) has its one answer message read whole (bounded) and
- * rewritten. The admission's ticket ends when the call ends on either side.
+ * Relays one admitted gRPC call to the upstream frame by frame (headers, messages, trailers,
+ * cancel, deadline), re-encoding nothing.
  */
 
 import {
@@ -144,6 +135,13 @@ const STATUS_OVERRIDES = new WeakMap<ServerHttp2Stream, OutgoingHttpHeaders>();
 
 /**
  * Relays an admitted call; resolves when it has ended on both sides (its ticket has then ended).
+ * The bytes the gateway decided on go first, then the rest of the caller's stream; the upstream's
+ * headers (plus `RateLimit`), messages (read on the side for task states) and trailers come back.
+ * The caller leaving cancels the upstream stream; the deadline is passed on as what is left of it
+ * and enforced here too. An unreachable or silent upstream is UNAVAILABLE (`AGENT_UNAVAILABLE`);
+ * its own RESOURCE_EXHAUSTED / UNAVAILABLE with a delay becomes our rejection (a unary call's
+ * headers wait for its first message, so a refusal sent as headers then trailers is caught too).
+ * With `rewriteAnswer` (the extended card) the one answer message is read whole, bounded.
  *
  * @example
  * ```ts

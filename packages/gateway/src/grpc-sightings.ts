@@ -1,12 +1,7 @@
 /**
  * @module grpc-sightings
- * What a relayed gRPC answer says about tasks, read on the side with `@bufbuild/protobuf`'s wire
- * reader from the A2A 1.0 proto (`lf.a2a.v1`): a `SendMessageResponse` / `StreamResponse` (task 1,
- * message 2, status_update 3), a bare `Task` (GetTask, CancelTask); a Task's id (1) and
- * `status.state` (3 → 1), a status update's task_id (1) and `status.state`, and their `metadata`
- * (Task 6, update 4; JSON form, where usage reports are read); a Message answer (2) in its JSON
- * form (`grpc-message.ts`). Every other field is skipped
- * undecoded. And the one request the gateway writes itself: `GetTaskRequest`.
+ * What a relayed gRPC answer says about tasks (ids, states, metadata, Message answers), and the
+ * `GetTaskRequest` the gateway writes.
  */
 
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';

@@ -1,9 +1,6 @@
 /**
  * @module grpc-struct
- * A `google.protobuf.Struct` read from its wire bytes into its JSON form (the shape a Task's
- * `metadata` has on JSON-RPC and REST), so usage reports are read from gRPC answers by the same
- * dotted path; and a JSON object written as a Struct (the rate-limit extension's `params` on a
- * gRPC extended card). Bounded: nesting deeper than {@link MAX_STRUCT_DEPTH} is refused.
+ * `google.protobuf.Struct` wire bytes to JSON and back, bounded in depth.
  */
 
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';

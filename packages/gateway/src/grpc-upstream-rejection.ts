@@ -1,11 +1,6 @@
 /**
  * @module grpc-upstream-rejection
- * The upstream's own gRPC refusal with a delay, in the seed's shape: `RESOURCE_EXHAUSTED` (8) /
- * `UNAVAILABLE` (14) carrying a delay — `grpc-retry-pushback-ms`, `retry-after`, or a `RetryInfo`
- * in `grpc-status-details-bin` (read by the library's `extractRetryHint`, as any client reads it)
- * — becomes a quota / overload rejection with that delay, encoded by the limiter like every
- * rejection (the gRPC twin of an upstream 429 / 503 with `Retry-After`). Any other status, or one
- * without a delay, is relayed as the agent wrote it. Pure.
+ * The upstream's own gRPC refusal with a delay, re-encoded as our quota / overload rejection. Pure.
  */
 
 import type { IncomingHttpHeaders } from 'node:http2';

@@ -1,10 +1,7 @@
 /**
  * @module grpc-upstream
- * The gateway's HTTP/2 connection to the upstream's gRPC server (`node:http2`; h2c for `host:port`
- * and `http://`, TLS for `https://`), opened on first use and again after it closes; the headers
- * of a relayed call (the caller's, credentials unchanged, hop-by-hop and pseudo-headers dropped,
- * the deadline left); and the one unary call the gateway makes itself (GetTask, for a retried
- * message's task).
+ * The gateway's HTTP/2 connection to the upstream's gRPC server, a relayed call's headers, and its
+ * own unary GetTask.
  */
 
 import {

@@ -1,8 +1,7 @@
 /**
  * @module a2a-ratelimit-gateway
- * The gateway engine: a rate-limiting reverse proxy that puts a2a-ratelimit's admission,
- * rejections and card extension in front of an A2A agent written in any language. The
- * `a2a-ratelimit gateway` command runs it; `docs/gateway.md` says how to deploy it.
+ * The gateway engine: a2a-ratelimit's admission, rejections and card extension in front of an A2A
+ * agent written in any language (`docs/gateway.md`).
  */
 
 export { createGateway, type Gateway } from './create-gateway.js';

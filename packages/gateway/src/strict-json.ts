@@ -1,8 +1,6 @@
 /**
  * @module strict-json
- * The JSON a gateway may forward: a text `JSON.parse` read, checked once more for what two parsers
- * could read differently — an object with the same key twice (one parser keeps the first, another
- * the last) — and for nesting deeper than a bound. One linear pass; no I/O.
+ * The JSON a gateway may forward: no key twice in an object, nesting bounded. Pure.
  */
 
 /** What {@link parseStrictJson} made of a text. */

@@ -1,10 +1,6 @@
 /**
  * @module task-sightings
- * What a passing answer says about tasks: the task (id and state) or the Message a SendMessage
- * result, a GetTask / CancelTask answer or a stream event carries, in the A2A 1.0 JSON shapes
- * (`{task}`, `{message}`, `{statusUpdate}`, a bare Task) and the v0.3 ones (`kind`), with states
- * as 1.0 enum names, v0.3 names or numbers; and an SSE reader that hands over each event's data as
- * it completes. Pure.
+ * What a passing answer says about tasks (A2A 1.0 and v0.3 JSON shapes), and an SSE reader. Pure.
  */
 
 /** A task seen in an answer, or a Message answer. */

@@ -1,9 +1,7 @@
 /**
  * @module upstream-client
- * Talking to the upstream: the headers a forwarded request carries (the caller's, credentials
- * unchanged, without hop-by-hop fields or the gateway's own), the headers an answer keeps, and the
- * GetTask the gateway sends itself (to follow a task left running, or to answer a retried copy of
- * a message with its task) with the admitting request's credentials.
+ * The headers a forwarded request and its answer carry, and the gateway's own GetTask to the
+ * upstream.
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
