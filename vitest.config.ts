@@ -24,12 +24,17 @@ export default defineConfig({
             'packages/cli/src/**/*.test.ts',
             'packages/gateway/src/**/*.test.ts',
           ],
+          // Beside the CLI's gateway command but whole-system (real agents, Python, Redis).
+          exclude: ['**/*.integration.test.ts', '**/node_modules/**'],
         },
       },
       {
         extends: true,
         // Whole-system tests: real agents on loopback, Redis, Postgres, nginx, the packed package.
-        test: { name: 'integration', include: ['test/**/*.test.ts'] },
+        test: {
+          name: 'integration',
+          include: ['test/**/*.test.ts', 'packages/*/src/**/*.integration.test.ts'],
+        },
       },
     ],
   },

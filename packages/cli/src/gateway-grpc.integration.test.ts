@@ -29,11 +29,6 @@ import {
 import protobuf from 'protobufjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  gatewayBanner,
-  parseGatewayOptions,
-  startGateway,
-} from '../packages/cli/src/gateway-command.js';
-import {
   type GrpcTestGateway,
   type GrpcTestUpstream,
   rawClient,
@@ -41,8 +36,9 @@ import {
   sendRequestBytes,
   startGrpcGateway,
   startSdkGrpcUpstream,
-} from './gateway-grpc.helpers.js';
-import { decodeGrpcRejection } from './rejection-wire.helpers.js';
+} from '../../../test/gateway-grpc.helpers.js';
+import { decodeGrpcRejection } from '../../../test/rejection-wire.helpers.js';
+import { gatewayBanner, parseGatewayOptions, startGateway } from './gateway-command.js';
 
 const SEND = '/lf.a2a.v1.A2AService/SendMessage';
 const perCaller = (burst: number): RatePolicy => ({
@@ -95,7 +91,7 @@ function officialSchema(): protobuf.Root {
     'google/rpc/status.proto',
     'google/rpc/error_details.proto',
   ]) {
-    const url = new URL(`./fixtures/protos/${file}`, import.meta.url);
+    const url = new URL(`../../../test/fixtures/protos/${file}`, import.meta.url);
     protobuf.parse(readFileSync(fileURLToPath(url), 'utf8'), root, { keepCase: false });
   }
   root.resolveAll();

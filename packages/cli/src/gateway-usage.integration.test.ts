@@ -20,13 +20,17 @@ import {
   parseIdentityConfig,
 } from 'a2a-ratelimit-gateway';
 import { afterEach, describe, expect, it } from 'vitest';
-import { gatewayPolicies, parseGatewayConfig } from '../packages/cli/src/gateway-config.js';
-import { startSdkUpstream, startTestGateway, type TestGateway } from './gateway.helpers.js';
+import {
+  startSdkUpstream,
+  startTestGateway,
+  type TestGateway,
+} from '../../../test/gateway.helpers.js';
 import {
   pythonAgentRequired,
   pythonAgentSupport,
   startPythonAgent,
-} from './python-agent.helpers.js';
+} from '../../../test/python-agent.helpers.js';
+import { gatewayPolicies, parseGatewayConfig } from './gateway-config.js';
 
 const FREE_KEY = 'free-key-0123456789abcdef';
 const PRO_KEY = 'pro-key-0123456789abcdefgh';

@@ -19,8 +19,6 @@ import {
 } from 'a2a-ratelimit-gateway';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseGatewayOptions, startGateway } from '../packages/cli/src/gateway-command.js';
-import { loadGatewayConfig } from '../packages/cli/src/gateway-config.js';
 import {
   jsonRpcSend,
   type SdkUpstream,
@@ -28,7 +26,9 @@ import {
   startTestGateway,
   type TestGateway,
   textMessageJson,
-} from './gateway.helpers.js';
+} from '../../../test/gateway.helpers.js';
+import { parseGatewayOptions, startGateway } from './gateway-command.js';
+import { loadGatewayConfig } from './gateway-config.js';
 
 const FREE_KEY = 'free-key-0123456789abcdef';
 const PRO_KEY = 'pro-key-0123456789abcdefgh';
@@ -166,7 +166,7 @@ describe('gateway identity (identity: of the config)', () => {
 
 describe("README's gateway.yaml, run as written", () => {
   it('its keys name their callers (in clear and by SHA-256), an unknown key is a 401', async () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
     const yaml = /```yaml\n(# gateway\.yaml[\s\S]*?)```/.exec(readme)?.[1];
     expect(yaml).toBeDefined();
     const upstream = await startSdkUpstream();

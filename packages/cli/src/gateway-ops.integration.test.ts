@@ -10,10 +10,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseGatewayOptions } from '../packages/cli/src/gateway-command.js';
-import { parseGatewayConfig } from '../packages/cli/src/gateway-config.js';
-import { type SdkUpstream, startSdkUpstream, textMessageJson } from './gateway.helpers.js';
-import { type GatewayProcess, startGatewayProcess } from './gateway-process.helpers.js';
+import {
+  type SdkUpstream,
+  startSdkUpstream,
+  textMessageJson,
+} from '../../../test/gateway.helpers.js';
+import { type GatewayProcess, startGatewayProcess } from '../../../test/gateway-process.helpers.js';
+import { parseGatewayOptions } from './gateway-command.js';
+import { parseGatewayConfig } from './gateway-config.js';
 
 const config = `logRefusals: true
 identity:
