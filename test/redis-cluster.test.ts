@@ -141,7 +141,7 @@ describe.skipIf(!binaries)('RedisStore on a 3-node Redis Cluster', () => {
     const memory = new MemoryStore({ policies, clock: memClock });
     const redis = clusterStore(policies, undefined, redisClock);
     const both = async (caller: string): Promise<Decision> => {
-      const input = { caller, tenant: 'acme', method: 'SendMessage' };
+      const input = { caller, tenant: 'acme', method: 'SendMessage' as const };
       const m = await memory.decide(input);
       expect(await redis.decide(input), `${caller} at ${memClock.nowMs() - t0} ms`).toEqual(m);
       return m;
