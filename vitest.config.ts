@@ -13,6 +13,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at a time (the CI machine has two cores): every test binds port 0, uses its own
+    // Redis key prefix, PostgreSQL database and temporary directories, and pauses or flushes only
+    // a redis-server of its own, so files running side by side do not meet. `--maxWorkers=1`
+    // runs them one by one.
+    maxWorkers: 2,
     projects: [
       {
         extends: true,

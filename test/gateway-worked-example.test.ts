@@ -80,13 +80,24 @@ async function setup(start: StartUpstream): Promise<Run> {
   return { upstream, gw, vt, rejectionDelaysMs, admittedAtMs, attempts };
 }
 
-/** Our client over `binding`, on the run's virtual time; `busy` counts sends on the wire. */
+/** What the driver watches: sends on the wire, and the client's waits that ended. */
+interface Activity {
+  busy(): number;
+  wakes(): number;
+}
+
+/** Our client over `binding`, on the run's virtual time, and its {@link Activity}. */
 async function clientOf(
   run: Run,
   binding: (typeof BINDINGS)[number],
   planFromCard: boolean,
-): Promise<{ client: Client; busy: () => number }> {
+): Promise<{ client: Client } & Activity> {
   let onWire = 0;
+  let woke = 0;
+  const sleep = (ms: number, signal?: AbortSignal) =>
+    run.vt.sleep(ms, signal).then(() => {
+      woke++;
+    });
   const counted: typeof fetch = async (input, init) => {
     onWire++;
     try {
@@ -98,7 +109,7 @@ async function clientOf(
   const fetchImpl = createRetryingFetch({
     fetch: counted,
     clock: run.vt,
-    sleep: run.vt.sleep,
+    sleep,
     random: seededRandom(7),
     planFromCard,
   });
@@ -114,20 +125,32 @@ async function clientOf(
     }),
   );
   const client = await factory.createFromUrl(run.gw.baseUrl);
-  return { client, busy: () => onWire };
+  return { client, busy: () => onWire, wakes: () => woke };
 }
 
 /**
  * Runs `calls` to completion, advancing virtual time (100 ms at a time) only while nothing is on
- * the wire and something waits on a timer.
+ * the wire and something waits on a timer. Steps in which no timer fired follow each other at
+ * once (nothing could have started); after one that fired, real time passes so that what it
+ * started reaches the wire before time moves on.
  */
-async function drive<T>(run: Run, busy: () => number, calls: Promise<T>[]): Promise<T[]> {
+async function drive<T>(run: Run, activity: Activity, calls: Promise<T>[]): Promise<T[]> {
   let settled = 0;
   const all = Promise.all(calls.map((c) => c.finally(() => settled++)));
+  const idle = () =>
+    settled < calls.length &&
+    activity.busy() === 0 &&
+    run.gw.gateway.inFlight() === 0 &&
+    run.vt.pendingTimers > 0;
   while (settled < calls.length) {
     await new Promise((resolve) => setTimeout(resolve, 10));
-    if (busy() === 0 && run.gw.gateway.inFlight() === 0 && run.vt.pendingTimers > 0) {
+    while (idle()) {
+      const pending = run.vt.pendingTimers;
+      const wakes = activity.wakes();
       await run.vt.advance(100);
+      // A timer fired (the count changed, or a wait of the client's ended): let what it started
+      // reach the wire before time moves on.
+      if (run.vt.pendingTimers !== pending || activity.wakes() !== wakes) break;
     }
   }
   return all;
@@ -138,11 +161,11 @@ describe.each(UPSTREAMS)('worked example through the gateway (upstream: %s)', (_
     '%s: 30 at once → 10 admitted, 20 on their first retry after 1…20 s, none abandoned, the upstream sees 30',
     async (binding) => {
       const run = await setup(start);
-      const { client, busy } = await clientOf(run, binding, false);
+      const { client, ...activity } = await clientOf(run, binding, false);
       const startMs = run.vt.nowMs();
       const results = await drive(
         run,
-        busy,
+        activity,
         Array.from({ length: CALLS }, (_, i) =>
           client.sendMessage({
             message: textMessage({ messageId: `m-${i}`, text: 'hi' }),
@@ -175,10 +198,10 @@ describe.each(UPSTREAMS)('worked example through the gateway (upstream: %s)', (_
     '%s: the planned client reads the limits on the gateway’s card: 30 requests, 0 rejections',
     async (binding) => {
       const run = await setup(start);
-      const { client, busy } = await clientOf(run, binding, true);
+      const { client, ...activity } = await clientOf(run, binding, true);
       const results = await drive(
         run,
-        busy,
+        activity,
         Array.from({ length: CALLS }, (_, i) =>
           client.sendMessage({
             message: textMessage({ messageId: `p-${i}`, text: 'hi' }),

@@ -10,6 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { libBuildIsFresh } from './fixtures/package/lib-build-fresh.js';
 
 const root = resolve(import.meta.dirname, '..');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -78,7 +79,11 @@ function run(cmd: string, args: string[], cwd: string): string {
 
 beforeAll(() => {
   project = mkdtempSync(join(tmpdir(), 'a2a-ratelimit-pack-'));
-  run('npm', ['run', '--silent', 'build'], root);
+  // `npm test` has just built the library (`api:check`): build it again only if it is not a build
+  // of the current sources. The CLI and the gateway engine are built here either way.
+  if (!libBuildIsFresh(root)) run('npm', ['run', '--silent', 'build:lib'], root);
+  run('npm', ['run', '--silent', 'build', '-w', 'a2a-ratelimit-gateway'], root);
+  run('npm', ['run', '--silent', 'build', '-w', cliPkg.name], root);
   const tarball =
     run('npm', ['pack', '--silent', '--pack-destination', project], root)
       .trim()

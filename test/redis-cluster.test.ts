@@ -1,4 +1,4 @@
-import type { HoldOptions, Policy } from 'a2a-ratelimit';
+import { type Decision, type HoldOptions, MemoryStore, type Policy } from 'a2a-ratelimit';
 import { RedisStore } from 'a2a-ratelimit/redis';
 import { ManualClock, STORE_CONTRACT } from 'a2a-ratelimit/testing';
 import type { Cluster } from 'ioredis';
@@ -124,6 +124,40 @@ describe.skipIf(!binaries)('RedisStore on a 3-node Redis Cluster', () => {
     const errors = stores.reduce((sum, s) => sum + s.stats().errors + s.stats().timeouts, 0);
     expect(crossSlot).toBeGreaterThan(100);
     expect(errors).toBe(0);
+  });
+
+  it('a cross-slot refund puts back a spent timestamp exactly: a later step back reads it as MemoryStore does', async () => {
+    // The caller's slot rejects, the tenant's slot admitted tentatively and is refunded. The
+    // tenant key held a timestamp 500 ms in the past (partly refilled): the refund must leave it
+    // there, not delete it as "full", or a clock step back finds it in MemoryStore only (the
+    // differential once saw remaining 3 on Redis vs 2 in memory this way).
+    const policies: Policy[] = [
+      { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 1, windowSeconds: 60, burst: 1 },
+      { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 6, windowSeconds: 3, burst: 3 },
+    ];
+    const t0 = 1_760_000_000_000;
+    const memClock = new ManualClock(t0);
+    const redisClock = new ManualClock(t0);
+    const memory = new MemoryStore({ policies, clock: memClock });
+    const redis = clusterStore(policies, undefined, redisClock);
+    const both = async (caller: string): Promise<Decision> => {
+      const input = { caller, tenant: 'acme', method: 'SendMessage' as const };
+      const m = await memory.decide(input);
+      expect(await redis.decide(input), `${caller} at ${memClock.nowMs() - t0} ms`).toEqual(m);
+      return m;
+    };
+    expect((await both('a')).admitted).toBe(true); // tenant timestamp: t0 + 500 ms
+    memClock.advance(1_000);
+    redisClock.advance(1_000);
+    const refused = await both('a'); // caller spent: refused; the tenant slot charged, then refunded
+    expect(refused.admitted).toBe(false);
+    memClock.stepBack(1_000);
+    redisClock.stepBack(1_000);
+    const after = await both('b'); // the tenant timestamp lies 500 ms ahead again
+    const tenant = after.admitted ? after.limits.find((l) => l.policy === 'per-tenant') : undefined;
+    expect(tenant?.remaining).toBe(1);
+    expect(redis.stats().crossSlotDecisions).toBe(3);
+    await redis.close();
   });
 
   it('cross-slot requests in parallel: never over-admit, rejected requests charge nothing', async () => {

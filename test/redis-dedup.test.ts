@@ -218,9 +218,13 @@ describe.runIf(redisUp && binaries)('deduplication across replicas (RedisStore)'
     }
   });
 
+  // On a private redis-server: CLIENT PAUSE stops every client of a server, and the shared one
+  // serves the test files running beside this one.
   it('a write that lands after its timeout leaves no pending record (CLIENT PAUSE)', async () => {
-    const slow = await connectRedis();
-    const pauser = await connectRedis();
+    const server: RedisServer = await startRedisServer();
+    const slow = await connectRedis(server.url);
+    const pauser = await connectRedis(server.url);
+    const reader = await connectRedis(server.url);
     try {
       const store = new RedisStore({
         client: slow,
@@ -237,12 +241,14 @@ describe.runIf(redisUp && binaries)('deduplication across replicas (RedisStore)'
       const during = await limiter.admit(send('late-1'));
       expect(statusOf(during)).toBe(`rejected:${DEDUP_UNAVAILABLE_POLICY}`);
       await sleep(700);
-      const keys = await client.keys(`${prefix}d*late-1`);
+      const keys = await reader.keys(`${prefix}d*late-1`);
       expect(keys).toEqual([]);
       expect((await limiter.admit(send('late-1'))).status).toBe('admitted');
     } finally {
       slow.disconnect();
       pauser.disconnect();
+      reader.disconnect();
+      await server.stop();
     }
   });
 });

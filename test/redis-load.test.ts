@@ -1,7 +1,11 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import type { LoadWorkerReport, LoadWorkerTask } from './fixtures/redis/load-worker.js';
+import type {
+  LoadWorkerReport,
+  LoadWorkerStart,
+  LoadWorkerTask,
+} from './fixtures/redis/load-worker.js';
 import { probeRedis, REDIS_URL, requireOrSkip, runPrefix } from './fixtures/redis/redis-env.js';
 
 const redisUp = await probeRedis();
@@ -13,13 +17,32 @@ const IN_FLIGHT = 64;
 const RATE_PER_S = 200;
 const BURST = 50;
 
-/** Runs one forked replica per task and collects the reports. */
-function runReplicas(tasks: LoadWorkerTask[]): Promise<LoadWorkerReport[]> {
-  return Promise.all(
-    tasks.map(
-      (task) =>
+/**
+ * Runs one forked replica per task: every one connects and says ready, then all get the same
+ * span, starting `leadMs` from then (however long the slowest took to start on a loaded host).
+ */
+async function runReplicas(
+  tasks: LoadWorkerTask[],
+  span: (readyAtMs: number) => LoadWorkerStart,
+): Promise<{ start: LoadWorkerStart; reports: LoadWorkerReport[] }> {
+  const children = tasks.map((task) => {
+    const child = fork(WORKER, [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+    const ready = new Promise<void>((resolve, reject) => {
+      child.once('message', (m: { ready?: boolean; ok?: boolean; error?: string }) => {
+        if (m.ready === true) resolve();
+        else reject(new Error(`worker ${task.worker}: ${m.error}`));
+      });
+      child.once('exit', (code) => reject(new Error(`worker ${task.worker} exited with ${code}`)));
+    });
+    child.send(task);
+    return { task, child, ready };
+  });
+  await Promise.all(children.map((c) => c.ready));
+  const start = span(Date.now());
+  const reports = await Promise.all(
+    children.map(
+      ({ task, child }) =>
         new Promise<LoadWorkerReport>((resolve, reject) => {
-          const child = fork(WORKER, [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
           child.once('message', (m: { ok: boolean; report?: LoadWorkerReport; error?: string }) => {
             if (m.ok && m.report) resolve(m.report);
             else reject(new Error(`worker ${task.worker}: ${m.error}`));
@@ -27,29 +50,28 @@ function runReplicas(tasks: LoadWorkerTask[]): Promise<LoadWorkerReport[]> {
           child.once('exit', (code) => {
             if (code !== 0) reject(new Error(`worker ${task.worker} exited with ${code}`));
           });
-          child.send(task);
+          child.send(start);
         }),
     ),
   );
+  return { start, reports };
 }
 
 describe.skipIf(!redisUp)('RedisStore under load: 4 processes × 64 in flight, one Redis', () => {
   it('obedient retries (same messageId, as told): never above the bound, most of it used', async () => {
-    const startAtMs = Date.now() + 1_500; // time for the workers to start and connect
-    const endAtMs = startAtMs + 10_000;
     const keyPrefix = runPrefix('load-retry');
-    const reports = await runReplicas(
+    const { start, reports } = await runReplicas(
       Array.from({ length: PROCESSES }, (_, worker) => ({
         url: REDIS_URL,
         keyPrefix,
         mode: 'retry' as const,
         caller: 'orchestrator-7',
         inFlight: IN_FLIGHT,
-        startAtMs,
-        endAtMs,
         worker,
       })),
+      (readyAtMs) => ({ startAtMs: readyAtMs + 200, endAtMs: readyAtMs + 200 + 10_000 }),
     );
+    const { startAtMs } = start;
     const admitted = reports.flatMap((r) => r.admittedAtMs).sort((a, b) => a - b);
     const liveHolds = reports.reduce((s, r) => s + r.liveHolds, 0);
     expect(reports.reduce((s, r) => s + r.errors + r.fallbackDecisions, 0)).toBe(0);
@@ -71,25 +93,23 @@ describe.skipIf(!redisUp)('RedisStore under load: 4 processes × 64 in flight, o
     // on a quiet one, 95 % under a load of 10); the floor only catches a limiter that stops
     // admitting. The figure above is the measurement.
     expect(used).toBeGreaterThanOrEqual(0.8 * bound);
-  }, 30_000);
+  });
 
   it('a flood of callers that never retry: after the grace window, admissions near the rate', async () => {
-    const startAtMs = Date.now() + 1_500;
     const durationMs = 9_000;
-    const endAtMs = startAtMs + durationMs;
     const keyPrefix = runPrefix('load-flood');
-    const reports = await runReplicas(
+    const { start, reports } = await runReplicas(
       Array.from({ length: PROCESSES }, (_, worker) => ({
         url: REDIS_URL,
         keyPrefix,
         mode: 'flood' as const,
         caller: `flooder-${worker}`,
         inFlight: IN_FLIGHT,
-        startAtMs,
-        endAtMs,
         worker,
       })),
+      (readyAtMs) => ({ startAtMs: readyAtMs + 200, endAtMs: readyAtMs + 200 + durationMs }),
     );
+    const { startAtMs, endAtMs } = start;
     // Holds expire unclaimed after slot (≤ 1 window) + grace (3 s); from then on refunds and the
     // no-show credit keep each caller at its rate.
     const settledFromMs = startAtMs + 1_000 + 3_000 + 1_000;
@@ -110,5 +130,5 @@ describe.skipIf(!redisUp)('RedisStore under load: 4 processes × 64 in flight, o
           expect(i + 1).toBeLessThanOrEqual(Math.floor(bound) + 1);
         });
     }
-  }, 30_000);
+  });
 });

@@ -15,14 +15,18 @@ import {
   connectRedis,
   deletePrefix,
   freePort,
+  haveRedisBinaries,
   probeRedis,
   REDIS_URL,
   requireOrSkip,
   runPrefix,
+  startRedisServer,
 } from './fixtures/redis/redis-env.js';
 
 const redisUp = await probeRedis();
 requireOrSkip(redisUp, `Redis at ${REDIS_URL}`);
+const binaries = await haveRedisBinaries();
+requireOrSkip(binaries, 'redis-server and redis-cli on PATH');
 
 const POLICIES: Policy[] = [
   { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 60, windowSeconds: 60, burst: 10 },
@@ -80,22 +84,41 @@ describe.runIf(redisUp)('RedisStore timeouts', () => {
     expect(s.stats()).toMatchObject({ timeouts: 0, fallbackDecisions: 0, mode: 'redis' });
   });
 
-  it('a Redis that does not answer still times out within the timeout (CLIENT PAUSE)', async () => {
-    const s = store();
-    await s.decide({ caller: 'warm', method: 'SendMessage' });
-    const pauser = await connectRedis();
-    try {
-      await pauser.call('CLIENT', 'PAUSE', '300', 'ALL');
-      const started = performance.now();
-      await s.decide({ caller: 'paused', method: 'SendMessage' });
-      const tookMs = performance.now() - started;
-      expect(s.stats().timeouts).toBe(1);
-      expect(s.stats().mode).toBe('insurance');
-      expect(tookMs).toBeLessThan(290); // answered by the failure policy, not by Redis
-    } finally {
-      pauser.disconnect();
-    }
-  });
+  // On a private redis-server: CLIENT PAUSE stops every client of a server, and the shared one
+  // serves the test files running beside this one.
+  it.runIf(binaries)(
+    'a Redis that does not answer still times out within the timeout (CLIENT PAUSE)',
+    async () => {
+      const server = await startRedisServer();
+      const own = await connectRedis(server.url);
+      const s = new RedisStore({
+        client: own,
+        policies: POLICIES,
+        onError: 'insurance',
+        keyPrefix: prefix,
+        logger: false,
+        timeoutMs: 50,
+        retryIntervalMs: 100,
+      });
+      stores.push(s);
+      await s.decide({ caller: 'warm', method: 'SendMessage' });
+      const pauser = await connectRedis(server.url);
+      try {
+        await pauser.call('CLIENT', 'PAUSE', '300', 'ALL');
+        const started = performance.now();
+        await s.decide({ caller: 'paused', method: 'SendMessage' });
+        const tookMs = performance.now() - started;
+        expect(s.stats().timeouts).toBe(1);
+        expect(s.stats().mode).toBe('insurance');
+        expect(tookMs).toBeLessThan(290); // answered by the failure policy, not by Redis
+      } finally {
+        pauser.disconnect();
+        await s.close();
+        own.disconnect();
+        await server.stop();
+      }
+    },
+  );
 
   it('insurance on three replicas admits at most one burst in all (each a third, rounded down)', async () => {
     const down = new IORedis(`redis://127.0.0.1:${await freePort()}`, {

@@ -22,10 +22,11 @@ import { findNginx } from './fixtures/nginx/nginx-gateway.js';
 import {
   connectRedis,
   deletePrefix,
+  haveRedisBinaries,
   IS_CI,
-  probeRedis,
-  REDIS_URL,
+  type RedisServer,
   runPrefix,
+  startRedisServer,
 } from './fixtures/redis/redis-env.js';
 import {
   message,
@@ -38,7 +39,9 @@ import {
 
 const services = {
   nginx: findNginx() !== undefined,
-  redis: await probeRedis(),
+  // A private redis-server (one test pauses it: CLIENT PAUSE stops every client of a server, and
+  // the shared Redis serves the test files running beside this one).
+  redis: await haveRedisBinaries(),
   postgres: await probePostgres(),
 };
 const ready = services.nginx && services.redis && services.postgres;
@@ -79,6 +82,7 @@ describe.skipIf(!ready && !IS_CI)(
   () => {
     let cluster: ReplicaCluster;
     let redis: Redis;
+    let server: RedisServer | undefined;
     const keyPrefix = runPrefix('replicas');
 
     beforeAll(async () => {
@@ -86,9 +90,10 @@ describe.skipIf(!ready && !IS_CI)(
         throw new Error(
           `the replica harness needs nginx, Redis and PostgreSQL: ${JSON.stringify(services)}`,
         );
-      redis = await connectRedis();
+      server = await startRedisServer();
+      redis = await connectRedis(server.url);
       cluster = await startReplicaCluster({
-        redisUrl: REDIS_URL,
+        redisUrl: server.url,
         keyPrefix,
         leaseTtlSeconds: 3,
         pendingTtlSeconds: 2,
@@ -101,6 +106,7 @@ describe.skipIf(!ready && !IS_CI)(
         await deletePrefix(redis, keyPrefix);
         redis.disconnect();
       }
+      await server?.stop();
     });
 
     it('the worked example through the balancer: 10 at once, 20 on their first retry, 0 abandoned, 30 runs', async () => {
@@ -313,7 +319,7 @@ describe.skipIf(!ready && !IS_CI)(
     });
 
     it('Redis paused 2 s under load: no copy runs twice, in-progress answers end within seconds, shared limits again', async () => {
-      const pauser = await connectRedis();
+      const pauser = await connectRedis(server?.url);
       const t0 = Date.now();
       let pauseEndMs = 0;
       const pause = (async () => {

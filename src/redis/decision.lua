@@ -269,8 +269,9 @@ local function decideSteps(mode, keys, idx, hk, lag, base)
           out[3] = 1
           undo[i] = 'h' .. s.hold .. ':' .. dec
         else
+          -- Cross-slot undo code: 'c' and the timestamp before the charge ('c' alone: no key).
+          if mode == 't' and s.tat ~= nil then undo[i] = 'c' .. fmt(s.tat) else undo[i] = 'c' end
           charge(s, p)
-          undo[i] = 'c'
         end
         putRate(s, p)
         out[3 + i] = s.tat

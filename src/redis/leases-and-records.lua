@@ -13,8 +13,16 @@ if mode == 'u' then
       out[1 + i] = 0
     else
       loadRate(s, p, '')
-      if code == 'c' then
+      local kept = false
+      if string.byte(code, 1) == 99 then                    -- 'c<timestamp before the charge>'
         if s.tat ~= nil and s.tat > nowUs then s.tat = math.max(s.tat - p.e, nowUs) end
+        -- Refunded down to now from a timestamp already past: that timestamp again, exactly as a
+        -- rejection leaves it in MemoryStore (a full bucket either way, until the clock steps back).
+        local before = tonumber(string.sub(code, 2))
+        if before ~= nil and before < nowUs and s.tat == nowUs then
+          s.tat = before
+          kept = not s.ex                                   -- putRate would drop it as full
+        end
       else
         -- 'h<slot>:<expires>:<no-show taken>': put the claimed hold back.
         local body = string.sub(code, 2)
@@ -28,7 +36,7 @@ if mode == 'u' then
         if exp < s.x then s.x = exp end
         if exp > s.y then s.y = exp end
       end
-      putRate(s, p)
+      if kept then redis.call('SET', s.K, fmt(s.tat), 'PX', ttlMs(0)) else putRate(s, p) end
       out[1 + i] = s.tat or -1
     end
   end

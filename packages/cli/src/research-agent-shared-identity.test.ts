@@ -40,21 +40,35 @@ afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()));
 });
 
-function runClient(agent: ResearchAgent, args: string[]): Promise<ClientReport> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'test/fixtures/planned-client.ts', '--url', agent.baseUrl, ...args],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      err += d.toString();
-    });
+interface ClientProcess {
+  /** Resolves once the client has read the card and waits for the start signal. */
+  readonly ready: Promise<void>;
+  /** Starts its calls. */
+  start(): void;
+  readonly report: Promise<ClientReport>;
+}
+
+/** A planned client process that starts its calls when told (`--start-at stdin`). */
+function spawnClient(agent: ResearchAgent, args: string[]): ClientProcess {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'test/fixtures/planned-client.ts', '--url', agent.baseUrl, ...args],
+    { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  let err = '';
+  let markReady = () => {};
+  const ready = new Promise<void>((resolve) => {
+    markReady = resolve;
+  });
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    if (out.startsWith('ready\n')) markReady();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
+  const report = new Promise<ClientReport>((resolve, reject) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     child.once('exit', (code) => {
       clearTimeout(timer);
@@ -62,6 +76,12 @@ function runClient(agent: ResearchAgent, args: string[]): Promise<ClientReport> 
       else resolve(JSON.parse(out.trim().split('\n').at(-1) ?? '') as ClientReport);
     });
   });
+  return {
+    // An early exit rejects the report; `ready` then never settles, so race the two.
+    ready: Promise.race([ready, report.then(() => {})]),
+    start: () => child.stdin.end('go\n'),
+    report,
+  };
 }
 
 /** Two clients with one identity, starting together; what they and the agent saw. */
@@ -76,7 +96,6 @@ async function twoProcesses(binding: 'jsonrpc' | 'grpc', plan: boolean) {
     },
   });
   closers.push(() => agent.close());
-  const startAt = String(Date.now() + 5_000); // after both processes are up
   const args = (prefix: string) => [
     '--binding',
     binding,
@@ -86,13 +105,17 @@ async function twoProcesses(binding: 'jsonrpc' | 'grpc', plan: boolean) {
     'orchestrator-7',
     '--calls',
     '30',
+    // Both processes up and the card read, then both told to start at once.
     '--start-at',
-    startAt,
+    'stdin',
     '--prefix',
     prefix,
     ...(plan ? [] : ['--no-plan']),
   ];
-  const clients = await Promise.all([runClient(agent, args('a')), runClient(agent, args('b'))]);
+  const processes = [spawnClient(agent, args('a')), spawnClient(agent, args('b'))];
+  await Promise.all(processes.map((p) => p.ready));
+  for (const p of processes) p.start();
+  const clients = await Promise.all(processes.map((p) => p.report));
   return { clients, events };
 }
 
