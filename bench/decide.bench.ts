@@ -180,7 +180,8 @@ const workloads = {
             pro: { limit: huge, windowSeconds: 1000, burst: huge },
           },
         },
-        { ...open, name: 'tokens', unit: 'tokens' },
+        // One token reserved per admission (without an estimate: the whole burst, then refusals).
+        { ...open, name: 'tokens', unit: 'tokens', estimate: 1 },
         { ...open, name: 'per-tenant', scope: 'tenant' },
       ]);
       return () =>

@@ -61,7 +61,15 @@ const tieredBudget = new RedisStore({
         pro: { limit: 1_000_000, windowSeconds: 1 },
       },
     },
-    { name: 'tokens', kind: 'rate', unit: 'tokens', limit: 1_000_000, windowSeconds: 1 },
+    // One token reserved per admission (without an estimate a usage policy reserves its whole burst).
+    {
+      name: 'tokens',
+      kind: 'rate',
+      unit: 'tokens',
+      estimate: 1,
+      limit: 1_000_000,
+      windowSeconds: 1,
+    },
     { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 1_000_000, windowSeconds: 1 },
   ],
   onError: 'fail-closed',
@@ -79,6 +87,7 @@ const tieredUsage = new RedisStore({
       name: 'tokens',
       kind: 'rate',
       unit: 'tokens',
+      estimate: 1,
       defaultTier: 'free',
       tiers: {
         free: { limit: 1_000_000, windowSeconds: 1 },
