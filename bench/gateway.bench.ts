@@ -6,7 +6,9 @@
  * upstream keepalive (one process, no master); the gateway as `a2a-ratelimit gateway` starts it
  * without any policy; the gateway with the README's gateway.yaml (its two policies, callers by
  * API key: one key per request in turn from 8,192, so every request is admitted and a real
- * admission runs). The load generator is a child too (`gateway-bench-load.ts`: JSON-RPC
+ * admission runs); the Node floor (`gateway-bench-floor.ts`: a bare `node:http` server piping each
+ * request through an undici `Agent`, nothing else — what any Node proxy costs, so what the gateway
+ * adds beyond Node shows). The load generator is a child too (`gateway-bench-load.ts`: JSON-RPC
  * SendMessage, a fixed number in flight, a new messageId each). Rounds interleave the targets;
  * medians over rounds:
  * - requests/s at 64 in flight, and the CPU µs per request of the proxy process (user + system
@@ -21,7 +23,9 @@
  * - the gRPC row (`gateway-bench-grpc.ts`): unary SendMessage through `--grpc-port` against a
  *   direct gRPC call to the same upstream, same run: requests/s, added p50 / p99.
  * Prints every figure, then one JSON object as the last line (the goals of issue 27 and whether
- * each is met). Env: BENCH_ROUNDS (3), BENCH_LOAD_MS (2500), BENCH_LAT1_MS (1500), BENCH_STREAMS (500).
+ * each is met; `cpuMicrosPerRequestNodeFloor`, `ratioNodeFloorOverNginx`, `cpuGatewayOverNodeFloor`
+ * for the floor). Env: BENCH_ROUNDS (3), BENCH_LOAD_MS (2500), BENCH_LAT1_MS (1500), BENCH_STREAMS
+ * (500); BENCH_CPU_PROF_DIR: the policed gateway runs with `--cpu-prof` and writes its profile there.
  */
 
 import { spawn } from 'node:child_process';
