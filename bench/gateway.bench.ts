@@ -6,7 +6,9 @@
  * upstream keepalive (one process, no master); the gateway as `a2a-ratelimit gateway` starts it
  * without any policy; the gateway with the README's gateway.yaml (its two policies, callers by
  * API key: one key per request in turn from 8,192, so every request is admitted and a real
- * admission runs). The load generator is a child too (`gateway-bench-load.ts`: JSON-RPC
+ * admission runs); the Node floor (`gateway-bench-floor.ts`: a bare `node:http` server piping each
+ * request through an undici `Agent`, nothing else — what any Node proxy costs, so what the gateway
+ * adds beyond Node shows). The load generator is a child too (`gateway-bench-load.ts`: JSON-RPC
  * SendMessage, a fixed number in flight, a new messageId each). Rounds interleave the targets;
  * medians over rounds:
  * - requests/s at 64 in flight, and the CPU µs per request of the proxy process (user + system
@@ -21,7 +23,9 @@
  * - the gRPC row (`gateway-bench-grpc.ts`): unary SendMessage through `--grpc-port` against a
  *   direct gRPC call to the same upstream, same run: requests/s, added p50 / p99.
  * Prints every figure, then one JSON object as the last line (the goals of issue 27 and whether
- * each is met). Env: BENCH_ROUNDS (3), BENCH_LOAD_MS (2500), BENCH_LAT1_MS (1500), BENCH_STREAMS (500).
+ * each is met; `cpuMicrosPerRequestNodeFloor`, `ratioNodeFloorOverNginx`, `cpuGatewayOverNodeFloor`
+ * for the floor). Env: BENCH_ROUNDS (3), BENCH_LOAD_MS (2500), BENCH_LAT1_MS (1500), BENCH_STREAMS
+ * (500); BENCH_CPU_PROF_DIR: the policed gateway runs with `--cpu-prof` and writes its profile there.
  */
 
 import { spawn } from 'node:child_process';
@@ -74,7 +78,7 @@ identity:
 `;
 
 interface Target {
-  readonly name: 'direct' | 'nginx' | 'gateway' | 'gatewayPolicies';
+  readonly name: 'direct' | 'nginx' | 'gateway' | 'gatewayPolicies' | 'nodeFloor';
   readonly origin: string;
   /** The process whose CPU is counted (the upstream's own for `direct`). */
   readonly pid: number;
@@ -216,15 +220,27 @@ async function main(): Promise<void> {
     await writeFile(join(dir, 'gateway.yaml'), README_POLICIES);
     const bare = startChild('gateway-bench-proxy.ts', [upstreamUrl, 'none'], ['--expose-gc']);
     children.push(bare);
+    // BENCH_CPU_PROF_DIR: the policed gateway writes a V8 CPU profile there when the bench ends.
+    const profileDir = process.env.BENCH_CPU_PROF_DIR;
     const policed = startChild(
       'gateway-bench-proxy.ts',
       [upstreamUrl, join(dir, 'gateway.yaml')],
-      ['--expose-gc'],
+      [
+        '--expose-gc',
+        ...(profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]),
+      ],
     );
     children.push(policed);
+    const floor = startChild('gateway-bench-floor.ts', [upstreamUrl]);
+    children.push(floor);
     const load = startChild('gateway-bench-load.ts', []);
     children.push(load);
-    const [bareReady, policedReady] = await Promise.all([bare.ready, policed.ready, load.ready]);
+    const [bareReady, policedReady, floorReady] = await Promise.all([
+      bare.ready,
+      policed.ready,
+      floor.ready,
+      load.ready,
+    ]);
 
     const targets: Target[] = [
       { name: 'direct', origin: upstreamUrl, pid: upstream.process.pid ?? 0 },
@@ -236,6 +252,8 @@ async function main(): Promise<void> {
         pid: policed.process.pid ?? 0,
         keys,
       },
+      // The Node floor: a bare node:http + undici proxy (what any Node proxy costs).
+      { name: 'nodeFloor', origin: String(floorReady.url), pid: floor.process.pid ?? 0 },
     ];
     console.log(
       `targets: ${targets.map((t) => `${t.name} ${t.origin} (pid ${t.pid})`).join(', ')}`,
@@ -309,7 +327,9 @@ async function main(): Promise<void> {
     }
 
     const sse: Record<string, { p50: number[]; p99: number[] }> = {};
-    const sseTargets = targets.filter((t) => t.name !== 'gatewayPolicies');
+    const sseTargets = targets.filter(
+      (t) => t.name !== 'gatewayPolicies' && t.name !== 'nodeFloor',
+    );
     for (let round = 0; round < ROUNDS; round++) {
       for (const t of sseTargets) {
         const delays = await sseDelays(t);
@@ -363,7 +383,14 @@ async function main(): Promise<void> {
       nginx: summary('nginx'),
       gateway: summary('gateway'),
       gatewayPolicies: summary('gatewayPolicies'),
+      nodeFloor: summary('nodeFloor'),
     };
+    const cpuGatewayOverNodeFloor = round3(
+      med(at64.gatewayPolicies?.cpu) / med(at64.nodeFloor?.cpu),
+    );
+    console.log(
+      `Node floor (node:http + undici, nothing else): ${Math.round(med(at64.nodeFloor?.rps))} req/s, ${byTarget.nodeFloor.cpuMicrosPerRequest} µs CPU/request (${byTarget.nodeFloor.cpuOverNginx}× nginx; gateway with policies ${cpuGatewayOverNodeFloor}× the floor), added p50/p99 at 1 in flight ${byTarget.nodeFloor.addedP50MsAt1}/${byTarget.nodeFloor.addedP99MsAt1} ms, at ${INFLIGHT} ${byTarget.nodeFloor.addedP50MsAt64}/${byTarget.nodeFloor.addedP99MsAt64} ms`,
+    );
     const latency = Object.fromEntries(
       targets.map((t) => [
         t.name,
@@ -414,6 +441,9 @@ async function main(): Promise<void> {
         ratioGatewayOverNginx: headline.ratioOverNginx,
         cpuMicrosPerRequestGateway: headline.cpuMicrosPerRequest,
         cpuMicrosPerRequestNginx: byTarget.nginx.cpuMicrosPerRequest,
+        cpuMicrosPerRequestNodeFloor: byTarget.nodeFloor.cpuMicrosPerRequest,
+        ratioNodeFloorOverNginx: byTarget.nodeFloor.ratioOverNginx,
+        cpuGatewayOverNodeFloor,
         addedP50MsAt1: headline.addedP50MsAt1,
         addedP99MsAt1: headline.addedP99MsAt1,
         addedP50MsAt64: headline.addedP50MsAt64,
@@ -424,6 +454,7 @@ async function main(): Promise<void> {
         ...grpc,
         bare: byTarget.gateway,
         nginx: byTarget.nginx,
+        nodeFloor: byTarget.nodeFloor,
         rps,
         cpuMicrosPerRequest: cpu,
         upstreamConnectionsOpenedPerRun: connectionsOpened,
@@ -438,6 +469,13 @@ async function main(): Promise<void> {
       }),
     );
   } finally {
+    const policed = children[2];
+    if (process.env.BENCH_CPU_PROF_DIR !== undefined && policed?.process.connected === true) {
+      // A clean exit, so V8 writes the profile (SIGKILL would lose it).
+      const exited = new Promise((resolve) => policed.process.once('exit', resolve));
+      policed.process.disconnect();
+      await exited;
+    }
     for (const child of children) child.kill();
     if (nginx?.exitCode === null) nginx.kill('SIGKILL');
     await rm(dir, { recursive: true, force: true });

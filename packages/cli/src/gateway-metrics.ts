@@ -43,12 +43,31 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     labelNames: ['binding', 'method', 'error'],
     registers: [registry],
   });
+  // Label children bound once per label set (a bounded set: A2A methods × statuses), so a request
+  // costs one Map lookup instead of prom-client's label validation and hashing.
+  const observers = new Map<string, (seconds: number) => void>();
+  const failures = new Map<string, () => void>();
   return {
     onUpstream(answer) {
-      const labels = { binding: answer.binding, method: answer.method };
-      latency.observe({ ...labels, status: String(answer.status) }, answer.seconds);
-      if (answer.status === 'error') {
-        errors.inc({ ...labels, error: answer.error ?? 'unreachable' });
+      const { binding, method, status } = answer;
+      const key = `${binding} ${method} ${status}`;
+      let observe = observers.get(key);
+      if (observe === undefined) {
+        const child = latency.labels({ binding, method, status: String(status) });
+        observe = (seconds) => child.observe(seconds);
+        observers.set(key, observe);
+      }
+      observe(answer.seconds);
+      if (status === 'error') {
+        const error = answer.error ?? 'unreachable';
+        const errorKey = `${binding} ${method} ${error}`;
+        let inc = failures.get(errorKey);
+        if (inc === undefined) {
+          const child = errors.labels({ binding, method, error });
+          inc = () => child.inc();
+          failures.set(errorKey, inc);
+        }
+        inc();
       }
     },
   };

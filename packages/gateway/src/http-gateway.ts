@@ -103,7 +103,8 @@ function tenantOf(request: ClassifiedRequest): { tenant?: string } {
 }
 
 function isJsonType(type: string | undefined): boolean {
-  if (type === undefined) return true;
+  // The usual header, exactly: no split, trim or lower-casing.
+  if (type === undefined || type === 'application/json') return true;
   const media = type.split(';')[0]?.trim().toLowerCase() ?? '';
   return media === 'application/json' || media === 'application/a2a+json' || media === '';
 }

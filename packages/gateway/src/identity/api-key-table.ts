@@ -4,7 +4,7 @@
  * in constant time.
  */
 
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
 import {
   API_KEYS_SCHEMA,
@@ -21,8 +21,10 @@ export interface ApiKeyOwner {
   readonly tier?: string;
 }
 
-interface TableRow extends ApiKeyOwner {
+interface TableRow {
   readonly digest: Buffer;
+  /** Built once: every find of this key hands out the same (read-only) owner. */
+  readonly owner: ApiKeyOwner;
 }
 
 /**
@@ -52,10 +54,12 @@ export function createApiKeyTable(entries: readonly ApiKeyEntry[]): ApiKeyTable 
   const rows = new Map<string, TableRow>();
   for (const entry of entries) {
     const digest = 'sha256' in entry ? Buffer.from(entry.sha256, 'hex') : sha256Digest(entry.key);
-    const row: TableRow =
+    const owner: ApiKeyOwner = Object.freeze(
       entry.tier === undefined
-        ? { digest, caller: entry.caller }
-        : { digest, caller: entry.caller, tier: entry.tier };
+        ? { caller: entry.caller }
+        : { caller: entry.caller, tier: entry.tier },
+    );
+    const row: TableRow = { digest, owner };
     rows.set(digest.toString('hex'), row);
   }
   return {
@@ -65,15 +69,14 @@ export function createApiKeyTable(entries: readonly ApiKeyEntry[]): ApiKeyTable 
       const row = rows.get(digest.toString('hex'));
       // The digests are fixed-length; the second check costs the same whether or not it matches.
       if (row === undefined || !timingSafeEqual(row.digest, digest)) return undefined;
-      return row.tier === undefined
-        ? { caller: row.caller }
-        : { caller: row.caller, tier: row.tier };
+      return row.owner;
     },
   };
 }
 
 function sha256Digest(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  // One-shot (no Hash object per request); the key's UTF-8 bytes, as before.
+  return hash('sha256', key, 'buffer');
 }
 
 /**
