@@ -1,10 +1,7 @@
 /**
  * @module http-gateway
- * The gateway's JSON-RPC and HTTP+JSON listener: each request is routed onto the card's interfaces
- * (else 404 in JSON), its body read once (bounded) and classified, its caller identified, its
- * webhooks checked, then decided by the limiter before the upstream sees a byte: a rejection is
- * written exactly as in-process, a copy of an admitted message gets the first copy's task or
- * answer, an admitted request is forwarded in its canonical form (`upstream-relay.ts`).
+ * The gateway's JSON-RPC and HTTP+JSON listener: each request decided before the upstream sees a
+ * byte, then forwarded in its canonical form.
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -110,7 +107,11 @@ function isJsonType(type: string | undefined): boolean {
 }
 
 /**
- * The JSON-RPC and HTTP+JSON request handler (resolves when the exchange is answered).
+ * The JSON-RPC and HTTP+JSON request handler (resolves when the exchange is answered). A request
+ * is routed onto the card's interfaces (else 404 in JSON), its body read once (bounded) and
+ * classified, its caller identified, its webhooks checked, then decided by the limiter: a
+ * rejection is written exactly as in-process, a copy of an admitted message gets the first copy's
+ * task or answer, an admitted request is relayed.
  */
 export function createHttpHandler(
   deps: HttpGatewayDeps,

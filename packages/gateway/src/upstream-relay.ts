@@ -1,13 +1,6 @@
 /**
  * @module upstream-relay
- * Forwards one admitted request — the canonical one it classified — to the upstream through
- * undici (a dispatch handler of its own: no body stream, abort signal or parsed header object)
- * and relays the answer: an SSE stream chunk by chunk as it arrives (never buffered; its events
- * read on the side for task states), a JSON answer that can name a task read whole (up to a
- * bound) for its task or Message, anything else piped through. The admission's `RateLimit`
- * headers go on the answer; its ticket ends when the exchange ends on either side. The
- * upstream's failures become rejections: unreachable or too slow → 503 `AGENT_UNAVAILABLE`; its
- * own 429 / 503 with `Retry-After` → quota / overload with its delay.
+ * Forwards one admitted request to the upstream (undici) and relays its answer, SSE event by event.
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -59,8 +52,13 @@ const NO_HOOKS: RelayHooks = {};
 const OBSERVED = new Set(['SendMessage', 'GetTask', 'CancelTask']);
 
 /**
- * Forwards an admitted request and relays its answer; resolves when the exchange has ended
- * (the ticket has then ended too).
+ * Forwards an admitted request — the canonical one it classified — and relays its answer;
+ * resolves when the exchange has ended (the ticket has then ended too). An SSE stream goes chunk
+ * by chunk as it arrives (never buffered; its events read on the side for task states), a JSON
+ * answer that can name a task is read whole (bounded) for its task or Message, anything else is
+ * piped. The admission's `RateLimit` headers go on the answer. The upstream unreachable or too
+ * slow is a 503 `AGENT_UNAVAILABLE`; its own 429 / 503 with `Retry-After` is our quota / overload
+ * rejection with its delay.
  *
  * @example
  * ```ts
