@@ -5,7 +5,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http2';
 import { type A2AMethod, extractRetryHint, type Rejection } from 'a2a-ratelimit';
-import { UPSTREAM_POLICY } from './upstream-failure.js';
+import { refusalByUpstream } from './upstream-failure.js';
 
 const RESOURCE_EXHAUSTED = 8;
 const UNAVAILABLE = 14;
@@ -48,25 +48,7 @@ export function grpcUpstreamRejection(
   );
   const ms = hint.delayMs;
   if (ms === undefined || hint.doNotRetry === true) return undefined;
-  const seconds = Math.ceil(ms / 1000);
-  if (code === RESOURCE_EXHAUSTED) {
-    return {
-      kind: 'quota',
-      retryAfterMs: ms,
-      policy: UPSTREAM_POLICY,
-      scope: 'agent',
-      subject: 'agent',
-      method,
-      message: `the agent refused the request for now (gRPC RESOURCE_EXHAUSTED); retry after ${seconds} s`,
-    };
-  }
-  return {
-    kind: 'overload',
-    retryAfterMs: ms,
-    policy: UPSTREAM_POLICY,
-    scope: 'agent',
-    subject: 'agent',
-    method,
-    message: `the agent is overloaded (gRPC UNAVAILABLE); retry after ${seconds} s`,
-  };
+  return code === RESOURCE_EXHAUSTED
+    ? refusalByUpstream(method, 'quota', ms, 'gRPC RESOURCE_EXHAUSTED')
+    : refusalByUpstream(method, 'overload', ms, 'gRPC UNAVAILABLE');
 }

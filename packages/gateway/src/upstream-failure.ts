@@ -56,24 +56,36 @@ export function upstreamRejection(
   if ((status !== 429 && status !== 503) || retryAfter === undefined) return undefined;
   const ms = parseRetryAfter(retryAfter, nowMs);
   if (ms === undefined) return undefined;
-  if (status === 429) {
-    return {
-      kind: 'quota',
-      retryAfterMs: ms,
-      policy: UPSTREAM_POLICY,
-      scope: 'agent',
-      subject: 'agent',
-      method,
-      message: `the agent refused the request for now (HTTP 429); retry after ${Math.ceil(ms / 1000)} s`,
-    };
-  }
+  return refusalByUpstream(method, status === 429 ? 'quota' : 'overload', ms, `HTTP ${status}`);
+}
+
+/**
+ * The agent's own refusal with a delay as our rejection: quota (it said 429 / RESOURCE_EXHAUSTED)
+ * or overload (503 / UNAVAILABLE), policy `upstream`, scoped to the agent; `what` names what it
+ * sent, for the message.
+ *
+ * @example
+ * ```ts
+ * refusalByUpstream('GetTask', 'quota', 3000, 'HTTP 429').message; // '… (HTTP 429); retry after 3 s'
+ * ```
+ */
+export function refusalByUpstream(
+  method: A2AMethod,
+  kind: 'quota' | 'overload',
+  retryAfterMs: number,
+  what: string,
+): Rejection {
+  const seconds = Math.ceil(retryAfterMs / 1000);
   return {
-    kind: 'overload',
-    retryAfterMs: ms,
+    kind,
+    retryAfterMs,
     policy: UPSTREAM_POLICY,
     scope: 'agent',
     subject: 'agent',
     method,
-    message: `the agent is overloaded (HTTP 503); retry after ${Math.ceil(ms / 1000)} s`,
+    message:
+      kind === 'quota'
+        ? `the agent refused the request for now (${what}); retry after ${seconds} s`
+        : `the agent is overloaded (${what}); retry after ${seconds} s`,
   };
 }
