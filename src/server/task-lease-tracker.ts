@@ -6,12 +6,7 @@
 
 import { BrandedError } from '../core/branded-error.js';
 import type { LeaseRef } from '../core/rejection.js';
-import {
-  type TappedBus,
-  type TaskTapSubscriber,
-  type TaskWatcher,
-  taskTapOf,
-} from '../core/task-tap.js';
+import { type TappedBus, type TaskWatcher, taskTapOf } from '../core/task-tap.js';
 import type { AnswerScope, MessageAnswer } from './message-answer.js';
 
 /**
@@ -221,7 +216,7 @@ class RunWatcher implements TaskWatcher {
  * const manager = limiter.trackTasks(new DefaultExecutionEventBusManager());
  * ```
  */
-export class TaskLeaseTracker implements TaskTapSubscriber {
+export class TaskLeaseTracker {
   /** Tasks holding leases, by task id. */
   private readonly records = new Map<string, TaskRecord>();
 

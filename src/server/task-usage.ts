@@ -7,7 +7,7 @@
 import { BrandedError, isBrandedError } from '../core/branded-error.js';
 import type { RequestIdentity } from '../core/policy.js';
 import type { EventBusManagerLike } from '../core/task-events.js';
-import { type TaskTapSubscriber, taskTapOf } from '../core/task-tap.js';
+import { taskTapOf } from '../core/task-tap.js';
 import { ticketIdOf } from './task-lease-tracker.js';
 
 /**
@@ -179,7 +179,7 @@ interface KeptIdentity {
  * await book.reporterOf('task-1').report(4_000);
  * ```
  */
-export class TaskUsageBook implements TaskTapSubscriber {
+export class TaskUsageBook {
   private readonly tasks = new Map<string, KeptIdentity>();
   /** The identities kept tasks refer to, by their fields: one copy per identity. */
   private readonly identities = new Map<string, SharedIdentity>();
