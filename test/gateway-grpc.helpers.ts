@@ -8,8 +8,8 @@
 
 import { createServer, type Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { AGENT_CARD_PATH, type AgentCard } from '@a2a-js/sdk';
-import { DefaultRequestHandler, InMemoryTaskStore, type User } from '@a2a-js/sdk/server';
+import { AGENT_CARD_PATH } from '@a2a-js/sdk';
+import type { User } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, type UserBuilder } from '@a2a-js/sdk/server/express';
 import { A2AService, grpcService } from '@a2a-js/sdk/server/grpc';
 import * as grpc from '@grpc/grpc-js';
@@ -20,6 +20,7 @@ import {
   scriptedExecutor,
   startTestGateway,
   type TestGateway,
+  upstreamRequestHandler,
 } from './gateway.helpers.js';
 
 /** The upstream as the gRPC tests see it. */
@@ -101,29 +102,11 @@ export async function startSdkGrpcUpstream(
       { url: `${baseUrl}/a2a/jsonrpc`, protocolBinding: 'JSONRPC' },
     ],
   });
-  const card =
-    options.extendedCard === true
-      ? ({
-          ...baseCard,
-          capabilities: { ...baseCard.capabilities, extendedAgentCard: true },
-        } as AgentCard)
-      : baseCard;
-  const executor = scriptedExecutor(executions, held, options);
-  const requestHandler = new DefaultRequestHandler(
-    card,
-    new InMemoryTaskStore(),
-    executor,
-    undefined,
-    undefined,
-    undefined,
-    options.extendedCard === true
-      ? async (context?: { user?: User | undefined }) =>
-          ({
-            ...card,
-            name: `upstream (extended for ${context?.user?.userName ?? ''})`,
-            capabilities: { ...card.capabilities, extensions: UPSTREAM_EXTENSIONS },
-          }) as unknown as AgentCard
-      : undefined,
+  const requestHandler = upstreamRequestHandler(
+    baseCard,
+    scriptedExecutor(executions, held, options),
+    options.extendedCard === true,
+    UPSTREAM_EXTENSIONS,
   );
   let refusal: GrpcRefusal | undefined;
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));

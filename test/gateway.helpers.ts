@@ -208,6 +208,43 @@ export function scriptedExecutor(
 }
 
 /**
+ * The SDK's request handler of a test upstream: `baseCard` (with `extendedAgentCard` when
+ * `extended`), an in-memory task store, and an extended card naming the user it was asked as
+ * (plus `extensions` on its capabilities, when given).
+ */
+export function upstreamRequestHandler(
+  baseCard: AgentCard,
+  executor: AgentExecutor,
+  extended: boolean,
+  extensions?: readonly unknown[],
+): DefaultRequestHandler {
+  const card = extended
+    ? ({
+        ...baseCard,
+        capabilities: { ...baseCard.capabilities, extendedAgentCard: true },
+      } as AgentCard)
+    : baseCard;
+  return new DefaultRequestHandler(
+    card,
+    new InMemoryTaskStore(),
+    executor,
+    undefined,
+    undefined,
+    undefined,
+    extended
+      ? async (context?: { user?: User | undefined }) =>
+          ({
+            ...card,
+            name: `upstream (extended for ${context?.user?.userName ?? ''})`,
+            ...(extensions === undefined
+              ? {}
+              : { capabilities: { ...card.capabilities, extensions } }),
+          }) as unknown as AgentCard
+      : undefined,
+  );
+}
+
+/**
  * The SDK's agent with no limiter. Message text: `hold` (a task WORKING until released or
  * cancelled), `task` (a task completed at once), anything else a direct Message reply.
  */
@@ -228,27 +265,10 @@ export const startSdkUpstream = async (options: SdkUpstreamOptions = {}): Promis
       { url: `${baseUrl}/a2a/rest`, protocolBinding: 'HTTP+JSON' },
     ],
   });
-  const card =
-    options.extendedCard === true
-      ? ({
-          ...baseCard,
-          capabilities: { ...baseCard.capabilities, extendedAgentCard: true },
-        } as AgentCard)
-      : baseCard;
-  const executor = scriptedExecutor(executions, held, options);
-  const requestHandler = new DefaultRequestHandler(
-    card,
-    new InMemoryTaskStore(),
-    executor,
-    undefined,
-    undefined,
-    undefined,
-    options.extendedCard === true
-      ? async (context?: { user?: User | undefined }) => ({
-          ...card,
-          name: `upstream (extended for ${context?.user?.userName ?? ''})`,
-        })
-      : undefined,
+  const requestHandler = upstreamRequestHandler(
+    baseCard,
+    scriptedExecutor(executions, held, options),
+    options.extendedCard === true,
   );
   const userBuilder = (async (req: express.Request) =>
     userFrom(req.headers.authorization)) as unknown as typeof ExpressUserBuilder.noAuthentication;
