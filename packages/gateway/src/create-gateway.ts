@@ -158,7 +158,20 @@ export function createGateway(options: GatewayOptions): Gateway {
       (p) => p.kind === 'concurrency' && p.methods.has(request.method),
     );
 
-  const refused = (refusal: GatewayRefusal): void => onRefusal?.(refusal);
+  // The operator's hooks run inside the exchange: one that throws is logged, never lets the error
+  // escape into the relay (where it would leave an admission unended and the client unanswered).
+  const guarded = <A>(name: string, hook: ((arg: A) => void) | undefined) =>
+    hook === undefined
+      ? undefined
+      : (arg: A): void => {
+          try {
+            hook(arg);
+          } catch (error) {
+            log(`a2a-ratelimit gateway: the ${name} hook threw: ${(error as Error).message}`);
+          }
+        };
+  const onRefusalHook = guarded('onRefusal', onRefusal);
+  const refused = (refusal: GatewayRefusal): void => onRefusalHook?.(refusal);
   const host: RelayHost = {
     dispatcher,
     origin: upstream.origin,
@@ -176,7 +189,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         follower.follow(taskId, query);
     },
     refused,
-    onUpstream: options.onUpstream,
+    onUpstream: guarded('onUpstream', options.onUpstream),
   };
 
   let inFlight = 0;

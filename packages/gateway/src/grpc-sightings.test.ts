@@ -7,7 +7,7 @@ import {
   grpcWebhookUrls,
   wrapTask,
 } from './grpc-sightings.js';
-import { grpcOriginOf, grpcTimeoutMs } from './grpc-upstream.js';
+import { grpcOriginOf, grpcTimeoutMs, grpcTimeoutValue } from './grpc-upstream.js';
 
 const task = {
   id: 't-1',
@@ -189,6 +189,14 @@ describe('grpc-sightings (read with the SDK’s own encoder on the other side)',
     expect(grpcTimeoutMs('1H')).toBe(3_600_000);
     expect(grpcTimeoutMs('123456789m')).toBeUndefined();
     expect(grpcTimeoutMs('5x')).toBeUndefined();
+    // Past what a Node timer keeps (it would fire at once): taken as no deadline.
+    expect(grpcTimeoutMs('596H')).toBe(596 * 3_600_000);
+    expect(grpcTimeoutMs('700H')).toBeUndefined();
+    // Forwarded within the spec's 8 digits.
+    expect(grpcTimeoutValue(2500)).toBe('2500m');
+    expect(grpcTimeoutValue(99_999_999)).toBe('99999999m');
+    expect(grpcTimeoutValue(100_000_000)).toBe('100000S');
+    expect(grpcTimeoutValue(0.2)).toBe('1m');
     expect(grpcOriginOf('127.0.0.1:50051')).toBe('http://127.0.0.1:50051');
     expect(grpcOriginOf('dns:///agent.example:443')).toBe('http://agent.example:443');
     expect(grpcOriginOf('https://agent.example:443')).toBe('https://agent.example:443');

@@ -63,9 +63,25 @@ export function forwardGrpcHeaders(
     if (name.startsWith(':') || DROPPED.has(name) || value === undefined) continue;
     out[name] = value;
   }
-  if (remainingMs !== undefined) out['grpc-timeout'] = `${Math.max(1, Math.ceil(remainingMs))}m`;
+  if (remainingMs !== undefined) out['grpc-timeout'] = grpcTimeoutValue(remainingMs);
   return out;
 }
+
+/**
+ * A time left as a `grpc-timeout` value: ms while it fits the spec's 8 digits, else seconds.
+ *
+ * @example
+ * ```ts
+ * grpcTimeoutValue(2500); // '2500m'
+ * ```
+ */
+export function grpcTimeoutValue(remainingMs: number): string {
+  const ms = Math.max(1, Math.ceil(remainingMs));
+  return ms <= 99_999_999 ? `${ms}m` : `${Math.ceil(ms / 1000)}S`;
+}
+
+/** The longest delay a Node timer keeps (longer ones fire at once), ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const TIMEOUT_UNITS: Readonly<Record<string, number>> = {
   H: 3_600_000,
@@ -78,7 +94,7 @@ const TIMEOUT_UNITS: Readonly<Record<string, number>> = {
 
 /**
  * A `grpc-timeout` header in ms (at most 8 digits and a unit, per the gRPC spec); undefined when
- * absent or malformed.
+ * absent or malformed, or longer than a timer can keep (~24.8 days: taken as no deadline).
  *
  * @example
  * ```ts
@@ -89,7 +105,8 @@ export function grpcTimeoutMs(value: string | string[] | undefined): number | un
   if (typeof value !== 'string') return undefined;
   const match = /^(\d{1,8})([HMSmun])$/.exec(value);
   if (match === null) return undefined;
-  return Number(match[1]) * (TIMEOUT_UNITS[match[2] as string] as number);
+  const ms = Number(match[1]) * (TIMEOUT_UNITS[match[2] as string] as number);
+  return ms > MAX_TIMER_MS ? undefined : ms;
 }
 
 /** One HTTP/2 session to the upstream, reopened after it closes. */
@@ -176,7 +193,7 @@ export function unaryCall(
           ...headers,
           'content-type': 'application/grpc',
           te: 'trailers',
-          'grpc-timeout': `${timeoutMs}m`,
+          'grpc-timeout': grpcTimeoutValue(timeoutMs),
         },
         path,
       );

@@ -270,6 +270,8 @@ export function createHttpHandler(
         return;
       }
     }
+    // The client left while it was identified or its webhooks checked: nothing to decide.
+    if (res.destroyed) return;
     const outcome = await limiter.admit({
       caller: identity.caller,
       method: request.method,

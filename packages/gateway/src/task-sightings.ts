@@ -129,8 +129,11 @@ export function sightingOfAnswer(
  * ```
  */
 export class SseDataReader {
-  /** The bytes of a line a chunk ended inside (a copy). */
-  private pending: Buffer | undefined;
+  /** The bytes of a line the chunks so far ended inside (copies), and their count. */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** The line in progress is past the bound: its bytes are dropped until it ends. */
+  private dropping = false;
   private data: string[] = [];
   private dataBytes = 0;
   private skipping = false;
@@ -158,11 +161,14 @@ export class SseDataReader {
     for (let i = from; i < n; i++) {
       const b = bytes[i];
       if (b !== 0x0a && b !== 0x0d) continue;
-      const pending = this.pending;
-      if (pending === undefined) this.line(bytes, from, i);
+      if (this.dropping)
+        this.dropping = false; // its event is skipped (`skipping`)
+      else if (this.pendingBytes === 0) this.line(bytes, from, i);
       else {
-        this.pending = undefined;
-        const whole = Buffer.concat([pending, bytes.subarray(from, i)]);
+        this.pending.push(bytes.subarray(from, i));
+        const whole = Buffer.concat(this.pending, this.pendingBytes + (i - from));
+        this.pending = [];
+        this.pendingBytes = 0;
         this.line(whole, 0, whole.length);
       }
       if (b === 0x0d) {
@@ -171,14 +177,16 @@ export class SseDataReader {
       }
       from = i + 1;
     }
-    if (from < n) {
-      const rest = bytes.subarray(from);
-      this.pending =
-        this.pending === undefined ? Buffer.from(rest) : Buffer.concat([this.pending, rest]);
-      if (this.pending.length > this.maxEventBytes) {
-        this.pending = undefined;
+    if (from < n && !this.dropping) {
+      // Kept in pieces and joined once at the line's end: a long line costs linear time.
+      this.pendingBytes += n - from;
+      if (this.pendingBytes > this.maxEventBytes) {
+        this.pending = [];
+        this.pendingBytes = 0;
+        this.dropping = true;
         this.skipping = true;
-      }
+        this.started = true;
+      } else this.pending.push(Buffer.from(bytes.subarray(from)));
     }
   }
 

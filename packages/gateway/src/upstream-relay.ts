@@ -74,6 +74,12 @@ export function relay(
   scope: WatchScope,
   hooks: RelayHooks = NO_HOOKS,
 ): Promise<void> {
+  // The client left while its request was being decided: nothing is forwarded (no task is made
+  // for nobody) and the admission ends now.
+  if (res.destroyed) {
+    ticket.end();
+    return Promise.resolve();
+  }
   return new Promise((resolve) => {
     const exchange = new Exchange(host, hooks, req, res, request, ticket, scope, resolve);
     (res as Relaying)[EXCHANGE] = exchange;
@@ -293,17 +299,27 @@ class Exchange {
   }
 
   onError(error: Error): void {
-    if (this.mode === MODE.waiting) {
-      if (!this.gone) this.unavailable(error);
-    } else if (this.mode === MODE.refused) this.refuse();
-    // Either side went away mid-answer: the client's answer ends here.
-    else this.res.destroy();
-    this.finish();
+    try {
+      if (this.mode === MODE.waiting) {
+        if (!this.gone) this.unavailable(error);
+      } else if (this.mode === MODE.refused) this.refuse();
+      // Either side went away mid-answer: the client's answer ends here.
+      else this.res.destroy();
+    } catch {
+      this.res.destroy();
+    } finally {
+      this.finish();
+    }
   }
 
-  /** Writes a chunk; a full socket pauses the upstream until it drains. */
+  /** Writes a chunk; a full socket pauses the upstream until it drains, a closed one cuts it. */
   private write(chunk: Buffer): void {
-    if (!this.res.write(chunk) && !this.res.destroyed && !this.paused) {
+    if (this.res.destroyed) {
+      this.gone = true;
+      this.abort?.(new Error(CLIENT_GONE));
+      return;
+    }
+    if (!this.res.write(chunk) && !this.paused) {
       this.paused = true;
       this.res.once('drain', onClientDrain);
     }
@@ -404,11 +420,14 @@ class Exchange {
     res.off('drain', onClientDrain);
     res[EXCHANGE] = undefined;
     const { host, last, request } = this;
-    if (this.mode >= MODE.stream && last?.kind === 'task' && host.watch.watching(last.taskId)) {
-      host.remember?.(last.taskId, request, this.req);
-      host.running(last.taskId, request);
+    try {
+      if (this.mode >= MODE.stream && last?.kind === 'task' && host.watch.watching(last.taskId)) {
+        host.remember?.(last.taskId, request, this.req);
+        host.running(last.taskId, request);
+      }
+    } finally {
+      this.ticket.end();
+      this.resolve();
     }
-    this.ticket.end();
-    this.resolve();
   }
 }
