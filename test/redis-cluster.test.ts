@@ -160,6 +160,53 @@ describe.skipIf(!binaries)('RedisStore on a 3-node Redis Cluster', () => {
     await redis.close();
   });
 
+  it("an overload policy's agent lease and caller-share lease come back in MemoryStore's order", async () => {
+    // Both leases carry the overload policy's index but live in two slots; they were ordered by
+    // that index, so their order followed the slots' and a renewal answered [true, false] where
+    // MemoryStore answered [false, true] (the differential found it after a clock step back).
+    // The caller's slot comes first (its rate policy), so its group of steps is tried first.
+    const policies: Policy[] = [
+      { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 4, windowSeconds: 5, burst: 2 },
+      { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 6, windowSeconds: 3, burst: 3 },
+      {
+        name: 'agent-overload',
+        kind: 'overload',
+        maxInFlight: 6,
+        maxInFlightPerCaller: 2,
+        leaseTtlSeconds: 4,
+      },
+    ];
+    const t0 = 1_760_000_000_000;
+    const memClock = new ManualClock(t0);
+    const redisClock = new ManualClock(t0);
+    const memory = new MemoryStore({ policies, clock: memClock });
+    const redis = clusterStore(policies, undefined, redisClock);
+    const tick = (ms: number) => {
+      memClock.advance(ms);
+      redisClock.advance(ms);
+    };
+    const both = async (caller: string) => {
+      const input = { caller, tenant: 't0', method: 'SendMessage' as const };
+      const m = memory.decideSync(input);
+      const r = await redis.decide(input);
+      expect(r.admitted && m.admitted).toBe(true);
+      return { m: m.admitted ? m.leases : [], r: r.admitted ? r.leases : [] };
+    };
+    for (let i = 0; i < 20; i++) {
+      const caller = `c${i}`;
+      const first = await both(caller);
+      expect(first.r.length).toBe(2);
+      // The agent's lease expires; another caller's decision sweeps it, the share's stays.
+      tick(4_000);
+      await both(`${caller}-other`);
+      memClock.stepBack(90_000);
+      redisClock.stepBack(90_000);
+      expect(await redis.renew(first.r), caller).toEqual(memory.renewSync(first.m));
+      tick(90_000);
+    }
+    await redis.close();
+  });
+
   it('cross-slot requests in parallel: never over-admit, rejected requests charge nothing', async () => {
     const clock = new ManualClock(1_760_000_000_000);
     const store = clusterStore(

@@ -121,20 +121,22 @@ export async function decideAcrossSlots(
 
   if (admittedTries.length === tries.length) {
     const limits: LimitState[] = [];
-    const leases: LeaseRef[] = [];
+    // In step order, as one slot lists them: an overload policy's agent lease and its caller
+    // share's have one policy index but live in two slots, so that index cannot order them.
+    const byStep: (LeaseRef | undefined)[] = [];
     for (const t of tries) {
       t.steps.forEach((stepIndex, j) => {
         const s = steps[stepIndex] as RequestStep;
         if (s.takesLease) {
-          leases.push({
+          byStep[stepIndex] = {
             policyIndex: s.policy.index,
             key: s.key,
             leaseId: `${call.leaseBase}.${j + 1}`,
-          });
+          };
         }
       });
     }
-    leases.sort((a, b) => a.policyIndex - b.policyIndex);
+    const leases = byStep.filter((l): l is LeaseRef => l !== undefined);
     steps.forEach((s, i) => {
       if (s.policy.kind === 'rate') {
         limits.push(limitStateOf(s.policy, stepTat[i] as number, stepNowUs[i] as number));
