@@ -233,7 +233,12 @@ export class RedisStore implements Store {
    * is unreachable the usage is charged to the insurance limiter, if any, else dropped (counted
    * as an error).
    */
-  async chargeUsage(usage: DecisionInput, units: number, settle?: boolean): Promise<void> {
+  async chargeUsage(
+    usage: DecisionInput,
+    units: number,
+    options: { readonly settle?: boolean } = {},
+  ): Promise<void> {
+    const settle = options.settle === true;
     // Keyed as the decision was (bounded parts): a long caller's usage meets its own bucket.
     const request = boundedInput(usage);
     const { runner, policies, failure } = this.rooms;
@@ -252,12 +257,12 @@ export class RedisStore implements Store {
             SCRIPT_MODES.usage,
             runner.now(),
             String(p.paramIndex),
-            String(settle === true ? units - reservedUnitsOf(p) : units),
+            String(settle ? units - reservedUnitsOf(p) : units),
           ],
         ),
       );
     }
-    if (!onRedis) policies.insurance?.chargeUsageSync(request, units, settle);
+    if (!onRedis) policies.insurance?.chargeUsageSync(request, units, options);
     try {
       await Promise.all(charges);
     } catch (error) {

@@ -28,7 +28,7 @@ export class HoldLedger {
     const key = messageRecordKey(request.caller, request.messageId);
     const list = this.open.get(key);
     if (list?.some((h) => h.policy === rejection.policy)) return;
-    if (this.count >= 100_000) this.sweep(nowMs, true);
+    if (this.count >= 100_000) this.shed();
     const hold = {
       policy: rejection.policy,
       expiresMs: nowMs + rejection.retryAfterMs + this.graceMs(rejection.retryAfterMs),
@@ -52,17 +52,27 @@ export class HoldLedger {
     }
   }
 
-  /** Counts expired holds (all of them when `force`, to bound memory) and forgets them. */
-  sweep(nowMs: number, force: boolean): void {
+  /** Counts expired holds and forgets them. */
+  sweep(nowMs: number): void {
     for (const [key, list] of this.open) {
-      const kept = force ? [] : list.filter((h) => h.expiresMs >= nowMs);
+      const kept = list.filter((h) => h.expiresMs >= nowMs);
+      if (kept.length === list.length) continue;
       for (const hold of list) {
-        if (!kept.includes(hold)) this.observer?.holds?.('expired', hold.policy, 1);
+        if (hold.expiresMs < nowMs) this.observer?.holds?.('expired', hold.policy, 1);
       }
       this.count -= list.length - kept.length;
       if (kept.length === 0) this.open.delete(key);
       else this.open.set(key, kept);
-      if (force && this.count < 90_000) return;
+    }
+  }
+
+  /** Forgets whole keys, oldest first, counted as expired, until under 90,000 holds (memory bound). */
+  private shed(): void {
+    for (const [key, list] of this.open) {
+      for (const hold of list) this.observer?.holds?.('expired', hold.policy, 1);
+      this.count -= list.length;
+      this.open.delete(key);
+      if (this.count < 90_000) return;
     }
   }
 }

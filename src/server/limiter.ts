@@ -151,7 +151,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     holdLedger === undefined
       ? undefined
       : setInterval(
-          () => holdLedger.sweep(clock.nowMs(), false),
+          () => holdLedger.sweep(clock.nowMs()),
           DEFAULT_LIMITER_OPTIONS.holdSweepEveryMs,
         );
   holdSweep?.unref();
@@ -328,7 +328,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if ((units === 0 && !settle) || store.chargeUsage === undefined) return Promise.resolve();
       const tier = request.tier ?? tierOf?.(request);
       const charged = tier === undefined ? request : { ...request, tier };
-      return settle ? store.chargeUsage(charged, units, true) : store.chargeUsage(charged, units);
+      return store.chargeUsage(charged, units, { settle });
     },
     admit(raw) {
       const request = withTier(raw);

@@ -176,7 +176,12 @@ export class MemoryStore implements Store, SynchronousStore {
   }
 
   /** Charges reported usage, as {@link Store.chargeUsage}, synchronously. */
-  chargeUsageSync(usage: DecisionInput, units: number, settle = false): void {
+  chargeUsageSync(
+    usage: DecisionInput,
+    units: number,
+    options: { readonly settle?: boolean } = {},
+  ): void {
+    const settle = options.settle === true;
     const nowMs = this.clock.nowMs();
     // Keyed as the decision was (bounded parts): a long caller's usage meets its own bucket.
     const request = boundedInput(usage);
@@ -189,8 +194,12 @@ export class MemoryStore implements Store, SynchronousStore {
   }
 
   /** As `Store.chargeUsage`. */
-  chargeUsage(request: DecisionInput, units: number, settle?: boolean): Promise<void> {
-    this.chargeUsageSync(request, units, settle);
+  chargeUsage(
+    request: DecisionInput,
+    units: number,
+    options: { readonly settle?: boolean } = {},
+  ): Promise<void> {
+    this.chargeUsageSync(request, units, options);
     return Promise.resolve();
   }
 

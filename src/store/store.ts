@@ -70,11 +70,15 @@ export interface Store extends Partial<SynchronousStore> {
   /**
    * Charges `units` of reported usage (a positive integer) to every usage policy (`unit` set)
    * that applies to `request` (as `policiesOf` selects them); may put a budget into debt (see
-   * `chargeUsage`). With `settle`, the report settles the reservation the request's admission
+   * `chargeUsage`). With `options.settle`, the report settles the reservation the request's admission
    * made (`reservedUnitsOf` the policy): each budget is charged `units` minus that reservation,
    * given back when the task used less. Other policies are not touched.
    */
-  chargeUsage?(request: DecisionInput, units: number, settle?: boolean): Promise<void>;
+  chargeUsage?(
+    request: DecisionInput,
+    units: number,
+    options?: { readonly settle?: boolean },
+  ): Promise<void>;
   /** Swaps the policy set. State is kept per policy *name*: a policy present in both sets keeps
    *  every key's state (its new limits apply to it; nobody gets a fresh bucket); a removed
    *  policy's state and leases are dropped; a new policy starts empty. Shared stores publish

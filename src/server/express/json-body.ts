@@ -153,7 +153,7 @@ export function jsonBodyReader(
       }
       let body: unknown;
       try {
-        body = parseJson(text, strict);
+        body = parseJson(text, { strict });
       } catch (error) {
         done(error);
         return;
@@ -242,15 +242,15 @@ export function parsePending(req: Request, pending: PendingBody): unknown {
  *
  * @example
  * ```ts
- * parseJson('\uFEFF{"a":1}', true); // { a: 1 }
- * parseJson('', true); // {}
- * parseJson('"text"', true); // throws SyntaxError
+ * parseJson('\uFEFF{"a":1}', { strict: true }); // { a: 1 }
+ * parseJson('', { strict: true }); // {}
+ * parseJson('"text"', { strict: true }); // throws SyntaxError
  * ```
  */
-export function parseJson(text: string, strict: boolean): unknown {
+export function parseJson(text: string, options: { readonly strict: boolean }): unknown {
   const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (json.length === 0) return {};
-  if (strict) {
+  if (options.strict) {
     const start = firstNonWhitespace(json);
     if (start !== '{' && start !== '[') {
       throw new SyntaxError(`Unexpected token ${start === '' ? 'end' : start} in JSON (strict)`);

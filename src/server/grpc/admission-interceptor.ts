@@ -46,7 +46,10 @@ export function grpcAdmissionInterceptor(
     const method = grpcMethodOf(descriptor.path);
     if (method === undefined) return new grpc.ServerInterceptingCall(call, STRIP_ADMISSION);
     const state = new GrpcCall(call, method);
-    const layout = requestLayoutOf(method, descriptor.path.startsWith('/a2a.v1.'));
+    const layout = requestLayoutOf(
+      method,
+      descriptor.path.startsWith('/a2a.v1.') ? 'a2a.v1' : 'lf.a2a.v1',
+    );
     /** Request messages received: every A2A rpc takes exactly one. */
     let messages = 0;
     const listener: grpc.ServerListener = {

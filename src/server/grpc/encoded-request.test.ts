@@ -13,7 +13,7 @@ const decodeSend = A2AService.sendMessage.requestDeserialize as (b: Buffer) => {
   tenant: string;
   message?: { messageId: string };
 };
-const SEND = requestLayoutOf('SendMessage', false);
+const SEND = requestLayoutOf('SendMessage', 'lf.a2a.v1');
 
 /** One encoded field of a SendMessageRequest: tenant, a Message, or an unknown field. */
 const inner = fc.oneof(
@@ -87,22 +87,22 @@ describe('scanRequestFields', () => {
       tenant: 'tenant-a',
       id: 'task-1',
     } as never);
-    expect(scanRequestFields(bytes, requestLayoutOf('GetTask', false))).toEqual({
+    expect(scanRequestFields(bytes, requestLayoutOf('GetTask', 'lf.a2a.v1'))).toEqual({
       tenant: 'tenant-a',
       messageId: undefined,
     });
     expect(
-      scanRequestFields(bytes.subarray(0, 4), requestLayoutOf('GetTask', false)),
+      scanRequestFields(bytes.subarray(0, 4), requestLayoutOf('GetTask', 'lf.a2a.v1')),
     ).toBeUndefined();
     expect(scanRequestFields(Uint8Array.of(0x0b, 0x0c), SEND)).toBeUndefined();
   });
 
   it('reads the tenant of ListTaskPushNotificationConfigs at its own field, v0.3 sends at field 1', () => {
-    expect(requestLayoutOf('ListTaskPushNotificationConfigs', false)).toEqual({
+    expect(requestLayoutOf('ListTaskPushNotificationConfigs', 'lf.a2a.v1')).toEqual({
       tenantField: 4,
       messageField: undefined,
     });
-    expect(requestLayoutOf('SendStreamingMessage', true)).toEqual({
+    expect(requestLayoutOf('SendStreamingMessage', 'a2a.v1')).toEqual({
       tenantField: undefined,
       messageField: 1,
     });

@@ -100,10 +100,13 @@ export interface ScannedFields {
   readonly messageId: string | undefined;
 }
 
-/** Where the A2A 1.0 request (`lf.a2a.v1`) or a v0.3 one (`a2a.v1`) of `method` keeps its fields. */
-export function requestLayoutOf(method: string, legacy: boolean): RequestLayout {
+/** The gRPC service package of an A2A request: 1.0 (`lf.a2a.v1`) or v0.3 (`a2a.v1`). */
+export type A2AGrpcPackage = 'lf.a2a.v1' | 'a2a.v1';
+
+/** Where a request of `method` in the service package `pkg` keeps its fields. */
+export function requestLayoutOf(method: string, pkg: A2AGrpcPackage): RequestLayout {
   const send = method === 'SendMessage' || method === 'SendStreamingMessage';
-  if (legacy) return { tenantField: undefined, messageField: send ? 1 : undefined };
+  if (pkg === 'a2a.v1') return { tenantField: undefined, messageField: send ? 1 : undefined };
   return {
     tenantField: method === 'ListTaskPushNotificationConfigs' ? 4 : 1,
     messageField: send ? 2 : undefined,

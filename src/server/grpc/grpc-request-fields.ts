@@ -16,8 +16,9 @@ export interface GrpcRequestFields {
 }
 
 /**
- * Reads the tenant and messageId of an encoded A2A request message of `method` (1.0
- * `lf.a2a.v1`; `legacy` for the v0.3 `a2a.v1` service), skipping every other field undecoded.
+ * Reads the tenant and messageId of an encoded A2A request message of `method` (of the 1.0
+ * service `lf.a2a.v1` unless `options.package` says the v0.3 `a2a.v1`), skipping every other
+ * field undecoded.
  * Undefined when the bytes are not a protobuf message that can be followed (refuse it).
  *
  * @example
@@ -29,7 +30,7 @@ export interface GrpcRequestFields {
 export function readGrpcRequestFields(
   method: A2AMethod,
   message: Uint8Array,
-  legacy = false,
+  options: { readonly package?: 'lf.a2a.v1' | 'a2a.v1' } = {},
 ): GrpcRequestFields | undefined {
-  return scanRequestFields(message, requestLayoutOf(method, legacy));
+  return scanRequestFields(message, requestLayoutOf(method, options.package ?? 'lf.a2a.v1'));
 }
