@@ -7,25 +7,13 @@ import { randomBytes } from 'node:crypto';
 import type { EventBusManagerLike } from '../core/task-events.js';
 import { TERMINAL_TASK_STATES } from '../core/task-events.js';
 import { type TappedBus, type TaskTapSubscriber, taskTapOf } from '../core/task-tap.js';
-import {
-  decode,
-  encode,
-  idAfter,
-  isTerminal,
-  type RelayEntry,
-  type RelayedEvent,
-  toStreamResponse,
-} from './relay-events.js';
+import { encode, isTerminal, toStreamResponse } from './relay-events.js';
+import { RelayReader } from './relay-reader.js';
 import type {
   RelayedRequestHandler,
   TaskEventRelay,
   TaskEventRelayOptions,
 } from './task-event-relay-options.js';
-
-interface Watcher {
-  lastId: string;
-  readonly push: (entry: RelayEntry, id: string) => void;
-}
 
 /** A task run by this replica. */
 interface OwnedTask {
@@ -90,7 +78,6 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
   const myInbox = inboxKey(replicaId);
 
   const owned = new Map<string, OwnedTask>();
-  const watchers = new Map<string, Set<Watcher>>();
   let handler: RelayedRequestHandler | undefined;
   let closed = false;
   const ignore = () => undefined;
@@ -188,144 +175,14 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
   };
 
   // One blocking reader per replica: its inbox and the streams of remote tasks watched here.
-  const reader = client.duplicate();
-  reader.on('error', ignore);
-  let inboxLastId = '0-0';
-  let woken = false;
-  const wake = (): void => {
-    if (woken) return;
-    woken = true;
-    client.xadd(myInbox, 'MAXLEN', '~', '100', '*', 'w', '1').catch(ignore);
-  };
-  const readLoop = async (): Promise<void> => {
-    try {
-      const last = (await client.xrevrange(myInbox, '+', '-', 'COUNT', 1)) as [string, string[]][];
-      inboxLastId = last[0]?.[0] ?? '0-0';
-      await client.pexpire(myInbox, 86_400_000).catch(ignore);
-    } catch {
-      // Redis unreachable at start: read the inbox from its beginning once it is back.
-    }
-    while (!closed) {
-      const keys = [myInbox];
-      const ids = [inboxLastId];
-      for (const [taskId, set] of watchers) {
-        const first = set.values().next().value as Watcher | undefined;
-        if (first === undefined) continue;
-        keys.push(streamKey(taskId));
-        ids.push(first.lastId);
-      }
-      woken = false;
-      let reply: [string, [string, string[]][]][] | null;
-      try {
-        reply = (await reader.xread(
-          'COUNT',
-          100,
-          'BLOCK',
-          1000,
-          'STREAMS',
-          ...keys,
-          ...ids,
-        )) as typeof reply;
-      } catch {
-        if (closed) return;
-        await new Promise((r) => setTimeout(r, 250));
-        continue;
-      }
-      for (const [key, entries] of reply ?? []) {
-        if (key === myInbox) {
-          for (const [id, fields] of entries) {
-            inboxLastId = id;
-            if (fields[0] === 't' && fields[1] !== undefined) onCancelRequest(fields[1]);
-          }
-          continue;
-        }
-        const taskId = key.slice(`${prefix}re{`.length, -1);
-        for (const [id, fields] of entries) {
-          const entry: RelayEntry =
-            fields[0] === 'e'
-              ? { kind: 'event', event: decode(fields[1] ?? '{}') as RelayedEvent }
-              : { kind: 'finished' };
-          for (const w of watchers.get(taskId) ?? []) {
-            w.lastId = id;
-            w.push(entry, id);
-          }
-        }
-      }
-    }
-  };
-  const loop = readLoop();
-
-  /**
-   * Starts watching a remote task's stream after `fromId` (exclusive) now; `next()` resolves to
-   * the next entry, or undefined once the owner key has lapsed with nothing more to read (the
-   * owner died). `close()` stops watching.
-   */
-  const watch = (taskId: string, fromId: string) => {
-    const queue: RelayEntry[] = [];
-    let notify: (() => void) | undefined;
-    let stopped = false;
-    const watcher: Watcher = {
-      lastId: fromId,
-      push: (entry, id) => {
-        if (!idAfter(id, fromId)) return;
-        queue.push(entry);
-        notify?.();
-      },
-    };
-    let set = watchers.get(taskId);
-    if (set === undefined) {
-      set = new Set();
-      watchers.set(taskId, set);
-    }
-    set.add(watcher);
-    wake();
-    const arrival = (ms: number): Promise<boolean> =>
-      new Promise((resolve) => {
-        const timer = setTimeout(() => {
-          notify = undefined;
-          resolve(false);
-        }, ms);
-        notify = () => {
-          clearTimeout(timer);
-          notify = undefined;
-          resolve(true);
-        };
-      });
-    return {
-      async next(): Promise<RelayEntry | undefined> {
-        for (;;) {
-          const entry = queue.shift();
-          if (entry !== undefined) return entry;
-          if (closed || stopped) return undefined;
-          if (await arrival(2000)) continue;
-          // Nothing for 2 s: is the owner still alive?
-          const alive = await client.exists(ownerKey(taskId)).catch(() => 1);
-          if (alive === 0 && queue.length === 0) return undefined;
-        }
-      },
-      close(): void {
-        stopped = true;
-        notify?.();
-        set.delete(watcher);
-        if (set.size === 0 && watchers.get(taskId) === set) watchers.delete(taskId);
-      },
-    };
-  };
-
-  /** The id of the last entry in a task's stream ('0-0' when empty), and its recent tail. */
-  const tailOf = async (taskId: string): Promise<{ lastId: string; tail: RelayEntry[] }> => {
-    const entries = (await client.xrevrange(streamKey(taskId), '+', '-', 'COUNT', 20)) as [
-      string,
-      string[],
-    ][];
-    const tail = entries.map(
-      ([, fields]): RelayEntry =>
-        fields[0] === 'e'
-          ? { kind: 'event', event: decode(fields[1] ?? '{}') as RelayedEvent }
-          : { kind: 'finished' },
-    );
-    return { lastId: entries[0]?.[0] ?? '0-0', tail };
-  };
+  const reader = new RelayReader({
+    client,
+    prefix,
+    inbox: myInbox,
+    streamKey,
+    ownerKey,
+    onCancelRequest,
+  });
 
   /**
    * `getTask`, waiting out the moment between a task's first event (when deduplication learns its
@@ -369,8 +226,8 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
       yield* inner.resubscribe(params, context);
       return;
     }
-    const { lastId, tail } = await tailOf(taskId);
-    const events = watch(taskId, lastId);
+    const { lastId, tail } = await reader.tailOf(taskId);
+    const events = reader.watch(taskId, lastId);
     try {
       const task = await getTask(inner, { id: taskId, tenant: params?.tenant ?? '' }, context);
       const state = task?.status?.state as number | undefined;
@@ -409,8 +266,8 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
     if (state !== undefined && TERMINAL_TASK_STATES.has(state)) {
       return inner.cancelTask(params, context);
     }
-    const { lastId } = await tailOf(taskId);
-    const events = watch(taskId, lastId);
+    const { lastId } = await reader.tailOf(taskId);
+    const events = reader.watch(taskId, lastId);
     try {
       await client.xadd(inboxKey(owner), 'MAXLEN', '~', '1000', '*', 't', taskId);
       const deadline = new Promise<'timeout'>((resolve) => {
@@ -474,8 +331,7 @@ export function createTaskEventRelay(options: TaskEventRelayOptions): TaskEventR
       closed = true;
       clearInterval(renewTimer);
       running.clear();
-      reader.disconnect();
-      await loop.catch(ignore);
+      await reader.close();
       if (owned.size > 0) {
         await client.del(...[...owned.keys()].map(ownerKey)).catch(ignore);
       }
