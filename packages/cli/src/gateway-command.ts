@@ -18,6 +18,7 @@ import {
   parsePort,
   parsePositiveNumber,
 } from './cli-options.js';
+import { describePolicy } from './describe-policy.js';
 import { adminHandler } from './gateway-admin.js';
 import { type GatewayConfig, gatewayPolicies, loadGatewayConfig } from './gateway-config.js';
 import {
@@ -30,14 +31,9 @@ import { type GatewayIdentityHolder, identityFromConfig } from './gateway-identi
 import { createTlsServer, parseTlsFlags, reloadTlsOnSignal, type TlsFiles } from './gateway-tls.js';
 import { METRICS_NEED_PROM_CLIENT, metricsIfInstalled } from './optional-metrics.js';
 import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
+import { connectRedis, parseFailureMode, type RedisFailureMode } from './redis-connection.js';
 import { refusalLine } from './refusal-line.js';
-import {
-  connectRedis,
-  describePolicy,
-  parseFailureMode,
-  type RedisFailureMode,
-  untilSignal,
-} from './serve-command.js';
+import { untilSignal } from './until-signal.js';
 
 /** Parsed options of `gateway`. */
 export interface GatewayCommandOptions extends GrpcFlags {

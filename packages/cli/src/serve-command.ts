@@ -4,23 +4,17 @@
  * reloads and optional Redis.
  */
 
-import type { compilePolicies, HoldOptions, Policy, Store } from 'a2a-ratelimit';
 import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
 import type { CAC } from 'cac';
 import { CliError } from './cli-error.js';
 import { parseHttpUrl, parseOptionalString, parsePort } from './cli-options.js';
+import { describePolicy } from './describe-policy.js';
 import { METRICS_NEED_PROM_CLIENT } from './optional-metrics.js';
 import { loadPolicyConfig } from './policy-config.js';
 import { type PolicyFileReloader, watchPolicyFile } from './policy-file-reloader.js';
+import { connectRedis, parseFailureMode, type RedisFailureMode } from './redis-connection.js';
 import type { ResearchAgent } from './research-agent.js';
-
-/** One compiled policy, as a limiter's `policySet` lists it. */
-type CompiledPolicy = ReturnType<typeof compilePolicies>['policies'][number];
-
-/**
- * What `--redis-on-error` accepts (the `RedisStore` failure policies).
- */
-export type RedisFailureMode = 'fail-open' | 'fail-closed' | 'insurance';
+import { untilSignal } from './until-signal.js';
 
 /**
  * Parsed options of `serve`.
@@ -60,100 +54,6 @@ export interface ServeOptions {
  */
 export function unrefSleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-/**
- * One line per policy for the ready banner: a usage policy's unit, every tier of a tiered policy
- * (the default one marked), shadow mode.
- *
- * @example
- * ```ts
- * describePolicy(limiter.policySet.policies[0]); // 'per-caller (rate, per caller): 60 per 60 s, burst 10, on SendMessage, SendStreamingMessage'
- * // tiered: 'per-caller (rate, per caller): tier free (default) 60 per 60 s, burst 10; tier pro 600 per 60 s, burst 100, on …'
- * ```
- */
-export function describePolicy(p: CompiledPolicy): string {
-  const on = p.methods.size >= 11 ? 'on every method' : `on ${[...p.methods].join(', ')}`;
-  const shadow = p.shadow ? ', shadow (decided and counted, never refused)' : '';
-  switch (p.kind) {
-    case 'rate': {
-      const limits = (v: typeof p): string =>
-        `${v.limit}${v.unit === undefined ? '' : ` ${v.unit}`} per ${v.windowSeconds} s, burst ${v.burst}`;
-      const tiers =
-        p.tierVariants.length === 0
-          ? limits(p)
-          : p.tierVariants
-              .map((v) => `tier ${v.tier}${v.tier === p.tier ? ' (default)' : ''} ${limits(v)}`)
-              .join('; ');
-      return `${p.name} (rate, per ${p.scopeName}): ${tiers}, ${on}${shadow}`;
-    }
-    case 'concurrency':
-      return `${p.name} (concurrency, per ${p.scopeName}): at most ${p.max} in flight, ${on}${shadow}`;
-    default: {
-      const limits = [
-        Number.isFinite(p.maxInFlight) ? `${p.maxInFlight} in flight` : undefined,
-        Number.isFinite(p.maxEventLoopDelayMs)
-          ? `${p.maxEventLoopDelayMs} ms event-loop delay`
-          : undefined,
-      ].filter((x) => x !== undefined);
-      return `${p.name} (overload, agent-wide): ${limits.join(' or ')}, ${on}${shadow}`;
-    }
-  }
-}
-
-/**
- * Connects to Redis (`--redis`) and returns a `RedisStore` for `policies` (shared by `serve` and
- * `gateway`); a `CliError` when ioredis is missing or Redis cannot be reached.
- *
- * @example
- * ```ts
- * const store = await connectRedis('redis://127.0.0.1:6379', policies, undefined, 'insurance', undefined);
- * ```
- */
-export async function connectRedis(
-  url: string,
-  policies: readonly Policy[],
-  holds: HoldOptions | undefined,
-  onError: RedisFailureMode,
-  keyPrefix: string | undefined,
-): Promise<Store> {
-  let Redis: typeof import('ioredis')['Redis'];
-  try {
-    ({ Redis } = await import('ioredis'));
-  } catch {
-    throw new CliError('--redis needs the "ioredis" package: npm install ioredis');
-  }
-  let redis: typeof import('a2a-ratelimit/redis');
-  try {
-    redis = await import('a2a-ratelimit/redis');
-  } catch (error) {
-    throw new CliError(`--redis is not available in this build (${(error as Error).message})`);
-  }
-  const client = new Redis(url, {
-    ...redis.RECOMMENDED_IOREDIS_OPTIONS,
-    lazyConnect: true,
-    retryStrategy: (times: number) => (times > 20 ? null : Math.min(times * 200, 2_000)),
-  });
-  client.on('error', () => {
-    // Connection errors are reported by connect() below and, later, by the store's own logger.
-  });
-  try {
-    await client.connect();
-    await client.ping();
-  } catch (error) {
-    client.disconnect();
-    throw new CliError(`cannot reach Redis at ${url}: ${(error as Error).message}`, {
-      cause: error,
-    });
-  }
-  return new redis.RedisStore({
-    client,
-    policies,
-    ...(holds === undefined ? {} : { holds }),
-    onError,
-    quitClientOnClose: true,
-    ...(keyPrefix === undefined ? {} : { keyPrefix }),
-  });
 }
 
 /**
@@ -243,21 +143,6 @@ function parseTaskSeconds(value: unknown): number {
 }
 
 /**
- * Parses `--redis-on-error` (default `insurance`).
- *
- * @example
- * ```ts
- * parseFailureMode('fail-open'); // 'fail-open'
- * ```
- */
-export function parseFailureMode(value: unknown): RedisFailureMode {
-  if (value === undefined) return 'insurance';
-  const text = String(value);
-  if (text === 'fail-open' || text === 'fail-closed' || text === 'insurance') return text;
-  throw new CliError(`--redis-on-error must be fail-open, fail-closed or insurance, got "${text}"`);
-}
-
-/**
  * Parses `serve`'s flags.
  *
  * @example
@@ -330,26 +215,6 @@ export function reloadServeConfig(
       const names = limiter.policySet.policies.map((p) => p.name);
       return `version ${limiter.policySetVersion}, ${names.length} ${names.length === 1 ? 'policy' : 'policies'} (${names.join(', ')})`;
     },
-  });
-}
-
-/**
- * Resolves on the first SIGINT or SIGTERM.
- *
- * @example
- * ```ts
- * await untilSignal(); // 'SIGTERM'
- * ```
- */
-export function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const on = (signal: NodeJS.Signals): void => {
-      process.off('SIGINT', on);
-      process.off('SIGTERM', on);
-      resolve(signal);
-    };
-    process.on('SIGINT', on);
-    process.on('SIGTERM', on);
   });
 }
 

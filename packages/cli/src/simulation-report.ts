@@ -102,7 +102,7 @@ export function describeArrival(arrival: ArrivalPattern): string {
   }
 }
 
-function describePolicy(p: Policy): string {
+function policySummary(p: Policy): string {
   switch (p.kind) {
     case 'rate':
       return `${p.name}: ${p.limit}/${p.windowSeconds}s burst ${p.burst ?? p.limit} per ${typeof p.scope === 'object' ? p.scope.name : (p.scope ?? 'caller')}`;
@@ -151,7 +151,7 @@ export function formatSimulationTable(report: SimulationReport): string {
   );
   return [
     `${scenario.callers} caller(s) × ${scenario.callsPerCaller} ${scenario.method} call(s) = ${calls}, ${describeArrival(scenario.arrival)}, seed ${scenario.seed}`,
-    `policies: ${scenario.policies.map(describePolicy).join('; ')}`,
+    `policies: ${scenario.policies.map(policySummary).join('; ')}`,
     '',
     table,
     `simulated in ${(report.wallMs / 1000).toFixed(2)} s of real time`,
