@@ -30,7 +30,6 @@
 
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { grpcRow } from './gateway-bench-grpc.js';
@@ -40,22 +39,16 @@ import {
   freePort,
   median,
   nginxConfig,
-  type OpenStream,
-  openStream,
   quantile,
   startChild,
-  streamBody,
 } from './gateway-bench-parts.js';
+import { heapPerStream, STREAMS, sseDelays, waitForPort } from './gateway-bench-streams.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const LOAD_MS = Number(process.env.BENCH_LOAD_MS ?? 2500);
 const LAT1_MS = Number(process.env.BENCH_LAT1_MS ?? 1500);
 const WARM_MS = 400;
 const INFLIGHT = 64;
-const STREAMS = Number(process.env.BENCH_STREAMS ?? 500);
-const SSE_STREAMS = 16;
-const SSE_EVENTS = 60;
-const SSE_INTERVAL_MS = 10;
 const KEYS = 8192;
 
 /** The README's gateway.yaml ("Protect any A2A agent"), its keys in a file with the bench's. */
@@ -98,25 +91,6 @@ interface LoadResult {
 const round3 = (n: number): number => Math.round(n * 1000) / 1000;
 const round1 = (n: number): number => Math.round(n * 10) / 10;
 
-function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const attempt = (): void => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve();
-      });
-      socket.once('error', () => {
-        socket.destroy();
-        if (Date.now() > until) reject(new Error(`nothing listens on ${port}`));
-        else setTimeout(attempt, 50);
-      });
-    };
-    attempt();
-  });
-}
-
 async function loadOnce(
   load: Child,
   target: Target,
@@ -131,61 +105,6 @@ async function loadOnce(
     durationMs,
     ...(target.keys === undefined ? {} : { keys: target.keys }),
   });
-}
-
-/** SSE relay delays (ms) of `SSE_STREAMS` streams of `SSE_EVENTS` events each. */
-async function sseDelays(target: Target): Promise<number[]> {
-  const delays: number[] = [];
-  const streams = await Promise.all(
-    Array.from({ length: SSE_STREAMS }, (_, i) =>
-      openStream(
-        target.origin,
-        '/a2a/jsonrpc',
-        streamBody(`sse-${target.name}-${Date.now()}-${i}`, SSE_EVENTS, SSE_INTERVAL_MS),
-        (ns) => delays.push(ns / 1e6),
-      ),
-    ),
-  );
-  await Promise.all(streams.map((s) => s.ended));
-  return delays;
-}
-
-/** Heap bytes per open stream through a gateway child (`heapUsed` after GC, open − before). */
-async function heapPerStream(gateway: Child, origin: string): Promise<Record<string, number>> {
-  const open = async (n: number, tag: string): Promise<OpenStream[]> => {
-    const streams: OpenStream[] = [];
-    // Opened in batches so the client does not flood the listen backlog.
-    for (let i = 0; i < n; i += 50) {
-      const batch = await Promise.all(
-        Array.from({ length: Math.min(50, n - i) }, (_, j) =>
-          openStream(origin, '/a2a/jsonrpc', streamBody(`${tag}-${i + j}`, 0, 0), () => undefined),
-        ),
-      );
-      await Promise.all(batch.map((s) => s.firstEvent));
-      streams.push(...batch);
-    }
-    return streams;
-  };
-  const closeAll = async (streams: OpenStream[]): Promise<void> => {
-    for (const s of streams) s.close();
-    await Promise.all(streams.map((s) => s.ended));
-    await new Promise((resolve) => setTimeout(resolve, 300));
-  };
-  const tag = `heap-${Date.now()}`;
-  // Warm: every code path a stream takes has run before the baseline.
-  await closeAll(await open(50, `${tag}-warm`));
-  const before = await gateway.ask<{ heapUsed: number; inFlight: number }>({ op: 'heap' });
-  const streams = await open(STREAMS, tag);
-  const during = await gateway.ask<{ heapUsed: number; inFlight: number }>({ op: 'heap' });
-  await closeAll(streams);
-  const after = await gateway.ask<{ heapUsed: number; inFlight: number }>({ op: 'heap' });
-  return {
-    open: during.inFlight,
-    bytesPerStream: (during.heapUsed - before.heapUsed) / STREAMS,
-    heapBeforeMb: before.heapUsed / 2 ** 20,
-    heapOpenMb: during.heapUsed / 2 ** 20,
-    heapAfterCloseMb: after.heapUsed / 2 ** 20,
-  };
 }
 
 async function main(): Promise<void> {

@@ -4,7 +4,6 @@
  * against peer limiters. Prints JSON.
  */
 
-import { type ChildProcess, spawn } from 'node:child_process';
 import { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AgentCard } from '@a2a-js/sdk';
@@ -25,12 +24,12 @@ import { createLimiter } from '../src/server/limiter.js';
 import { exampleAgentCard } from '../src/testing/example-agent-card.js';
 import { fakeIncomingRequest } from '../src/testing/fake-incoming-request.js';
 import { textMessage } from '../src/testing/text-message.js';
+import { CONNECTIONS, runLoad, startLoadProcess } from './http-bench-load.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 11);
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 300);
 const LOOP_ROUNDS = Number(process.env.BENCH_LOOP_ROUNDS ?? 11);
 const LOOP_ROUND_SECONDS = Number(process.env.BENCH_LOOP_ROUND_SECONDS ?? 2);
-const CONNECTIONS = 10;
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -277,46 +276,6 @@ async function sdkServer(
 }
 
 /**
- * autocannon in a child process (off the server's thread; autocannon aggregates its results only
- * on a main thread), driven over IPC.
- */
-const LOAD_PROCESS = `
-const autocannon = require('autocannon');
-process.on('message', ({ port, seconds, connections }) => {
-  autocannon({
-    url: 'http://127.0.0.1:' + port + '/a2a/jsonrpc',
-    connections,
-    duration: seconds,
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
-    // A new messageId per request ([<id>] is replaced by autocannon).
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage',
-      params: { message: { messageId: '[<id>]', role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }),
-    idReplacement: true,
-  }, (error, result) => {
-    if (error) process.send({ error: String(error) });
-    else process.send({ rps: result.requests.total / result.duration,
-      failed: result.errors + result.timeouts + result.non2xx });
-  });
-});
-`;
-
-function runLoad(
-  load: ChildProcess,
-  port: number,
-  seconds: number,
-): Promise<{ rps: number; failed: number }> {
-  return new Promise((resolve, reject) => {
-    load.once('message', (m: { rps: number; failed: number } | { error: string }) => {
-      if ('error' in m) reject(new Error(m.error));
-      else if (!(m.rps > 0)) reject(new Error(`autocannon measured no requests on port ${port}`));
-      else resolve(m);
-    });
-    load.send({ port, seconds, connections: CONNECTIONS });
-  });
-}
-
-/**
  * (a) In process: JSON-RPC requests driven through an Express app without sockets (fake
  *     IncomingMessage / ServerResponse) for no limiter, ours (a limit never reached),
  *     express-rate-limit and a rate-limiter-flexible middleware, each in front of a router that
@@ -366,9 +325,7 @@ async function main(): Promise<void> {
   const servers = Object.fromEntries(
     await Promise.all(names.map(async (n) => [n, await sdkServer(n)] as const)),
   ) as Record<LoopbackName, Awaited<ReturnType<typeof sdkServer>>>;
-  const load = spawn(process.execPath, ['-e', LOAD_PROCESS], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const load = startLoadProcess();
   for (const n of names) await runLoad(load, servers[n].port, 1); // warm up
   const rps = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<
     LoopbackName,
