@@ -6,19 +6,15 @@
 
 import { extractRetryHint } from 'a2a-ratelimit';
 import { CliError } from './cli-error.js';
-import { CARD_BINDING_NAMES, type CliBinding } from './cli-options.js';
-import { type CardReading, grpcTargetOf, joinBasePath, readCard } from './probe-card.js';
+import type { CliBinding } from './cli-options.js';
+import { type CardReading, grpcTargetOf, readCard } from './probe-card.js';
 import type { ProbeCheck } from './probe-check.js';
 import { checkRejection } from './probe-checks.js';
-import { grpcProbeTransport } from './probe-grpc-transport.js';
 import type { ProbeMethod } from './probe-methods.js';
 import { type LossOrigin, originsOf } from './probe-origins.js';
 import { summarizeResponse } from './probe-response.js';
-import {
-  type CapturedResponse,
-  httpProbeTransport,
-  type ProbeTransport,
-} from './probe-transport.js';
+import type { CapturedResponse, ProbeTransport } from './probe-transport.js';
+import { probeTransportFor } from './probe-transport-for.js';
 import { realSleep } from './scaled-time.js';
 import type { StatusLine } from './status-line.js';
 
@@ -111,54 +107,6 @@ export interface ProbeReport {
   readonly origins?: Readonly<Record<string, LossOrigin>>;
 }
 
-function transportFor(
-  options: ProbeOptions,
-  base: URL,
-  card: CardReading,
-  timeoutMs: number,
-  grpcTarget: string | undefined,
-): ProbeTransport {
-  const wanted = CARD_BINDING_NAMES[options.binding];
-  const found = card.interfaces.find((i) => i.protocolBinding.toUpperCase() === wanted);
-  if (found === undefined) {
-    const has = [...new Set(card.interfaces.map((i) => i.protocolBinding))].join(', ');
-    const names = Object.entries(CARD_BINDING_NAMES)
-      .filter(([, name]) => card.interfaces.some((i) => i.protocolBinding.toUpperCase() === name))
-      .map(([flag]) => flag);
-    throw new CliError(
-      `the agent card lists no ${wanted} interface (it has: ${has})${names.length > 0 ? `; try --binding ${names[0]}` : ''}`,
-    );
-  }
-  const token = options.callerToken === undefined ? {} : { callerToken: options.callerToken };
-  if (options.binding === 'grpc') {
-    const target =
-      grpcTarget ?? `${base.hostname}:${base.port || (base.protocol === 'https:' ? '443' : '80')}`;
-    return grpcProbeTransport({
-      endpoint: target,
-      timeoutMs,
-      tls: base.protocol === 'https:',
-      unreachableHint:
-        grpcTarget === undefined
-          ? ` (the base URL's own address; the card's gRPC interface is ${found.url}: pass the gateway's gRPC listener with --grpc-target host:port)`
-          : '',
-      ...token,
-    });
-  }
-  let path: string;
-  try {
-    path = new URL(found.url).pathname;
-  } catch {
-    throw new CliError(`the agent card's ${wanted} interface URL "${found.url}" is not a URL`);
-  }
-  return httpProbeTransport({
-    binding: options.binding,
-    endpoint: joinBasePath(base, path),
-    timeoutMs,
-    ...token,
-    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
-  });
-}
-
 function retrySourceOf(response: CapturedResponse): Parameters<typeof extractRetryHint>[0] {
   if (response.binding === 'grpc') {
     const metadata: Record<string, string | Uint8Array> = { ...response.headers };
@@ -242,7 +190,7 @@ async function probeOnce(
           card.interfaces.find((i) => i.protocolBinding.toUpperCase() === 'GRPC')?.url ?? '',
         )
       : undefined);
-  const transport = transportFor(options, base, card, timeoutMs, target);
+  const transport = probeTransportFor(options, { base, card, timeoutMs, grpcTarget: target });
   let sent = 0;
   const send = (call: ReturnType<ProbeTransport['build']>): Promise<CapturedResponse> => {
     sent++;
