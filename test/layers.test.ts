@@ -3,7 +3,8 @@
  * folder): a deliberate bad import in each guarded layer fails `biome lint`, a good one passes.
  * Production code never imports `src/testing`, `src/simulation` (but `src/testing`) or the CLI
  * package; the CLI (`packages/cli`) reaches the library through its public subpaths only, and so
- * do the tests in `test/` (the library's, the gateway's and the CLI's sources are off limits there).
+ * do the tests in `test/` and their fixtures at any depth (the library's, the gateway's and the
+ * CLI's sources and builds are off limits there).
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -108,6 +109,26 @@ describe('layers are enforced by lint', () => {
       "import { runProbe } from '../packages/cli/src/probe.js';\nexport const x = runProbe;\n",
       'tests in test/ use the CLI through its command line',
     ],
+    [
+      'test/fixtures/redis/zz-layer-check.ts',
+      "import { RedisStore } from '../../../src/redis/redis-store.js';\nexport const x = RedisStore;\n",
+      'tests in test/ use the library and the gateway through their public subpaths only',
+    ],
+    [
+      'test/fixtures/zz-layer-check.ts',
+      "import type { LeaseRef } from '../../src/core/rejection.js';\nexport type X = LeaseRef;\n",
+      'tests in test/ use the library and the gateway through their public subpaths only',
+    ],
+    [
+      'test/fixtures/zz-layer-check.ts',
+      "import { createLimiter } from '../../dist/server/limiter.js';\nexport const x = createLimiter;\n",
+      'tests in test/ use the library and the gateway through their public subpaths only',
+    ],
+    [
+      'test/fixtures/zz-layer-check.ts',
+      "import { runProbe } from '../../packages/cli/src/probe.js';\nexport const x = runProbe;\n",
+      'tests in test/ use the CLI through its command line',
+    ],
   ])('%s: a bad import fails (%#)', (path, source, message) => {
     expect(lint(path, source)).toContain(message);
   });
@@ -121,6 +142,12 @@ describe('layers are enforced by lint', () => {
     const good =
       "import { createLimiter } from 'a2a-ratelimit/server';\nimport { createGateway } from 'a2a-ratelimit-gateway';\nimport { startSdkAgent } from './sdk-agent.helpers.js';\nexport const x = [createLimiter, createGateway, startSdkAgent];\n";
     expect(lint('test/zz-layer-check.test.ts', good)).toBe('');
+  });
+
+  it('a fixture in test/ importing public subpaths and its neighbours passes', () => {
+    const good =
+      "import type { Policy } from 'a2a-ratelimit';\nimport { RedisStore } from 'a2a-ratelimit/redis';\nimport { connectRedis } from './redis-env.js';\nexport const x = [RedisStore, connectRedis];\nexport type X = Policy;\n";
+    expect(lint('test/fixtures/redis/zz-layer-check.ts', good)).toBe('');
   });
 
   it('the CLI importing a public subpath passes', () => {

@@ -26,7 +26,11 @@ async function runReplicas(
   span: (readyAtMs: number) => LoadWorkerStart,
 ): Promise<{ start: LoadWorkerStart; reports: LoadWorkerReport[] }> {
   const children = tasks.map((task) => {
-    const child = fork(WORKER, [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+    // The worker imports the library's public subpaths: from its sources, no build needed.
+    const child = fork(WORKER, [], {
+      execArgv: ['--import', 'tsx', '--conditions=a2a-ratelimit-source'],
+      stdio: 'inherit',
+    });
     const ready = new Promise<void>((resolve, reject) => {
       child.once('message', (m: { ready?: boolean; ok?: boolean; error?: string }) => {
         if (m.ready === true) resolve();

@@ -52,7 +52,16 @@ interface ClientProcess {
 function spawnClient(agent: ResearchAgent, args: string[]): ClientProcess {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'test/fixtures/planned-client.ts', '--url', agent.baseUrl, ...args],
+    [
+      '--import',
+      'tsx',
+      // The fixture imports the library's public subpaths: from its sources, no build needed.
+      '--conditions=a2a-ratelimit-source',
+      'test/fixtures/planned-client.ts',
+      '--url',
+      agent.baseUrl,
+      ...args,
+    ],
     { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] },
   );
   let out = '';
