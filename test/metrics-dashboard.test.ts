@@ -153,6 +153,9 @@ describe.skipIf(!binaries)('metrics: a shared store degraded by its failure poli
       keyPrefix: runPrefix('metrics'),
       logger: false,
       quitClientOnClose: true,
+      // Mode `redis` must hold until the kill: no 50 ms timeout on a loaded machine (the offline
+      // queue is off, so calls after the kill still fail at once).
+      timeoutMs: 2_000,
     });
     const metrics = createRateLimitMetrics();
     const limiter = createLimiter({
