@@ -207,6 +207,47 @@ describe.skipIf(!binaries)('RedisStore on a 3-node Redis Cluster', () => {
     await redis.close();
   });
 
+  it("a cross-slot refund puts back a lease key's forgotten estimate: a later step back reads it as MemoryStore does", async () => {
+    // The caller's slot admits tentatively on a key whose estimate is forgotten (so dropped), the
+    // tenant's refuses: the refund must restore it, or after a clock step back, when the estimate
+    // counts again, MemoryStore (which never dropped it) and Redis disagree on a full key's delay.
+    const policies: Policy[] = [
+      { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 1, windowSeconds: 3_600 },
+      { name: 'tasks', kind: 'concurrency', scope: 'caller', max: 1, leaseTtlSeconds: 20 },
+    ];
+    const t0 = 1_760_000_000_000;
+    const memClock = new ManualClock(t0);
+    const redisClock = new ManualClock(t0);
+    const memory = new MemoryStore({ policies, clock: memClock });
+    const redis = clusterStore(policies, undefined, redisClock);
+    const both = async (tenant: string) => {
+      const input = { caller: 'a', tenant, method: 'SendMessage' as const };
+      const m = memory.decideSync(input);
+      const r = await redis.decide(input);
+      const strip = (d: Decision) => (d.admitted ? { ...d, leases: d.leases.length } : d);
+      expect(strip(r), `${tenant} at ${memClock.nowMs() - t0} ms`).toEqual(strip(m));
+      return { m, r };
+    };
+    const move = (ms: number) => {
+      for (const clock of [memClock, redisClock]) {
+        if (ms >= 0) clock.advance(ms);
+        else clock.stepBack(-ms);
+      }
+    };
+    const first = await both('t1');
+    move(5_000);
+    if (first.m.admitted) memory.releaseSync(first.m.leases);
+    if (first.r.admitted) await redis.release(first.r.leases); // held 5 s; it expired at 20 s
+    move(25_000); // 30 s: the estimate is forgotten
+    expect((await both('t1')).m.admitted).toBe(false); // the tenant refuses, the lease is refunded
+    move(-20_000); // 10 s: the released lease's expiry lies ahead again, and with it the estimate
+    expect((await both('t2')).m.admitted).toBe(true);
+    const full = (await both('t3')).m;
+    expect(full.admitted ? undefined : full.rejection.retryAfterMs).toBe(5_000);
+    expect(redis.stats().crossSlotDecisions).toBe(4);
+    await redis.close();
+  });
+
   it('cross-slot requests in parallel: never over-admit, rejected requests charge nothing', async () => {
     const clock = new ManualClock(1_760_000_000_000);
     const store = clusterStore(

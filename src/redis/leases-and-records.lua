@@ -6,10 +6,17 @@ if mode == 'u' then
     local p = P[tonumber(ARGV[4 + i])]
     local code = ARGV[4 + n + i]
     local s = { p = p, K = KEYS[i], H = companion(KEYS[i]) }
-    if code == 'l' then
+    if string.byte(code, 1) == 108 then                      -- 'l' or 'l<e>:<h>'
       local id = ARGV[4] .. '.' .. i
       redis.call('ZREM', s.K, id)
       redis.call('HDEL', s.H, id)
+      -- The forgotten estimate the admission dropped, back as it was (MemoryStore never dropped it).
+      local sep = string.find(code, ':', 2, true)
+      if sep then
+        local e, h = string.sub(code, 2, sep - 1), string.sub(code, sep + 1)
+        if e ~= '' then redis.call('HSET', s.H, '~e', e) end
+        if h ~= '' then redis.call('HSET', s.H, '~h', h) end
+      end
       out[1 + i] = 0
     else
       loadRate(s, p, '')
@@ -73,16 +80,20 @@ if mode == 'l' then
   local id = ARGV[4]
   local acquired = redis.call('HGET', H, id)
   if not acquired then return 0 end
+  local expires = tonumber(redis.call('ZSCORE', Z, id))
   redis.call('ZREM', Z, id)
   redis.call('HDEL', H, id)
+  -- Already expired: given up, it feeds no estimate (lease-step.ts releaseLease).
+  if expires == nil or expires <= nowMs then return 0 end
   local held = math.max(0, nowMs - tonumber(acquired))
-  local e = tonumber(redis.call('HGET', H, '~e'))
+  local eh = redis.call('HMGET', H, '~e', '~h')
+  local e = tonumber(eh[1])
   if e == nil then e = held else e = e + EWMA_ALPHA * (held - e) end
   local old = redis.call('ZRANGEBYSCORE', Z, '-inf', fmtf(nowMs))
   if #old > 0 then dropLeases(Z, H, old) end
-  -- The hold-time estimate outlives the last lease (decide.ts releaseLease); the hash keeps the
-  -- TTL of the last admission, so it is dropped lazily like MemoryStore's empty sets.
-  redis.call('HSET', H, '~e', fmtf(e))
+  -- The hold-time estimate outlives the last lease until this one would have expired (decide.ts
+  -- releaseLease); the hash keeps the TTL of the last admission or renewal, at least that long.
+  redis.call('HSET', H, '~e', fmtf(e), '~h', fmtf(math.max(tonumber(eh[2]) or expires, expires)))
   return 1
 end
 
