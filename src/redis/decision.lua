@@ -269,7 +269,11 @@ local function decideSteps(mode, keys, idx, hk, lag, base)
           local dec = 0
           if s.n > 0 then s.n = s.n - 1; dec = 1 end
           out[3] = 1
-          undo[i] = 'h' .. s.hold .. ':' .. dec
+          -- Cross-slot undo code: the hold, the no-show taken, and the timestamp and no-show decay
+          -- time before the claim ('' for none), which a key the claim emptied loses.
+          if mode == 't' then
+            undo[i] = 'h' .. s.hold .. ':' .. dec .. ':' .. (s.tat and fmt(s.tat) or '') .. ':' .. fmt(s.a)
+          end
         else
           -- Cross-slot undo code: 'c' and the timestamp before the charge ('c' alone: no key).
           if mode == 't' and s.tat ~= nil then undo[i] = 'c' .. fmt(s.tat) else undo[i] = 'c' end

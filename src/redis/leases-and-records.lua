@@ -31,15 +31,23 @@ if mode == 'u' then
           kept = not s.ex                                   -- putRate would drop it as full
         end
       else
-        -- 'h<slot>:<expires>:<no-show taken>': put the claimed hold back.
+        -- 'h<slot>:<expires>:<no-show taken>:<timestamp>:<decay time>': put the claimed hold back.
         local body = string.sub(code, 2)
         local a = string.find(body, ':', 1, true)
         local b = string.find(body, ':', a + 1, true)
+        local c = string.find(body, ':', b + 1, true)
+        local d = string.find(body, ':', c + 1, true)
         local exp = tonumber(string.sub(body, a + 1, b - 1))
-        if not s.ex then newExtra(s) end
+        if not s.ex then
+          -- The claim emptied the key and it was dropped (MemoryStore kept it, never having
+          -- claimed): its timestamp, if none was written since, and its decay time as they were.
+          newExtra(s)
+          s.a = tonumber(string.sub(body, d + 1))
+          if s.tat == nil then s.tat = tonumber(string.sub(body, c + 1, d - 1)) end
+        end
         redis.call('HSET', s.H, ':' .. hk, string.sub(body, 1, b - 1))
         s.c = s.c + 1
-        s.n = s.n + tonumber(string.sub(body, b + 1))
+        s.n = s.n + tonumber(string.sub(body, b + 1, c - 1))
         if exp < s.x then s.x = exp end
         if exp > s.y then s.y = exp end
       end
