@@ -269,6 +269,50 @@ describe.skipIf(!binaries)('RedisStore on a 3-node Redis Cluster', () => {
     await redis.close();
   });
 
+  it('a cross-slot refund of a key read dirty leaves it as a rejection does: dropped when full and empty', async () => {
+    // The caller's slot admits tentatively on a key whose no-show just decayed away, the tenant's
+    // refuses. MemoryStore's rejection writes that key back, dropping it (full, nothing held); the
+    // refund kept its past timestamp instead, which a clock step back then found ahead (the
+    // differential: seed -385930595, admitted in memory, 4,501 ms on Redis).
+    const policies: Policy[] = [
+      { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 2, windowSeconds: 5, burst: 2 },
+      { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 1, windowSeconds: 3_600 },
+    ];
+    const t0 = 1_760_000_000_000;
+    const memClock = new ManualClock(t0);
+    const redisClock = new ManualClock(t0);
+    const memory = new MemoryStore({ policies, clock: memClock });
+    const redis = clusterStore(policies, undefined, redisClock);
+    const at = (ms: number) => {
+      for (const clock of [memClock, redisClock]) {
+        if (t0 + ms >= clock.nowMs()) clock.set(t0 + ms);
+        else clock.stepBack(clock.nowMs() - t0 - ms);
+      }
+    };
+    const both = async (tenant: string, messageId?: string) => {
+      const input = {
+        caller: 'a',
+        tenant,
+        method: 'SendMessage' as const,
+        ...(messageId ? { messageId } : {}),
+      };
+      const m = memory.decideSync(input);
+      expect(await redis.decide(input), `${tenant} at ${memClock.nowMs() - t0} ms`).toEqual(m);
+      return m;
+    };
+    expect((await both('x1')).admitted).toBe(true);
+    expect((await both('x2')).admitted).toBe(true);
+    const held = await both('x3', 'm1'); // reserves a slot at 2,500 ms, claimable until 5,500
+    expect(held.admitted ? undefined : held.rejection.reserved).toBe(true);
+    at(6_000);
+    expect((await both('x4')).admitted).toBe(true); // m1 a no-show
+    at(20_000); // the no-show decayed; the timestamp (8,500 ms) long past
+    expect((await both('x1')).admitted).toBe(false); // the tenant refuses
+    at(5_000);
+    expect((await both('x5')).admitted).toBe(true); // no key in either store: a full bucket
+    await redis.close();
+  });
+
   it("a cross-slot refund puts back a lease key's forgotten estimate: a later step back reads it as MemoryStore does", async () => {
     // The caller's slot admits tentatively on a key whose estimate is forgotten (so dropped), the
     // tenant's refuses: the refund must restore it, or after a clock step back, when the estimate

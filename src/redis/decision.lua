@@ -276,7 +276,13 @@ local function decideSteps(mode, keys, idx, hk, lag, base)
           end
         else
           -- Cross-slot undo code: 'c' and the timestamp before the charge ('c' alone: no key).
-          if mode == 't' and s.tat ~= nil then undo[i] = 'c' .. fmt(s.tat) else undo[i] = 'c' end
+          -- 'C': the key was read dirty (holds or no-shows settled, or stepped back), so a
+          -- rejection writes it back, dropping it when full and empty, as MemoryStore does.
+          if mode == 't' and s.tat ~= nil then
+            undo[i] = (s.dirty and 'C' or 'c') .. fmt(s.tat)
+          else
+            undo[i] = 'c'
+          end
           charge(s, p)
         end
         putRate(s, p)

@@ -21,14 +21,15 @@ if mode == 'u' then
     else
       loadRate(s, p, '')
       local kept = false
-      if string.byte(code, 1) == 99 then                    -- 'c<timestamp before the charge>'
+      local role = string.byte(code, 1)
+      if role == 99 or role == 67 then                     -- 'c' / 'C' + timestamp before the charge
         if s.tat ~= nil and s.tat > nowUs then s.tat = math.max(s.tat - p.e, nowUs) end
         -- Refunded down to now from a timestamp already past: that timestamp again, exactly as a
         -- rejection leaves it in MemoryStore (a full bucket either way, until the clock steps back).
         local before = tonumber(string.sub(code, 2))
         if before ~= nil and before < nowUs and s.tat == nowUs then
           s.tat = before
-          kept = not s.ex                                   -- putRate would drop it as full
+          kept = not s.ex and role == 99                    -- putRate would drop it as full
         end
       else
         -- 'h<slot>:<expires>:<no-show taken>:<timestamp>:<decay time>': put the claimed hold back.
