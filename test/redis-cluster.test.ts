@@ -207,6 +207,153 @@ describe.skipIf(!binaries)('RedisStore on a 3-node Redis Cluster', () => {
     await redis.close();
   });
 
+  it('a cross-slot refund of a claimed hold puts the key back exactly: its timestamp and its no-show decay time', async () => {
+    // The caller's slot claims a held slot tentatively, the tenant's refuses. A claim that leaves
+    // the caller's key empty drops it; the refund rebuilt it at "now", where MemoryStore (which
+    // never claimed) keeps the timestamp and the no-show decay time it had. The differential saw
+    // the timestamp after a clock step back (remaining 0 on Redis, 1 in memory); the decay time
+    // shows later, as a no-show forgiven in memory and not yet on Redis.
+    const policies: Policy[] = [
+      { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 2, windowSeconds: 3, burst: 1 },
+      { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 1, windowSeconds: 3_600 },
+    ];
+    const t0 = 1_760_000_000_000;
+    const memClock = new ManualClock(t0);
+    const redisClock = new ManualClock(t0);
+    const holds = { maxNoShows: 2 };
+    const memory = new MemoryStore({ policies, holds, clock: memClock });
+    const redis = clusterStore(policies, holds, redisClock);
+    const at = (ms: number) => {
+      for (const clock of [memClock, redisClock]) {
+        if (t0 + ms >= clock.nowMs()) clock.set(t0 + ms);
+        else clock.stepBack(clock.nowMs() - t0 - ms);
+      }
+    };
+    const both = async (caller: string, tenant: string, messageId?: string) => {
+      const input = {
+        caller,
+        tenant,
+        method: 'SendMessage' as const,
+        ...(messageId ? { messageId } : {}),
+      };
+      const m = memory.decideSync(input);
+      expect(
+        await redis.decide(input),
+        `${JSON.stringify(input)} at ${memClock.nowMs() - t0} ms`,
+      ).toEqual(m);
+      return m;
+    };
+    const reserved = (d: Decision) => (d.admitted ? undefined : d.rejection.reserved);
+
+    // The timestamp: the caller's key at 3,000 ms, claimed at 3,001 ms, read again at 3,000 ms.
+    at(0);
+    expect((await both('a', 'a1')).admitted).toBe(true);
+    expect(reserved(await both('a', 'a2', 'm1'))).toBe(true); // slot at 1,500 ms
+    at(3_001);
+    expect((await both('a', 'a1', 'm1')).admitted).toBe(false); // claims, the tenant refuses
+    at(3_000);
+    expect((await both('a', 'a3')).admitted).toBe(true);
+
+    // The decay time: a no-show counted at 4,600 ms, a hold claimed (and the key emptied) at 5,000.
+    at(0);
+    expect((await both('b', 'b1')).admitted).toBe(true);
+    expect(reserved(await both('b', 'b2', 'm1'))).toBe(true); // slot 1,500 ms, expires 4,500
+    expect(reserved(await both('b', 'b3', 'm2'))).toBe(true); // slot 3,000 ms, expires 6,000
+    at(4_600);
+    expect((await both('b', 'b1')).admitted).toBe(false); // m1's hold settled: a no-show
+    at(5_000);
+    expect((await both('b', 'b1', 'm2')).admitted).toBe(false); // claims m2's, the tenant refuses
+    at(7_800); // m2's hold expired unclaimed (a second no-show); the first forgiven at 7,600
+    expect((await both('b', 'b4', 'm3')).admitted).toBe(true);
+    expect(reserved(await both('b', 'b5', 'm4'))).toBe(true); // one no-show left: still reserves
+    await redis.close();
+  });
+
+  it('a cross-slot refund of a key read dirty leaves it as a rejection does: dropped when full and empty', async () => {
+    // The caller's slot admits tentatively on a key whose no-show just decayed away, the tenant's
+    // refuses. MemoryStore's rejection writes that key back, dropping it (full, nothing held); the
+    // refund kept its past timestamp instead, which a clock step back then found ahead (the
+    // differential: seed -385930595, admitted in memory, 4,501 ms on Redis).
+    const policies: Policy[] = [
+      { name: 'per-caller', kind: 'rate', scope: 'caller', limit: 2, windowSeconds: 5, burst: 2 },
+      { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 1, windowSeconds: 3_600 },
+    ];
+    const t0 = 1_760_000_000_000;
+    const memClock = new ManualClock(t0);
+    const redisClock = new ManualClock(t0);
+    const memory = new MemoryStore({ policies, clock: memClock });
+    const redis = clusterStore(policies, undefined, redisClock);
+    const at = (ms: number) => {
+      for (const clock of [memClock, redisClock]) {
+        if (t0 + ms >= clock.nowMs()) clock.set(t0 + ms);
+        else clock.stepBack(clock.nowMs() - t0 - ms);
+      }
+    };
+    const both = async (tenant: string, messageId?: string) => {
+      const input = {
+        caller: 'a',
+        tenant,
+        method: 'SendMessage' as const,
+        ...(messageId ? { messageId } : {}),
+      };
+      const m = memory.decideSync(input);
+      expect(await redis.decide(input), `${tenant} at ${memClock.nowMs() - t0} ms`).toEqual(m);
+      return m;
+    };
+    expect((await both('x1')).admitted).toBe(true);
+    expect((await both('x2')).admitted).toBe(true);
+    const held = await both('x3', 'm1'); // reserves a slot at 2,500 ms, claimable until 5,500
+    expect(held.admitted ? undefined : held.rejection.reserved).toBe(true);
+    at(6_000);
+    expect((await both('x4')).admitted).toBe(true); // m1 a no-show
+    at(20_000); // the no-show decayed; the timestamp (8,500 ms) long past
+    expect((await both('x1')).admitted).toBe(false); // the tenant refuses
+    at(5_000);
+    expect((await both('x5')).admitted).toBe(true); // no key in either store: a full bucket
+    await redis.close();
+  });
+
+  it("a cross-slot refund puts back a lease key's forgotten estimate: a later step back reads it as MemoryStore does", async () => {
+    // The caller's slot admits tentatively on a key whose estimate is forgotten (so dropped), the
+    // tenant's refuses: the refund must restore it, or after a clock step back, when the estimate
+    // counts again, MemoryStore (which never dropped it) and Redis disagree on a full key's delay.
+    const policies: Policy[] = [
+      { name: 'per-tenant', kind: 'rate', scope: 'tenant', limit: 1, windowSeconds: 3_600 },
+      { name: 'tasks', kind: 'concurrency', scope: 'caller', max: 1, leaseTtlSeconds: 20 },
+    ];
+    const t0 = 1_760_000_000_000;
+    const memClock = new ManualClock(t0);
+    const redisClock = new ManualClock(t0);
+    const memory = new MemoryStore({ policies, clock: memClock });
+    const redis = clusterStore(policies, undefined, redisClock);
+    const both = async (tenant: string) => {
+      const input = { caller: 'a', tenant, method: 'SendMessage' as const };
+      const m = memory.decideSync(input);
+      const r = await redis.decide(input);
+      const strip = (d: Decision) => (d.admitted ? { ...d, leases: d.leases.length } : d);
+      expect(strip(r), `${tenant} at ${memClock.nowMs() - t0} ms`).toEqual(strip(m));
+      return { m, r };
+    };
+    const move = (ms: number) => {
+      for (const clock of [memClock, redisClock]) {
+        if (ms >= 0) clock.advance(ms);
+        else clock.stepBack(-ms);
+      }
+    };
+    const first = await both('t1');
+    move(5_000);
+    if (first.m.admitted) memory.releaseSync(first.m.leases);
+    if (first.r.admitted) await redis.release(first.r.leases); // held 5 s; it expired at 20 s
+    move(25_000); // 30 s: the estimate is forgotten
+    expect((await both('t1')).m.admitted).toBe(false); // the tenant refuses, the lease is refunded
+    move(-20_000); // 10 s: the released lease's expiry lies ahead again, and with it the estimate
+    expect((await both('t2')).m.admitted).toBe(true);
+    const full = (await both('t3')).m;
+    expect(full.admitted ? undefined : full.rejection.retryAfterMs).toBe(5_000);
+    expect(redis.stats().crossSlotDecisions).toBe(4);
+    await redis.close();
+  });
+
   it('cross-slot requests in parallel: never over-admit, rejected requests charge nothing', async () => {
     const clock = new ManualClock(1_760_000_000_000);
     const store = clusterStore(

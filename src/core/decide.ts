@@ -15,7 +15,7 @@ import {
   type RateExtra,
 } from './decision-state.js';
 import { chargeTatUs, conformDelayUs, isSteppedBack } from './gcra.js';
-import { leaseStepDelayMs, pruneLeases } from './lease-step.js';
+import { isSpentLeaseSet, leaseStepDelayMs, pruneLeases } from './lease-step.js';
 import { limitStateOf, rejectingLimitState } from './limit-state.js';
 import { policiesOf } from './policies-of.js';
 import { graceUs, holdKeyOf, isEmptyExtra, reservableSlotUs, settleExtra } from './rate-holds.js';
@@ -357,6 +357,11 @@ function admit(
       limits[j++] = limitStateOf(p, step.tatUs, nowUs);
     } else if (p.kind === 'concurrency' || Number.isFinite(p.maxInFlight)) {
       const set = step.leases ?? { leases: new Map<string, Lease>(), ewmaHoldMs: undefined };
+      if (isSpentLeaseSet(set, nowMs)) {
+        // A key whose estimate is forgotten starts over, whether or not its store dropped it.
+        set.ewmaHoldMs = undefined;
+        set.releasedUntilMs = undefined;
+      }
       const leaseId = state.nextLeaseId();
       set.leases.set(leaseId, { acquiredMs: nowMs, expiresMs: nowMs + p.leaseTtlMs });
       state.putLeases(p, step.key, set);

@@ -52,6 +52,12 @@ export interface LeaseSet {
   leases: Map<string, Lease>;
   /** Exponentially weighted mean of observed hold times, ms. */
   ewmaHoldMs: number | undefined;
+  /**
+   * The latest expiry a released lease of this key had, ms (undefined: none). The hold-time
+   * estimate is kept while a lease is live or until then; past it, with no lease live, the key
+   * holds nothing a decision reads (`isSpentLeaseSet`) and a store may drop it.
+   */
+  releasedUntilMs?: number | undefined;
 }
 
 /**

@@ -58,8 +58,22 @@ export function leaseDelayMs(set: LeaseSet, max: number, initialMs: number, nowM
 }
 
 /**
- * Ends a lease: frees its slot and feeds its hold time into the key's estimate. Unknown or
- * already-expired leases are ignored (release is idempotent).
+ * Whether a key's lease set (pruned at `nowMs`) holds nothing a decision reads: no lease live and
+ * no released lease's expiry ahead, so its hold-time estimate is forgotten. A store may drop such a
+ * set whenever it likes (a sweep, a TTL): the decision reads a dropped and a kept one alike, so
+ * stores that drop at different times still decide identically.
+ */
+export function isSpentLeaseSet(set: LeaseSet, nowMs: number): boolean {
+  return (
+    set.leases.size === 0 && !(set.releasedUntilMs !== undefined && set.releasedUntilMs > nowMs)
+  );
+}
+
+/**
+ * Ends a lease: frees its slot and feeds its hold time into the key's estimate, which is then kept
+ * at least until the lease would have expired. Unknown leases are ignored (release is idempotent);
+ * a lease already expired is dropped without feeding the estimate (it was given up, as a renewal
+ * would have found, and a store may already have pruned it). Returns whether the estimate was fed.
  */
 export function releaseLease(
   policy: LeasePolicy,
@@ -72,13 +86,15 @@ export function releaseLease(
   const lease = set?.leases.get(leaseId);
   if (set === undefined || lease === undefined) return false;
   set.leases.delete(leaseId);
+  if (lease.expiresMs <= nowMs) return false;
+  set.releasedUntilMs = Math.max(set.releasedUntilMs ?? lease.expiresMs, lease.expiresMs);
   const heldMs = Math.max(0, nowMs - lease.acquiredMs);
   set.ewmaHoldMs =
     set.ewmaHoldMs === undefined
       ? heldMs
       : set.ewmaHoldMs + LEASE_EWMA_ALPHA * (heldMs - set.ewmaHoldMs);
   pruneLeases(set, nowMs);
-  // Kept even when empty, so the key's observed hold time survives; stores drop empty sets lazily.
+  // Kept even when empty, so the key's observed hold time survives; stores drop spent sets lazily.
   state.putLeases(policy, key, set);
   return true;
 }

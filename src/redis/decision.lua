@@ -206,13 +206,15 @@ local function dropLeases(z, h, ids)
   end
 end
 
--- Lease key: K = sorted set lease id -> expiry ms, H = lease id -> acquired ms, '~e' -> EWMA ms.
+-- Lease key: K = sorted set lease id -> expiry ms, H = lease id -> acquired ms, '~e' -> EWMA ms,
+-- '~h' -> the latest expiry a released lease had (lease-step.ts LeaseSet.releasedUntilMs).
 local function loadLease(s, p, lag)
   local d = 0
   if p.lim >= 0 then
     local old = redis.call('ZRANGEBYSCORE', s.K, '-inf', fmtf(nowMs))
     if #old > 0 then dropLeases(s.K, s.H, old) end
     local count = redis.call('ZCARD', s.K)
+    s.count = count
     if count >= p.lim then
       -- decide.ts leaseDelayMs: each lease ends one mean hold after it was acquired (or, past
       -- that, within OVERDUE of it); the request fits once count - lim + 1 of them ended.
@@ -267,23 +269,43 @@ local function decideSteps(mode, keys, idx, hk, lag, base)
           local dec = 0
           if s.n > 0 then s.n = s.n - 1; dec = 1 end
           out[3] = 1
-          undo[i] = 'h' .. s.hold .. ':' .. dec
+          -- Cross-slot undo code: the hold, the no-show taken, and the timestamp and no-show decay
+          -- time before the claim ('' for none), which a key the claim emptied loses.
+          if mode == 't' then
+            undo[i] = 'h' .. s.hold .. ':' .. dec .. ':' .. (s.tat and fmt(s.tat) or '') .. ':' .. fmt(s.a)
+          end
         else
           -- Cross-slot undo code: 'c' and the timestamp before the charge ('c' alone: no key).
-          if mode == 't' and s.tat ~= nil then undo[i] = 'c' .. fmt(s.tat) else undo[i] = 'c' end
+          -- 'C': the key was read dirty (holds or no-shows settled, or stepped back), so a
+          -- rejection writes it back, dropping it when full and empty, as MemoryStore does.
+          if mode == 't' and s.tat ~= nil then
+            undo[i] = (s.dirty and 'C' or 'c') .. fmt(s.tat)
+          else
+            undo[i] = 'c'
+          end
           charge(s, p)
         end
         putRate(s, p)
         out[3 + i] = s.tat
       else
+        local code = 'l'
         if p.lim >= 0 then
+          if s.count == 0 then
+            -- lease-step.ts isSpentLeaseSet: no lease live and no released one's expiry ahead,
+            -- the estimate is forgotten (kept or expired alike); code 'l<e>:<h>' puts it back.
+            local eh = redis.call('HMGET', s.H, '~e', '~h')
+            if (eh[1] or eh[2]) and not (tonumber(eh[2]) and tonumber(eh[2]) > nowMs) then
+              redis.call('HDEL', s.H, '~e', '~h')
+              code = 'l' .. (eh[1] or '') .. ':' .. (eh[2] or '')
+            end
+          end
           local id = base .. '.' .. i
           redis.call('ZADD', s.K, fmtf(nowMs + p.ttl), id)
           redis.call('HSET', s.H, id, fmtf(nowMs))
           redis.call('PEXPIRE', s.K, leaseTtlMs(p))
           redis.call('PEXPIRE', s.H, leaseTtlMs(p))
         end
-        undo[i] = 'l'
+        undo[i] = code
         out[3 + i] = 0
       end
     end

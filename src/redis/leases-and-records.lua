@@ -6,33 +6,49 @@ if mode == 'u' then
     local p = P[tonumber(ARGV[4 + i])]
     local code = ARGV[4 + n + i]
     local s = { p = p, K = KEYS[i], H = companion(KEYS[i]) }
-    if code == 'l' then
+    if string.byte(code, 1) == 108 then                      -- 'l' or 'l<e>:<h>'
       local id = ARGV[4] .. '.' .. i
       redis.call('ZREM', s.K, id)
       redis.call('HDEL', s.H, id)
+      -- The forgotten estimate the admission dropped, back as it was (MemoryStore never dropped it).
+      local sep = string.find(code, ':', 2, true)
+      if sep then
+        local e, h = string.sub(code, 2, sep - 1), string.sub(code, sep + 1)
+        if e ~= '' then redis.call('HSET', s.H, '~e', e) end
+        if h ~= '' then redis.call('HSET', s.H, '~h', h) end
+      end
       out[1 + i] = 0
     else
       loadRate(s, p, '')
       local kept = false
-      if string.byte(code, 1) == 99 then                    -- 'c<timestamp before the charge>'
+      local role = string.byte(code, 1)
+      if role == 99 or role == 67 then                     -- 'c' / 'C' + timestamp before the charge
         if s.tat ~= nil and s.tat > nowUs then s.tat = math.max(s.tat - p.e, nowUs) end
         -- Refunded down to now from a timestamp already past: that timestamp again, exactly as a
         -- rejection leaves it in MemoryStore (a full bucket either way, until the clock steps back).
         local before = tonumber(string.sub(code, 2))
         if before ~= nil and before < nowUs and s.tat == nowUs then
           s.tat = before
-          kept = not s.ex                                   -- putRate would drop it as full
+          kept = not s.ex and role == 99                    -- putRate would drop it as full
         end
       else
-        -- 'h<slot>:<expires>:<no-show taken>': put the claimed hold back.
+        -- 'h<slot>:<expires>:<no-show taken>:<timestamp>:<decay time>': put the claimed hold back.
         local body = string.sub(code, 2)
         local a = string.find(body, ':', 1, true)
         local b = string.find(body, ':', a + 1, true)
+        local c = string.find(body, ':', b + 1, true)
+        local d = string.find(body, ':', c + 1, true)
         local exp = tonumber(string.sub(body, a + 1, b - 1))
-        if not s.ex then newExtra(s) end
+        if not s.ex then
+          -- The claim emptied the key and it was dropped (MemoryStore kept it, never having
+          -- claimed): its timestamp, if none was written since, and its decay time as they were.
+          newExtra(s)
+          s.a = tonumber(string.sub(body, d + 1))
+          if s.tat == nil then s.tat = tonumber(string.sub(body, c + 1, d - 1)) end
+        end
         redis.call('HSET', s.H, ':' .. hk, string.sub(body, 1, b - 1))
         s.c = s.c + 1
-        s.n = s.n + tonumber(string.sub(body, b + 1))
+        s.n = s.n + tonumber(string.sub(body, b + 1, c - 1))
         if exp < s.x then s.x = exp end
         if exp > s.y then s.y = exp end
       end
@@ -73,16 +89,20 @@ if mode == 'l' then
   local id = ARGV[4]
   local acquired = redis.call('HGET', H, id)
   if not acquired then return 0 end
+  local expires = tonumber(redis.call('ZSCORE', Z, id))
   redis.call('ZREM', Z, id)
   redis.call('HDEL', H, id)
+  -- Already expired: given up, it feeds no estimate (lease-step.ts releaseLease).
+  if expires == nil or expires <= nowMs then return 0 end
   local held = math.max(0, nowMs - tonumber(acquired))
-  local e = tonumber(redis.call('HGET', H, '~e'))
+  local eh = redis.call('HMGET', H, '~e', '~h')
+  local e = tonumber(eh[1])
   if e == nil then e = held else e = e + EWMA_ALPHA * (held - e) end
   local old = redis.call('ZRANGEBYSCORE', Z, '-inf', fmtf(nowMs))
   if #old > 0 then dropLeases(Z, H, old) end
-  -- The hold-time estimate outlives the last lease (decide.ts releaseLease); the hash keeps the
-  -- TTL of the last admission, so it is dropped lazily like MemoryStore's empty sets.
-  redis.call('HSET', H, '~e', fmtf(e))
+  -- The hold-time estimate outlives the last lease until this one would have expired (decide.ts
+  -- releaseLease); the hash keeps the TTL of the last admission or renewal, at least that long.
+  redis.call('HSET', H, '~e', fmtf(e), '~h', fmtf(math.max(tonumber(eh[2]) or expires, expires)))
   return 1
 end
 

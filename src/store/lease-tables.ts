@@ -5,7 +5,7 @@
  */
 
 import type { LeaseSet } from '../core/decision-state.js';
-import { pruneLeases } from '../core/lease-step.js';
+import { isSpentLeaseSet, pruneLeases } from '../core/lease-step.js';
 
 /** Lease tables by policy index (a rate policy's table stays empty). */
 export class LeaseTables {
@@ -38,7 +38,7 @@ export class LeaseTables {
   }
 
   /**
-   * Examines up to `budget` lease keys: prunes expired leases, drops keys left with none. Returns
+   * Examines up to `budget` lease keys: prunes expired leases, drops spent keys. Returns
    * how many keys it dropped.
    */
   sweep(nowMs: number, budget: number): number {
@@ -56,7 +56,8 @@ export class LeaseTables {
       }
       const [key, set] = next.value;
       pruneLeases(set, nowMs);
-      if (set.leases.size === 0 && this.tables[this.cursor.index]?.delete(key)) dropped++;
+      // Not before its estimate is forgotten (`isSpentLeaseSet`): a decision reads none then.
+      if (isSpentLeaseSet(set, nowMs) && this.tables[this.cursor.index]?.delete(key)) dropped++;
     }
     return dropped;
   }

@@ -353,7 +353,7 @@ export class MemoryStore implements Store, SynchronousStore {
   }
 
   /**
-   * Background step: drops full rate keys and lease keys whose leases all expired, and schedules
+   * Background step: drops full rate keys and spent lease keys (`isSpentLeaseSet`), and schedules
    * the next step (sooner when this one freed something).
    */
   private sweep(nowMs: number): void {
