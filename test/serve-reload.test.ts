@@ -179,8 +179,10 @@ describe.skipIf(!redisUp)('serve --config --redis: replicas converge on a reload
       '--redis-prefix',
       prefix,
     ];
-    const a = await startServeProcess(args(fileA));
-    const b = await startServeProcess(args(fileB));
+    const [a, b] = await Promise.all([
+      startServeProcess(args(fileA)),
+      startServeProcess(args(fileB)),
+    ]);
     const traffic = load([a, b], 4);
     const redis = new Redis(REDIS_URL);
     try {
