@@ -2,7 +2,7 @@
  * `serve --task-seconds N`: tasks stay WORKING N s before they complete, so concurrency and
  * overload refusals can be produced from outside — by `probe` (its SendMessage does not wait for
  * the task) and by plain blocking calls held open — and the banner says so, with every tier
- * (and, without `--redis-prefix`, the store's default key prefix).
+ * (and, without `--redis-prefix`, the store's default key prefix); `--redis-timeout` is parsed.
  */
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -141,7 +141,7 @@ describe('serve --task-seconds', () => {
   });
 });
 
-describe('serve --redis without --redis-prefix', () => {
+describe('serve --redis flags', () => {
   it('the banner names the store default prefix, a2arl:', () => {
     // No process and no Redis (tests that run `serve --redis` pass a prefix of their own, so runs
     // sharing a Redis never meet): the banner is built from the parsed flags.
@@ -156,6 +156,18 @@ describe('serve --redis without --redis-prefix', () => {
     const banner = readyBanner(agent, parseServeOptions({ redis: 'redis://127.0.0.1:6379' }));
     expect(banner).toContain(
       'store       redis redis://127.0.0.1:6379, keys a2arl:* (when Redis fails: insurance)',
+    );
+  });
+
+  it('--redis-timeout: milliseconds > 0, only with --redis', () => {
+    const redis = 'redis://127.0.0.1:6379';
+    expect(parseServeOptions({ redis, redisTimeout: '2000' }).redisTimeoutMs).toBe(2000);
+    expect(parseServeOptions({ redis }).redisTimeoutMs).toBeUndefined();
+    expect(() => parseServeOptions({ redis, redisTimeout: '0' })).toThrow(
+      '--redis-timeout must be a positive number, got "0"',
+    );
+    expect(() => parseServeOptions({ redisTimeout: '2000' })).toThrow(
+      '--redis-timeout needs --redis <url>',
     );
   });
 });
