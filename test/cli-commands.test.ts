@@ -271,7 +271,16 @@ describe('serve', () => {
     // Keys of its own: under the default `a2arl:` this run would share its published policy set
     // and buckets with any other run, or agent, on the same Redis.
     const prefix = runPrefix('cli-commands');
-    const serve = await startServeProcess(['--redis', url.href, '--redis-prefix', prefix]);
+    // A generous store timeout: the limits are decided in Redis, not by the insurance fallback a
+    // loaded machine's 50 ms default can trip.
+    const serve = await startServeProcess([
+      '--redis',
+      url.href,
+      '--redis-prefix',
+      prefix,
+      '--redis-timeout',
+      '10000',
+    ]);
     const redis = new Redis(url.href);
     try {
       expect(serve.banner).toContain(

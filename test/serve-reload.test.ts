@@ -49,7 +49,10 @@ async function getTask(serve: ServeProcess, caller: string): Promise<Answer> {
   return { status: res.status, quota: q === undefined ? undefined : Number(q) };
 }
 
-/** Longest wait for anything a process is expected to do: a guard against a hang, not a bound. */
+/**
+ * Longest wait for anything a process is expected to do: a guard against a hang, not a bound (each
+ * test may take 120 s: a loaded machine starts `serve` slowly).
+ */
 const HANG_MS = 20_000;
 
 /** Polls fresh callers until one sees quota `q`; resolves with the ms it took. */
@@ -98,6 +101,19 @@ function load(serves: readonly ServeProcess[], callers: number) {
 async function spend(serve: ServeProcess, caller: string, limit: number): Promise<void> {
   for (let i = 0; i < limit; i++) expect((await getTask(serve, caller)).status).toBe(404);
   expect((await getTask(serve, caller)).status).toBe(429);
+}
+
+/** Each process's store mode and failed store calls (a failure message's context). */
+async function storeHealth(serves: readonly ServeProcess[]): Promise<string> {
+  const lines = await Promise.all(
+    serves.map(async (s) =>
+      (await (await fetch(`${s.baseUrl}/metrics`)).text())
+        .split('\n')
+        .filter((l) => /store_errors_total\{|store_mode\{.*\} 1$/.test(l))
+        .join(' '),
+    ),
+  );
+  return lines.join(' / ');
 }
 
 /** The lines of `text` that contain `needle`. */
@@ -158,7 +174,7 @@ describe('serve --config reloads live (in-process store)', () => {
       // Under load, every answer was a decision: admitted (404: no such task) or refused (429).
       expect([...statuses.keys()].sort()).toEqual([404, 429]);
     }
-  });
+  }, 120_000);
 });
 
 const redisUp = await probeRedis();
@@ -171,6 +187,8 @@ describe.skipIf(!redisUp)('serve --config --redis: replicas converge on a reload
     const fileB = join(dir, 'b.yaml');
     writeFileSync(fileA, policyFile(3));
     writeFileSync(fileB, policyFile(3));
+    // Redis calls may take seconds on a loaded machine: at the store's default 50 ms a replica
+    // fell back to its insurance limits and answered the spent caller from its own bucket.
     const args = (file: string) => [
       '--config',
       file,
@@ -178,6 +196,8 @@ describe.skipIf(!redisUp)('serve --config --redis: replicas converge on a reload
       REDIS_URL,
       '--redis-prefix',
       prefix,
+      '--redis-timeout',
+      '10000',
     ];
     const [a, b] = await Promise.all([
       startServeProcess(args(fileA)),
@@ -188,7 +208,7 @@ describe.skipIf(!redisUp)('serve --config --redis: replicas converge on a reload
     try {
       // One bucket across replicas: spent through A, refused by B.
       await spend(a, 'spent', 3);
-      expect((await getTask(b, 'spent')).status).toBe(429);
+      expect((await getTask(b, 'spent')).status, await storeHealth([a, b])).toBe(429);
 
       writeFileSync(fileA, policyFile(100));
       a.signal('SIGHUP');
@@ -199,8 +219,14 @@ describe.skipIf(!redisUp)('serve --config --redis: replicas converge on a reload
         `[figure] redis: SIGHUP to new limits ${tookA.toFixed(0)} ms on A, ${tookB.toFixed(0)} ms on B`,
       );
       // B's file still says 3: it follows the published set, not its own file.
-      expect(await getTask(b, 'spent')).toEqual({ status: 429, quota: 100 });
-      expect(await getTask(a, 'spent')).toEqual({ status: 429, quota: 100 });
+      expect(await getTask(b, 'spent'), await storeHealth([a, b])).toEqual({
+        status: 429,
+        quota: 100,
+      });
+      expect(await getTask(a, 'spent'), await storeHealth([a, b])).toEqual({
+        status: 429,
+        quota: 100,
+      });
       const versionOf = async (s: ServeProcess) =>
         /a2a_ratelimit_policy_set_info\{version="([0-9a-f]+)"\} 1/.exec(
           await (await fetch(`${s.baseUrl}/metrics`)).text(),
@@ -225,5 +251,5 @@ describe.skipIf(!redisUp)('serve --config --redis: replicas converge on a reload
       redis.disconnect();
       expect([...statuses.keys()].sort()).toEqual([404, 429]);
     }
-  });
+  }, 120_000);
 });
