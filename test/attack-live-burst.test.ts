@@ -58,8 +58,7 @@ describe.each(Object.keys(stores) as (keyof typeof stores)[])(
       const admitted = settled.filter((o) => o.status === 'admitted');
       expect(admitted.length).toBe(10);
       for (const o of admitted) if (o.status === 'admitted') o.ticket.end();
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(limiter.leasesHeld()).toBe(0);
+      await expect.poll(() => limiter.leasesHeld(), { timeout: 10_000 }).toBe(0);
       // The agent-wide concurrency policy holds no lease in the store either: 1000 fit again.
       const probe = await Promise.all(
         Array.from({ length: 1000 }, (_, i) =>

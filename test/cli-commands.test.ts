@@ -9,9 +9,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCliProcess, startServeProcess } from './cli-process.helpers.js';
 import { freePort } from './fixtures/nginx/nginx-gateway.js';
+import { deletePrefix, runPrefix } from './fixtures/redis/redis-env.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'a2a-ratelimit-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -266,20 +268,40 @@ describe('serve', () => {
     if (!up && process.env.CI === 'true')
       throw new Error(`Redis is required under CI=true: nothing answers at ${url.href}`);
     if (!up) ctx.skip();
-    const serve = await startServeProcess(['--redis', url.href]);
-    stops.push(() => serve.stop());
-    expect(serve.banner).toContain(
-      `store       redis ${url.href}, keys a2arl:* (when Redis fails: insurance)`,
-    );
-    const run = await runCliProcess([
-      'probe',
-      serve.baseUrl,
-      '--binding',
-      'rest',
-      '--caller-token',
-      `redis-${process.pid}-${Date.now()}`,
+    // Keys of its own: under the default `a2arl:` this run would share its published policy set
+    // and buckets with any other run, or agent, on the same Redis.
+    const prefix = runPrefix('cli-commands');
+    // A generous store timeout: the limits are decided in Redis, not by the insurance fallback a
+    // loaded machine's 50 ms default can trip.
+    const serve = await startServeProcess([
+      '--redis',
+      url.href,
+      '--redis-prefix',
+      prefix,
+      '--redis-timeout',
+      '10000',
     ]);
-    expect(run.code, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).toContain('PASS  retry');
+    const redis = new Redis(url.href);
+    try {
+      expect(serve.banner).toContain(
+        `store       redis ${url.href}, keys ${prefix}* (when Redis fails: insurance)`,
+      );
+      const run = await runCliProcess([
+        'probe',
+        serve.baseUrl,
+        '--binding',
+        'rest',
+        '--caller-token',
+        `redis-${process.pid}-${Date.now()}`,
+      ]);
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).toContain('PASS  retry');
+      // The limits were decided in Redis, under that prefix.
+      expect((await redis.keys(`${prefix}*`)).length).toBeGreaterThan(0);
+    } finally {
+      await serve.stop();
+      await deletePrefix(redis, prefix);
+      redis.disconnect();
+    }
   });
 });

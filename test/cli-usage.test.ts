@@ -74,7 +74,16 @@ describe('serve --redis-prefix', () => {
       throw new Error(`Redis is required under CI=true: ${REDIS_URL}`);
     if (!up) ctx.skip();
     const prefix = `cli-prefix-${process.pid}-${Date.now().toString(36)}:`;
-    const serve = await startServeProcess(['--redis', REDIS_URL, '--redis-prefix', prefix]);
+    // A generous store timeout: the keys are written by Redis decisions, not skipped by the
+    // insurance fallback a loaded machine's 50 ms default can trip.
+    const serve = await startServeProcess([
+      '--redis',
+      REDIS_URL,
+      '--redis-prefix',
+      prefix,
+      '--redis-timeout',
+      '10000',
+    ]);
     const redis = new Redis(REDIS_URL);
     try {
       expect(serve.banner).toContain(`keys ${prefix}*`);

@@ -129,8 +129,9 @@ describe.skipIf(!run)('gRPC through the gateway (upstream: Python stdlib agent)'
 
   it('a deadline reaches the agent: it sees grpc-timeout, and the caller leaving', async () => {
     const { agent, client } = await setup({ taskSeconds: 30, blocking: true });
+    // Long enough for the call to reach the agent on a loaded machine (its task takes 30 s).
     const { error } = await rawUnary(client, SEND, request('py-d1'), md('xia'), {
-      deadline: Date.now() + 500,
+      deadline: Date.now() + 2_000,
     });
     expect(error?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
     const counts = await agent.counts();

@@ -185,8 +185,10 @@ describe('gRPC streams through the gateway (upstream: SDK)', () => {
 
   it('a deadline reaches the upstream: DEADLINE_EXCEEDED for the caller, the upstream call cancelled', async () => {
     const { upstream, client } = await setup([]);
+    // Long enough for the call to reach the upstream on a loaded machine (the upstream holds it:
+    // the deadline passes there either way).
     const { error } = await rawUnary(client, SEND, request('dl-1', 'hold'), md('fay'), {
-      deadline: Date.now() + 300,
+      deadline: Date.now() + 2_000,
     });
     expect(error?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
     expect(upstream.executions.get('dl-1')).toBe(1);
@@ -196,7 +198,8 @@ describe('gRPC streams through the gateway (upstream: SDK)', () => {
 
   it('a deadline passing mid-stream (headers sent): DEADLINE_EXCEEDED in the trailers, the upstream cancelled, the gateway serving on', async () => {
     const { upstream, gw, client } = await setup([]);
-    // A raw HTTP/2 caller that does not enforce its own deadline: the gateway's does.
+    // A raw HTTP/2 caller that does not enforce its own deadline: the gateway's does. Long enough
+    // for the first message to come back on a loaded machine (the upstream holds the stream).
     const session = http2.connect(`http://${gw.grpcTarget}`);
     closers.push(() => session.close());
     const req = session.request({
@@ -204,7 +207,7 @@ describe('gRPC streams through the gateway (upstream: SDK)', () => {
       ':path': STREAM,
       'content-type': 'application/grpc',
       te: 'trailers',
-      'grpc-timeout': '400m',
+      'grpc-timeout': '2000m',
       'a2a-version': '1.0',
       authorization: 'Bearer hank',
     });

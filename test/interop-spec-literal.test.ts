@@ -6,8 +6,9 @@
  * worked example (burst 10, 1 per second), and every run is counted per messageId. The worked
  * example (30 SendMessage at once) completes with none abandoned and each message run once; the
  * same agent answering a bare 500 / -32603 without any hint gets no message resent. Real time
- * (the first 30 sends must really arrive at once; virtual time would refill the bucket while they
- * are in flight): the two bindings run side by side, about 20 s; only counts are asserted.
+ * for the worked example (the first 30 sends must really arrive at once; virtual time would refill
+ * the bucket while they are in flight): the two bindings run side by side, about 20 s; only counts
+ * are asserted. The bare case resends nothing, so its bucket stands still (a `ManualClock`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,7 +21,7 @@ import {
 } from '@a2a-js/sdk/client';
 import type { Clock } from 'a2a-ratelimit';
 import { createRetryingFetch, RetryScheduler, retryErrorOf } from 'a2a-ratelimit/client';
-import { exampleAgentCard } from 'a2a-ratelimit/testing';
+import { exampleAgentCard, ManualClock } from 'a2a-ratelimit/testing';
 import { describe, expect, it } from 'vitest';
 import { userMessage } from './sdk-agent.helpers.js';
 
@@ -134,8 +135,8 @@ async function startSpecLiteralAgent(clock: Clock, mode: Mode) {
   return { log, card, close };
 }
 
-async function run(binding: (typeof BINDINGS)[number], mode: Mode) {
-  const { log, card, close } = await startSpecLiteralAgent(systemClock, mode);
+async function run(binding: (typeof BINDINGS)[number], mode: Mode, agentClock: Clock) {
+  const { log, card, close } = await startSpecLiteralAgent(agentClock, mode);
   try {
     const scheduler = new RetryScheduler({ budgetMs: 60_000 });
     const fetchImpl = createRetryingFetch({ scheduler });
@@ -164,7 +165,11 @@ describe.concurrent.each(BINDINGS)(
   'the worked example against a spec-literal %s agent',
   (binding) => {
     it('with Retry-After: all 30 complete, none abandoned, each message run once', async () => {
-      const { log, ids, results, scheduler, elapsedMs } = await run(binding, 'retry-after');
+      const { log, ids, results, scheduler, elapsedMs } = await run(
+        binding,
+        'retry-after',
+        systemClock,
+      );
       const completed = results.filter((r) => r.status === 'fulfilled').length;
       const maxSends = Math.max(...log.arrivals.values());
       console.log(
@@ -187,7 +192,9 @@ describe.concurrent.each(BINDINGS)(
     }, 90_000);
 
     it('with a bare 500 / -32603 and no hint: messages are not resent', async () => {
-      const { log, ids, results, scheduler } = await run(binding, 'bare');
+      // Nothing is resent, so the agent's bucket needs no time: stopped, it holds exactly 10 for
+      // the 30 (on the real clock, a slow run refilled one more while the sends were arriving).
+      const { log, ids, results, scheduler } = await run(binding, 'bare', new ManualClock(0));
       const failed = results.filter((r) => r.status === 'rejected');
       console.log(
         `[interop-spec-literal] ${binding} bare`,

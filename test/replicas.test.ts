@@ -112,6 +112,8 @@ describe.skipIf(!ready && !IS_CI)(
     it('the worked example through the balancer: 10 at once, 20 on their first retry, 0 abandoned, 30 runs', async () => {
       const caller = unique('worked');
       const attempts = new Map<string, number[]>();
+      /** When the first sends went out and were answered (ms, this process's clock). */
+      const wave = { firstSentMs: Number.POSITIVE_INFINITY, lastAnsweredMs: 0 };
       const counting: typeof fetch = async (input, init) => {
         const raw = init?.body;
         const text =
@@ -124,7 +126,10 @@ describe.skipIf(!ready && !IS_CI)(
         const id = (parsed?.params?.message?.messageId ?? parsed?.params?.request?.messageId) as
           | string
           | undefined;
+        const first = id !== undefined && !attempts.has(id);
+        if (first) wave.firstSentMs = Math.min(wave.firstSentMs, Date.now());
         const response = await fetch(input, init);
+        if (first) wave.lastAnsweredMs = Math.max(wave.lastAnsweredMs, Date.now());
         if (id !== undefined) attempts.set(id, [...(attempts.get(id) ?? []), response.status]);
         return response;
       };
@@ -164,13 +169,19 @@ describe.skipIf(!ready && !IS_CI)(
       const abandoned = results.filter((r) => r.status === 'rejected').length;
       let runs = 0;
       for (const id of ids) runs += (await cluster.runsOf(id)).length;
-      figure('worked-example', { firstTry, firstRetry, abandoned, runs, tookMs });
-      expect({ firstTry, firstRetry, abandoned, runs }).toEqual({
-        firstTry: 10,
-        firstRetry: 20,
+      const waveMs = wave.lastAnsweredMs - wave.firstSentMs;
+      figure('worked-example', { firstTry, firstRetry, abandoned, runs, tookMs, waveMs });
+      // The burst of 10 is shared by the three replicas; a first wave that took a second or more
+      // to be decided (a loaded machine) also met the token a second the policy refills. Every
+      // refused call was admitted on its first retry: the delays were honest. (10 and 20 when the
+      // 30 arrive within a second, as they do on an idle machine.)
+      expect({ abandoned, runs, firstTryOrRetry: firstTry + firstRetry }).toEqual({
         abandoned: 0,
         runs: 30,
+        firstTryOrRetry: 30,
       });
+      expect(firstTry).toBeGreaterThanOrEqual(10);
+      expect(firstTry).toBeLessThanOrEqual(10 + Math.floor(waveMs / 1000));
     }, 60_000);
 
     const base = () => cluster.gateway.baseUrl;
@@ -280,28 +291,35 @@ describe.skipIf(!ready && !IS_CI)(
 
     it('concurrency rejections carry delays that track the real hold time', async () => {
       const caller = unique('slots-delay');
+      // Holds of 5 s: several refusals fit in one, the first seconds before its end, even when a
+      // loaded machine makes every call slow.
+      const holdMs = 5000;
       for (let i = 0; i < 2; i++) {
-        const r = await rpc(base(), caller, 'SendMessage', message(unique('d'), 'work:2500'));
+        const r = await rpc(base(), caller, 'SendMessage', message(unique('d'), `work:${holdMs}`));
         expect(r.body.result?.task?.status?.state).toBe('TASK_STATE_COMPLETED');
       }
       const t0 = Date.now();
-      await rpc(base(), caller, 'SendMessage', message(unique('d'), 'work:2500', true));
+      await rpc(base(), caller, 'SendMessage', message(unique('d'), `work:${holdMs}`, true));
       const told: { atMs: number; retryAfterS: number; replica: string | undefined }[] = [];
       let freedAtMs: number | undefined;
-      while (Date.now() - t0 < 6000) {
+      // Bounded against a hang only: the slot frees 5 s in, later on a loaded machine.
+      while (Date.now() - t0 < 20_000) {
+        // When it was sent: the agent decided after that, so its delay counts from no earlier
+        // (the answer's arrival is later still by however long a loaded machine takes).
+        const sentAtMs = Date.now() - t0;
         const r = await rpc(base(), caller, 'SendMessage', message(unique('d'), 'quick'));
         if (policyOf(r) !== 'slots') {
           freedAtMs = Date.now() - t0;
           break;
         }
         told.push({
-          atMs: Date.now() - t0,
+          atMs: sentAtMs,
           retryAfterS: Number(r.headers.get('retry-after')),
           replica: r.replica,
         });
         await sleep(400);
       }
-      figure('concurrency-delays', { holdMs: 2500, freedAtMs, told });
+      figure('concurrency-delays', { holdMs, freedAtMs, told });
       expect(freedAtMs).toBeDefined();
       expect(told.length).toBeGreaterThanOrEqual(3);
       // Honest: the first says the slot is seconds away (not a constant 1 s), each later one no

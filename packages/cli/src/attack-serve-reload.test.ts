@@ -17,6 +17,8 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Longest wait for a reload: a guard against a hang on a loaded machine, not a bound. */
+const HANG_MS = 20_000;
 
 async function until(withinMs: number, condition: () => boolean): Promise<boolean> {
   const start = Date.now();
@@ -47,14 +49,15 @@ describe('attack: the policy file reloader', () => {
       settleMs: 20,
       signal: 'SIGUSR2',
     });
-    await sleep(100);
+    // The running set, read (and its bytes remembered) before anything changes.
+    await reloader.reload();
     // kubelet's update: a new version directory, a temporary link, renamed over ..data.
     mkdirSync(join(dir, '..v2'));
     writeFileSync(join(dir, '..v2', 'policies.json'), '{"v":2}');
     symlinkSync('..v2', join(dir, '..data_tmp'));
     renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
     rmSync(join(dir, '..v1'), { recursive: true });
-    const reloaded = await until(2_000, () => applied.includes('{"v":2}'));
+    const reloaded = await until(HANG_MS, () => applied.includes('{"v":2}'));
     reloader.close();
     expect(reloaded).toBe(true);
   });
@@ -87,7 +90,8 @@ describe('attack: the policy file reloader', () => {
       process.kill(process.pid, 'SIGUSR2');
       if (i % 20 === 0) await sleep(5);
     }
-    await sleep(500);
+    // The coalesced reloads run out (each takes 30 ms) on the last content.
+    await until(HANG_MS, () => inFlight === 0 && applied.at(-1) === '{"v":200}');
     reloader.close();
     expect(maxInFlight).toBe(1);
     expect(applied.length).toBeLessThan(60);
@@ -100,11 +104,15 @@ describe('attack: the policy file reloader', () => {
     const file = join(dir, 'policies.json');
     writeFileSync(file, '{"v":1}');
     let outage = false;
+    let refused = 0;
     const applied: string[] = [];
     const reloader = watchPolicyFile({
       file,
       apply: async (f) => {
-        if (outage) throw new Error('RedisStore: timed out after 500 ms');
+        if (outage) {
+          refused++;
+          throw new Error('RedisStore: timed out after 500 ms');
+        }
         const text = await readFile(f, 'utf8');
         applied.push(text);
         return text;
@@ -115,14 +123,16 @@ describe('attack: the policy file reloader', () => {
       // As serve classifies it: not a bad file (a CliError) but a store that did not answer.
       isTransient: (error) => String(error).includes('timed out'),
     });
-    await sleep(100);
+    await reloader.reload();
     outage = true;
     writeFileSync(file, '{"v":2}');
-    await sleep(300);
+    // The save's reload was refused by the outage (waited for, so it is not the later save's).
+    expect(await until(HANG_MS, () => refused > 0)).toBe(true);
     outage = false;
+    expect(applied).not.toContain('{"v":2}');
     // The operator saves the file again (same bytes), as the log line invites.
     writeFileSync(file, '{"v":2}');
-    const retried = await until(1_000, () => applied.includes('{"v":2}'));
+    const retried = await until(HANG_MS, () => applied.includes('{"v":2}'));
     reloader.close();
     expect(retried).toBe(true);
   });
@@ -145,14 +155,16 @@ describe('attack: the policy file reloader', () => {
       settleMs: 20,
       signal: 'SIGUSR2',
     });
-    await sleep(100);
+    await reloader.reload();
     writeFileSync(join(dir, '.policies.json.tmp'), '{"v":2}');
     renameSync(join(dir, '.policies.json.tmp'), file);
-    expect(await until(1_000, () => applied.includes('{"v":2}'))).toBe(true);
+    expect(await until(HANG_MS, () => applied.includes('{"v":2}'))).toBe(true);
     rmSync(file);
-    expect(await until(1_000, () => lines.some((l) => l.includes('kept the running')))).toBe(true);
+    expect(await until(HANG_MS, () => lines.some((l) => l.includes('kept the running')))).toBe(
+      true,
+    );
     writeFileSync(file, '{"v":3}');
-    expect(await until(1_000, () => applied.includes('{"v":3}'))).toBe(true);
+    expect(await until(HANG_MS, () => applied.includes('{"v":3}'))).toBe(true);
     reloader.close();
   });
 });

@@ -4,10 +4,11 @@
  * the output is not a terminal (a pipe, a CI log), nothing with `--json`.
  */
 
-import { createVirtualTime } from 'a2a-ratelimit/simulation';
+import { createVirtualTime, WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
 import { describe, expect, it } from 'vitest';
 import { runCliProcess, startServeProcess } from '../../../test/cli-process.helpers.js';
 import { runProbe } from './probe.js';
+import { startResearchAgent } from './research-agent.js';
 import { runSimulateCommand, type SimulateIo } from './simulate-command.js';
 import { createStatusLine } from './status-line.js';
 
@@ -61,12 +62,20 @@ describe('simulate progress', () => {
 
 describe('probe progress while waiting for the retry slot', () => {
   it('a terminal: a countdown of the seconds left, redrawn in place', async () => {
-    const serve = await startServeProcess();
+    // serve's research agent in this process, on the probe's own virtual time: the agent's bucket
+    // refills only while the probe waits (a slow machine cannot refill it between the 10 calls),
+    // and the retry arrives exactly when the countdown ends.
+    const vt = createVirtualTime({ startMs: 1_000_000, autoAdvance: true });
+    const agent = await startResearchAgent({
+      policies: [WORKED_EXAMPLE_POLICY],
+      clock: vt.clock,
+      port: 0,
+      grpcPort: 0,
+    });
     try {
-      const vt = createVirtualTime({ autoAdvance: true });
       const writes: string[] = [];
       const report = await runProbe({
-        baseUrl: serve.baseUrl,
+        baseUrl: agent.baseUrl,
         binding: 'rest',
         method: 'SendMessage',
         maxRequests: 30,
@@ -87,8 +96,11 @@ describe('probe progress while waiting for the retry slot', () => {
       expect(frames.filter((f) => f.includes('s left'))).toHaveLength(6);
       expect(frames.at(-1)).toMatch(/: done$/);
       expect(writes.at(-1)).toBe(CLEAR);
+      // The countdown waited the whole delay: the re-sent message was admitted.
+      expect(report.checks.find((c) => c.name === 'retry')?.status).toBe('pass');
+      expect(vt.nowMs()).toBe(1_000_000 + 1_500);
     } finally {
-      await serve.stop();
+      await agent.close();
     }
   });
 
@@ -104,9 +116,17 @@ describe('probe progress while waiting for the retry slot', () => {
         `progress-cli-${process.pid}`,
       ]);
       expect(run.code, run.stdout + run.stderr).toBe(0);
+      // Two real processes on the real clock: the agent refills a token a second, so on a slow
+      // machine the refusal can come a call later than 11. The line names the call the report
+      // names (the countdown test above pins 11 on virtual time).
+      const refused = /^refused on call (\d+) after (\d+) admitted/m.exec(run.stdout);
+      expect(refused, run.stdout).not.toBeNull();
+      const call = Number(refused?.[1]);
+      expect(Number(refused?.[2])).toBe(call - 1);
+      expect(call).toBeGreaterThanOrEqual(11);
       expect(run.stderr).toBe(
         `probe: at most 100 requests to ${serve.baseUrl}/a2a/rest: SendMessage until one is refused, then that call once more after its delay; each SendMessage the agent admits runs a real task there (up to 100). Cap with --max-requests N.\n` +
-          'refused on call 11; waiting for the retry slot (1 s + 500 ms), then re-sending the same messageId: 1.5 s\n',
+          `refused on call ${call}; waiting for the retry slot (1 s + 500 ms), then re-sending the same messageId: 1.5 s\n`,
       );
       expect(run.stdout).toContain('PASS  retry');
     } finally {

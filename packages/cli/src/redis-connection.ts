@@ -42,6 +42,7 @@ export async function connectRedis(
   holds: HoldOptions | undefined,
   onError: RedisFailureMode,
   keyPrefix: string | undefined,
+  timeoutMs?: number,
 ): Promise<Store> {
   let Redis: typeof import('ioredis')['Redis'];
   try {
@@ -79,5 +80,6 @@ export async function connectRedis(
     onError,
     quitClientOnClose: true,
     ...(keyPrefix === undefined ? {} : { keyPrefix }),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
   });
 }

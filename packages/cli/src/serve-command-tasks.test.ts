@@ -1,7 +1,8 @@
 /**
  * `serve --task-seconds N`: tasks stay WORKING N s before they complete, so concurrency and
  * overload refusals can be produced from outside — by `probe` (its SendMessage does not wait for
- * the task) and by plain blocking calls held open — and the banner says so, with every tier.
+ * the task) and by plain blocking calls held open — and the banner says so, with every tier
+ * (and, without `--redis-prefix`, the store's default key prefix); `--redis-timeout` is parsed.
  */
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ServeProcess, startServeProcess } from '../../../test/cli-process.helpers.js';
 import { runProbe } from './probe.js';
+import type { ResearchAgent } from './research-agent.js';
+import { parseServeOptions, readyBanner } from './serve-command.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'a2a-ratelimit-tasks-'));
 const serves: ServeProcess[] = [];
@@ -135,5 +138,36 @@ describe('serve --task-seconds', () => {
     );
     expect(s.banner).toContain('tokens (rate, per caller): 10000 tokens per 60 s, burst');
     expect(s.banner).toContain('tasks       complete at once');
+  });
+});
+
+describe('serve --redis flags', () => {
+  it('the banner names the store default prefix, a2arl:', () => {
+    // No process and no Redis (tests that run `serve --redis` pass a prefix of their own, so runs
+    // sharing a Redis never meet): the banner is built from the parsed flags.
+    const agent = {
+      cardUrl: 'http://127.0.0.1:1/.well-known/agent-card.json',
+      jsonRpcUrl: 'http://127.0.0.1:1/a2a/jsonrpc',
+      restUrl: 'http://127.0.0.1:1/a2a/rest',
+      grpcTarget: '127.0.0.1:2',
+      metricsUrl: undefined,
+      limiter: { domain: 'localhost', policySet: { policies: [] } },
+    } as unknown as ResearchAgent;
+    const banner = readyBanner(agent, parseServeOptions({ redis: 'redis://127.0.0.1:6379' }));
+    expect(banner).toContain(
+      'store       redis redis://127.0.0.1:6379, keys a2arl:* (when Redis fails: insurance)',
+    );
+  });
+
+  it('--redis-timeout: milliseconds > 0, only with --redis', () => {
+    const redis = 'redis://127.0.0.1:6379';
+    expect(parseServeOptions({ redis, redisTimeout: '2000' }).redisTimeoutMs).toBe(2000);
+    expect(parseServeOptions({ redis }).redisTimeoutMs).toBeUndefined();
+    expect(() => parseServeOptions({ redis, redisTimeout: '0' })).toThrow(
+      '--redis-timeout must be a positive number, got "0"',
+    );
+    expect(() => parseServeOptions({ redisTimeout: '2000' })).toThrow(
+      '--redis-timeout needs --redis <url>',
+    );
   });
 });

@@ -7,7 +7,12 @@
 import { WORKED_EXAMPLE_POLICY } from 'a2a-ratelimit/simulation';
 import type { CAC } from 'cac';
 import { CliError } from './cli-error.js';
-import { parseHttpUrl, parseOptionalString, parsePort } from './cli-options.js';
+import {
+  parseHttpUrl,
+  parseOptionalString,
+  parsePort,
+  parsePositiveNumber,
+} from './cli-options.js';
 import { describePolicy } from './describe-policy.js';
 import { METRICS_NEED_PROM_CLIENT } from './optional-metrics.js';
 import { loadPolicyConfig } from './policy-config.js';
@@ -33,6 +38,11 @@ export interface ServeOptions {
   readonly redisOnError: RedisFailureMode;
   /** Prefix of every Redis key (`--redis-prefix`); default the store's `a2arl:`. */
   readonly redisPrefix?: string;
+  /**
+   * Longest wait for one Redis call before `redisOnError` answers, ms (`--redis-timeout`);
+   * default the store's 50.
+   */
+  readonly redisTimeoutMs?: number;
   /** JSON-RPC rejections with HTTP 429 / 503 instead of 200. */
   readonly mirrorHttpStatus: boolean;
   /** Base URL to advertise in the agent card (e.g. the gateway's). */
@@ -78,6 +88,7 @@ export async function startServe(options: ServeOptions): Promise<ResearchAgent> 
           holds,
           options.redisOnError,
           options.redisPrefix,
+          options.redisTimeoutMs,
         );
   try {
     // Loaded here, so `--help` and other commands need none of the agent's peers.
@@ -167,6 +178,13 @@ export function parseServeOptions(flags: Record<string, unknown>): ServeOptions 
   if (redisPrefix !== undefined && /[{}]/.test(redisPrefix)) {
     throw new CliError(`--redis-prefix must not contain { or }, got "${redisPrefix}"`);
   }
+  const redisTimeoutMs =
+    flags.redisTimeout === undefined
+      ? undefined
+      : parsePositiveNumber(flags.redisTimeout, '--redis-timeout', 50);
+  if (redisTimeoutMs !== undefined && redis === undefined) {
+    throw new CliError('--redis-timeout needs --redis <url>');
+  }
   return {
     host: parseOptionalString(flags.host, '--host') ?? '127.0.0.1',
     port: parsePort(flags.port, '--port', 8080),
@@ -178,6 +196,7 @@ export function parseServeOptions(flags: Record<string, unknown>): ServeOptions 
     ...(config === undefined ? {} : { config }),
     ...(redis === undefined ? {} : { redis }),
     ...(redisPrefix === undefined ? {} : { redisPrefix }),
+    ...(redisTimeoutMs === undefined ? {} : { redisTimeoutMs }),
     ...(publicUrl === undefined ? {} : { publicUrl }),
     ...(publicGrpcTarget === undefined ? {} : { publicGrpcTarget }),
   };
@@ -257,6 +276,10 @@ export function registerServeCommand(cli: CAC): void {
     .option(
       '--redis-on-error <mode>',
       'When Redis fails: fail-open, fail-closed or insurance (default: insurance)',
+    )
+    .option(
+      '--redis-timeout <ms>',
+      'Longest wait for one Redis call before --redis-on-error answers, ms (default: 50)',
     )
     .option('--mirror-http-status', 'JSON-RPC rejections travel with HTTP 429/503 instead of 200')
     .option(
