@@ -39,17 +39,29 @@ const DROPPED_ANSWER = new Set([
 ]);
 
 /**
+ * The media type a forwarded body is sent as: the caller's JSON type with no parameters. The body
+ * forwarded is the gateway's own UTF-8 serialisation; a `charset` the caller named (UTF-7, say)
+ * would have the agent decode those bytes into another request than the one decided.
+ */
+function bodyMediaType(type: string | string[] | undefined): string {
+  const media = typeof type === 'string' ? type.split(';')[0]?.trim().toLowerCase() : undefined;
+  return media === 'application/a2a+json' ? media : 'application/json';
+}
+
+/**
  * The headers forwarded with a request: the caller's (credentials unchanged), minus hop-by-hop
- * and recomputed fields, with the client address appended to `x-forwarded-for`.
+ * and recomputed fields, with the client address appended to `x-forwarded-for`. With a `body`,
+ * its `content-type` is the gateway's (the caller's JSON media type, no charset).
  *
  * @example
  * ```ts
- * forwardHeaders(req.headers, req.socket.remoteAddress);
+ * forwardHeaders(req.headers, req.socket.remoteAddress, { body: true });
  * ```
  */
 export function forwardHeaders(
   headers: IncomingHttpHeaders,
   clientAddress: string | undefined,
+  options: { readonly body: boolean } = { body: false },
 ): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
@@ -57,6 +69,7 @@ export function forwardHeaders(
     if (value === undefined || DROPPED_REQUEST.has(name)) continue;
     out[name] = value;
   }
+  if (options.body) out['content-type'] = bodyMediaType(headers['content-type']);
   if (clientAddress !== undefined) {
     const prior = headers['x-forwarded-for'];
     out['x-forwarded-for'] =
