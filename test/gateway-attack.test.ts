@@ -7,6 +7,7 @@
 import type { RatePolicy } from 'a2a-ratelimit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  requestsSince,
   type SdkUpstream,
   startSdkUpstream,
   startTestGateway,
@@ -22,6 +23,17 @@ const oneMessage: RatePolicy = {
   kind: 'rate',
   scope: 'caller',
   methods: ['SendMessage', 'SendStreamingMessage'],
+  limit: 1,
+  windowSeconds: 3600,
+  burst: 1,
+};
+
+/** One request per tenant per hour on task reads and messages. */
+const perTenant: RatePolicy = {
+  name: 'per-tenant',
+  kind: 'rate',
+  scope: 'tenant',
+  methods: ['SendMessage', 'GetTask', 'ListTasks'],
   limit: 1,
   windowSeconds: 3600,
   burst: 1,
@@ -84,5 +96,62 @@ describe('a body the agent decodes with another charset (upstream: sdk)', () => 
     });
     expect(upstream.executions.has('smuggled')).toBe(false);
     expect(upstream.executions.has('second')).toBe(false);
+  });
+});
+
+describe('a REST tenant named in the body or the query (upstream: sdk)', () => {
+  let upstream: SdkUpstream;
+  let gw: TestGateway;
+  beforeAll(async () => {
+    upstream = await startSdkUpstream();
+    gw = await startTestGateway(upstream.baseUrl, { policies: [perTenant] });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await upstream?.close();
+  });
+
+  it('is the tenant decided: a spent tenant’s requests do not reach the agent by another spelling', async () => {
+    const auth = { authorization: 'Bearer tenant-caller' };
+    const spend = await fetch(`${gw.baseUrl}/a2a/rest/acme/tasks/t-1`, {
+      headers: { ...V1, ...auth },
+    });
+    expect(spend.status).toBe(404); // decided for tenant acme, answered by the agent
+    const before = upstream.requests.length;
+    const get = (path: string) =>
+      fetch(`${gw.baseUrl}${path}`, { headers: { ...V1, ...auth } }).then((r) => r.status);
+    // The SDK (as the spec's HTTP transcoding) takes a tenantless route's tenant from its query.
+    expect(await get('/a2a/rest/tasks/t-1?tenant=acme')).toBe(429);
+    expect(await get('/a2a/rest/tasks/t-1?%74enant=acme')).toBe(429);
+    expect(await get('/a2a/rest/tasks?tenant=acme')).toBe(429);
+    // Named twice, or twice differently: refused, whatever each agent would keep.
+    expect(await get('/a2a/rest/tasks/t-1?tenant=other&tenant=acme')).toBe(400);
+    expect(await get('/a2a/rest/other/tasks/t-1?tenant=acme')).toBe(400);
+    // And a message's, from its body.
+    const message = (id: string, extra: Record<string, unknown>) =>
+      JSON.stringify({ ...extra, message: textMessageJson(id, 'hi') });
+    const first = await post(
+      gw,
+      '/a2a/rest/message:send',
+      message('t-a', { tenant: 'acme' }),
+      auth,
+    );
+    expect(first.status).toBe(429);
+    const mismatch = await post(
+      gw,
+      '/a2a/rest/other/message:send',
+      message('t-b', { tenant: 'acme' }),
+      auth,
+    );
+    expect(mismatch.status).toBe(400);
+    const notString = await post(gw, '/a2a/rest/message:send', message('t-c', { tenant: 7 }), auth);
+    expect(notString.status).toBe(400);
+    expect(await requestsSince(upstream, before)).toEqual([]);
+    expect(upstream.executions.size).toBe(0);
+    // A tenant named in the path and again, the same, in the body or query is that tenant.
+    const same = await fetch(`${gw.baseUrl}/a2a/rest/fresh/tasks/t-1?tenant=fresh`, {
+      headers: { ...V1, ...auth },
+    });
+    expect(same.status).toBe(404);
   });
 });

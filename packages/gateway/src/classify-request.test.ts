@@ -97,4 +97,32 @@ describe('classifyRest', () => {
       status: 400,
     });
   });
+
+  it('takes a tenantless route’s tenant from its body or query, and refuses two that differ', () => {
+    const rest = (verb: string, path: string) => {
+      const routed = routeRequest(verb, path, interfaces);
+      if (routed.kind !== 'rest') throw new Error('not routed');
+      return routed;
+    };
+    const get = rest('GET', '/a2a/rest/tasks/t-1');
+    const tenantOf = (answer: ReturnType<typeof classifyRest>) =>
+      'method' in answer ? answer.tenant : answer.status;
+    expect(tenantOf(classifyRest(get, '', '?tenant=acme', 64))).toBe('acme');
+    expect(tenantOf(classifyRest(get, '', '?Tenant=acme', 64))).toBeUndefined();
+    expect(tenantOf(classifyRest(get, '', '?tenant=', 64))).toBeUndefined();
+    expect(tenantOf(classifyRest(get, '', '?tenant=a&tenant=a', 64))).toBe(400);
+    expect(tenantOf(classifyRest(get, '', '?tenant[x]=a', 64))).toBe(400);
+    expect(tenantOf(classifyRest(get, '', `?${'a=1&'.repeat(1000)}tenant=acme`, 64))).toBe(400);
+    const send = rest('POST', '/a2a/rest/message:send');
+    expect(tenantOf(classifyRest(send, '{"tenant":"acme"}', '', 64))).toBe('acme');
+    expect(tenantOf(classifyRest(send, '{"tenant":null}', '', 64))).toBeUndefined();
+    expect(tenantOf(classifyRest(send, '{"tenant":["acme"]}', '', 64))).toBe(400);
+    expect(tenantOf(classifyRest(send, '{"tenant":"acme"}', '?tenant=other', 64))).toBe(400);
+    const inPath = rest('POST', '/a2a/rest/acme/message:send');
+    expect(tenantOf(classifyRest(inPath, '{"tenant":"acme"}', '?tenant=acme', 64))).toBe('acme');
+    expect(tenantOf(classifyRest(inPath, '{"tenant":"other"}', '', 64))).toBe(400);
+    // v0.3 routes have no tenant, wherever one is named.
+    const legacy = rest('POST', '/a2a/rest/v1/message:send');
+    expect(tenantOf(classifyRest(legacy, '{"tenant":"acme"}', '?tenant=x', 64))).toBeUndefined();
+  });
 });

@@ -248,6 +248,54 @@ export function classifyJsonRpc(
   };
 }
 
+/** The most query parameters a REST request may carry (the agent's parser may read no more). */
+const MAX_QUERY_PARAMETERS = 1000;
+
+/**
+ * The tenant of a REST request: its path's, else its body's `tenant`, else its query's (the
+ * spec's HTTP transcoding, and the SDK's router, take a tenantless route's tenant from there), or
+ * a 400 when they disagree or one is named ambiguously (twice in the query, `tenant[...]`, not a
+ * string in the body): the agent must never be handed a tenant other than the one decided. v0.3
+ * routes have no tenant.
+ */
+function restTenantOf(
+  routed: Extract<RoutedRequest, { kind: 'rest' }>,
+  parsed: Record<string, unknown> | undefined,
+  query: string,
+): string | undefined | GatewayAnswer {
+  if (routed.legacy) return routed.tenant;
+  const named: string[] = [];
+  if (routed.tenant !== undefined && routed.tenant !== '') named.push(routed.tenant);
+  if (parsed !== undefined && Object.hasOwn(parsed, 'tenant')) {
+    const value = parsed.tenant;
+    if (value !== null && typeof value !== 'string') {
+      return restError(400, 'the body’s tenant must be a string');
+    }
+    if (value !== null && value !== '') named.push(value);
+  }
+  if (query.length > 1) {
+    const params = new URLSearchParams(query);
+    let count = 0;
+    let seen = false;
+    for (const [key, value] of params) {
+      if (++count > MAX_QUERY_PARAMETERS) {
+        return restError(400, `the query has more than ${MAX_QUERY_PARAMETERS} parameters`);
+      }
+      if (key !== 'tenant' && !key.startsWith('tenant[') && !key.startsWith('tenant.')) continue;
+      if (key !== 'tenant' || seen) {
+        return restError(400, 'the query names its tenant more than once, or not as tenant=…');
+      }
+      seen = true;
+      if (value !== '') named.push(value);
+    }
+  }
+  const tenant = named[0];
+  if (named.some((t) => t !== tenant)) {
+    return restError(400, 'the path, body and query name different tenants');
+  }
+  return tenant;
+}
+
 /**
  * Classifies a routed REST request with its body text (empty: none), or answers why it is not
  * forwarded.
@@ -280,11 +328,13 @@ export function classifyRest(
     }
     parsed = value as Record<string, unknown>;
   }
+  const tenant = restTenantOf(routed, parsed, query);
+  if (typeof tenant === 'object') return tenant;
   return {
     binding: 'rest',
     method: routed.method,
     id: null,
-    tenant: routed.tenant,
+    tenant,
     messageId: stringOrUndefined(at(parsed, 'message', 'messageId')),
     taskId: routed.taskId,
     webhookUrls: webhookUrlsOf(routed.method, parsed),
