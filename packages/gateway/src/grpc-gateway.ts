@@ -240,7 +240,7 @@ export function createGrpcHandler(
       headers,
       path,
       method,
-      frame: first.frame,
+      frame: grpcFrame(bytes),
       clientEnded: first.ended,
       deadlineAtMs,
       ticket: outcome.ticket,

@@ -43,7 +43,10 @@ export interface GrpcCallToRelay {
   readonly headers: IncomingHttpHeaders;
   readonly path: string;
   readonly method: A2AMethod;
-  /** The decided request message as it came (prefix and bytes): all the agent is sent. */
+  /**
+   * The decided request message, framed uncompressed (whatever compression it came in, the agent
+   * is sent the very bytes decided): all the agent is sent.
+   */
   readonly frame: Buffer;
   /** Whether the caller already ended its side. */
   readonly clientEnded: boolean;

@@ -33,7 +33,10 @@ export function grpcOriginOf(target: string): string | undefined {
   return `${tls ? 'https' : 'http'}://${authority}`;
 }
 
-/** Request headers never forwarded (hop-by-hop, or the gateway's own to set). */
+/**
+ * Request headers never forwarded (hop-by-hop, or the gateway's own to set). The gateway sends
+ * its request messages uncompressed: the caller's `grpc-encoding` described its own frames.
+ */
 const DROPPED = new Set([
   'connection',
   'keep-alive',
@@ -42,6 +45,7 @@ const DROPPED = new Set([
   'upgrade',
   'host',
   'grpc-timeout',
+  'grpc-encoding',
 ]);
 
 /**
