@@ -9,10 +9,15 @@ import { connect, createServer, type Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
-import type { RatePolicy } from 'a2a-ratelimit';
+import type { ConcurrencyPolicy, RatePolicy } from 'a2a-ratelimit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SdkUpstream, startSdkUpstream } from './gateway.helpers.js';
-import { type GrpcTestGateway, startGrpcGateway } from './gateway-grpc.helpers.js';
+import {
+  type GrpcTestGateway,
+  sendRequestBytes,
+  startGrpcGateway,
+  startSdkGrpcUpstream,
+} from './gateway-grpc.helpers.js';
 
 const SEND = '/lf.a2a.v1.A2AService/SendMessage';
 
@@ -73,8 +78,16 @@ function frame(bytes: Uint8Array, compressed = false): Buffer {
   return out;
 }
 
-/** One raw call to the gateway: its grpc-status. */
-function call(target: string, body: Buffer, headers: Record<string, string> = {}): Promise<string> {
+/**
+ * One raw call to the gateway: its grpc-status. `halfClose: false` sends the message and never
+ * ends the caller's side.
+ */
+function call(
+  target: string,
+  body: Buffer,
+  headers: Record<string, string> = {},
+  options: { readonly halfClose: boolean } = { halfClose: true },
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const session = connect(`http://${target}`);
     session.on('error', reject);
@@ -98,8 +111,14 @@ function call(target: string, body: Buffer, headers: Record<string, string> = {}
       session.close();
       resolve(status);
     });
-    stream.end(body);
+    if (options.halfClose) stream.end(body);
+    else stream.write(body);
   });
+}
+
+/** Polls (no timed assertion) until `condition` holds. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
 describe('gRPC request messages read one way by the gateway and another by the agent', () => {
@@ -168,5 +187,67 @@ describe('gRPC request messages read one way by the gateway and another by the a
       expect(await call(gw.grpcTarget, frame(bytes)), name).toBe('3');
     }
     expect(recorder.calls.length).toBe(before);
+  });
+});
+
+describe('a gRPC call whose request message never comes', () => {
+  it('is answered DEADLINE_EXCEEDED once the read timeout passes, and holds nothing after', async () => {
+    const upstream = await startSdkUpstream();
+    const recorder = await startRecorder();
+    const gw = await startGrpcGateway(upstream.baseUrl, {
+      policies: [perCaller],
+      gateway: { upstreamGrpc: recorder.target, grpcReadTimeoutMs: 200 },
+    });
+    try {
+      // Headers, and half a message prefix: the caller never sends the rest, nor ends its side.
+      const session = connect(`http://${gw.grpcTarget}`);
+      const status = await new Promise<string>((resolve) => {
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': SEND,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        });
+        stream.on('response', (h) => resolve(String(h['grpc-status'])));
+        stream.write(Buffer.from([0, 0, 0]));
+      });
+      expect(status).toBe('4');
+      await until(() => gw.gateway.inFlight() === 0);
+      session.close();
+      expect(recorder.calls).toEqual([]);
+    } finally {
+      await gw.close();
+      await new Promise<void>((resolve) => recorder.server.close(() => resolve()));
+      await upstream.close();
+    }
+  });
+});
+
+describe('a gRPC caller that never ends its side of an answered call', () => {
+  it('holds no concurrency lease once its answer is written whole', async () => {
+    const oneAtATime: ConcurrencyPolicy = {
+      name: 'one-at-a-time',
+      kind: 'concurrency',
+      scope: 'caller',
+      methods: ['SendMessage'],
+      max: 1,
+      holdUntil: 'response',
+    };
+    const upstream = await startSdkGrpcUpstream();
+    const gw = await startGrpcGateway(upstream.baseUrl, { policies: [oneAtATime] });
+    try {
+      const v1 = { 'a2a-version': '1.0' };
+      const open = await call(gw.grpcTarget, frame(sendRequestBytes('open-1')), v1, {
+        halfClose: false,
+      });
+      expect(open).toBe('0');
+      await until(() => gw.gateway.inFlight() === 0);
+      // Its lease went with its answer: the next call is admitted.
+      expect(await call(gw.grpcTarget, frame(sendRequestBytes('open-2')), v1)).toBe('0');
+      expect([...upstream.executions.keys()]).toEqual(['open-1', 'open-2']);
+    } finally {
+      await gw.close();
+      await upstream.close();
+    }
   });
 });

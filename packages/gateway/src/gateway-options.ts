@@ -106,6 +106,12 @@ export interface GatewayOptions {
    * request message (more is RESOURCE_EXHAUSTED "message too large"). @defaultValue 1 MiB
    */
   readonly maxBodyBytes?: number;
+  /**
+   * How long a gRPC call's request message may take to arrive, ms; then the call is answered
+   * DEADLINE_EXCEEDED (HTTP requests are bounded by the server's own `requestTimeout`).
+   * @defaultValue 300,000 (as node's `requestTimeout`)
+   */
+  readonly grpcReadTimeoutMs?: number;
   /** Deepest JSON nesting accepted. @defaultValue 64 */
   readonly maxJsonDepth?: number;
   /** How long the upstream may take to answer with headers, ms. @defaultValue 30,000 */
@@ -157,6 +163,7 @@ export const GATEWAY_DEFAULTS = Object.freeze({
   maxBodyBytes: 1_048_576,
   maxJsonDepth: 64,
   upstreamTimeoutMs: 30_000,
+  grpcReadTimeoutMs: 300_000,
   unavailableRetryAfterMs: 1_000,
   cardRefreshMs: 60_000,
   cardRetryMs: 1_000,

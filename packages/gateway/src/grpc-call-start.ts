@@ -19,27 +19,33 @@ export type FirstMessage =
       readonly ended: boolean;
     }
   | { readonly kind: 'too-large'; readonly size: number }
+  /** Not complete within the read timeout. */
+  | { readonly kind: 'too-slow' }
   | { readonly kind: 'none' };
 
 /**
- * Reads until the first message is complete (or over the bound, or the caller ended / left); the
- * stream is paused with anything after it unread.
+ * Reads until the first message is complete (or over the bound, or the caller ended / left, or
+ * `timeoutMs` passed: a caller trickling its message, or never sending it, holds a stream no
+ * longer); the stream is paused with anything after it unread.
  *
  * @example
  * ```ts
- * const first = await readFirstMessage(stream, 1 << 20);
+ * const first = await readFirstMessage(stream, 1 << 20, 300_000);
  * ```
  */
 export function readFirstMessage(
   stream: ServerHttp2Stream,
   maxBytes: number,
+  timeoutMs: number,
 ): Promise<FirstMessage> {
   return new Promise((resolve) => {
     const reader = new GrpcFrameReader(maxBytes);
     let settled = false;
+    const timer = setTimeout(() => settle({ kind: 'too-slow' }), timeoutMs);
     const settle = (value: FirstMessage): void => {
       if (settled) return;
       settled = true;
+      clearTimeout(timer);
       stream.pause();
       stream.off('data', onData);
       stream.off('end', onEnd);

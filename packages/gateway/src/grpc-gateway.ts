@@ -12,6 +12,7 @@ import { identityRequest, readFirstMessage } from './grpc-call-start.js';
 import { grpcFrame, messageBytes, READABLE_ENCODINGS } from './grpc-frames.js';
 import { encodeGrpcMessage, wrapMessage } from './grpc-message.js';
 import {
+  closeWhenAnswered,
   type GrpcCallToRelay,
   type GrpcRelayHost,
   relayGrpcCall,
@@ -44,6 +45,8 @@ export interface GrpcGatewayHost extends GrpcRelayHost {
   readonly cardError: () => string | undefined;
   /** Largest request message read, bytes. */
   readonly maxMessageBytes: number;
+  /** How long a call's request message may take to arrive, ms. */
+  readonly readTimeoutMs: number;
   /** Why a webhook URL is refused, or undefined when all pass (or checks are off). */
   readonly checkWebhooks: (urls: readonly string[]) => Promise<string | undefined>;
   /** The gateway's public base URL and gRPC target (the caller's extended card names them). */
@@ -84,6 +87,7 @@ export function createGrpcHandler(
     const type = String(headers['content-type'] ?? '');
     if (headers[':method'] !== 'POST' || !/^application\/grpc(\+proto)?(;|$)/.test(type)) {
       stream.respond({ ':status': 415, 'content-type': 'text/plain' }, { endStream: true });
+      closeWhenAnswered(stream);
       return;
     }
     if (method === undefined) {
@@ -139,8 +143,16 @@ export function createGrpcHandler(
     stopDeadline: () => void,
   ): Promise<void> => {
     const gone = (): boolean => stream.closed || stream.destroyed || stream.headersSent;
-    const first = await readFirstMessage(stream, host.maxMessageBytes);
+    const first = await readFirstMessage(stream, host.maxMessageBytes, host.readTimeoutMs);
     if (gone()) return;
+    if (first.kind === 'too-slow') {
+      sendGrpcStatus(
+        stream,
+        CODE.deadlineExceeded,
+        `the request message did not arrive within ${host.readTimeoutMs} ms`,
+      );
+      return;
+    }
     if (first.kind === 'too-large') {
       sendGrpcStatus(
         stream,
@@ -271,7 +283,10 @@ export function createGrpcHandler(
       { ':status': 200, 'content-type': 'application/grpc' },
       { waitForTrailers: true },
     );
-    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.once('wantTrailers', () => {
+      stream.sendTrailers({ 'grpc-status': '0' });
+      closeWhenAnswered(stream);
+    });
     stream.end(grpcFrame(message));
   };
 
