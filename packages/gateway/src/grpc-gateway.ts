@@ -318,7 +318,7 @@ export function createGrpcHandler(
     const found = await unaryCall(
       host.upstream,
       `${GRPC_SERVICE_PREFIX}GetTask`,
-      forwardGrpcHeaders(headers, undefined),
+      forwardGrpcHeaders(headers, undefined, stream.session?.socket.remoteAddress),
       encodeGetTaskRequest(taskId, fields.tenant),
       host.upstreamTimeoutMs,
     );

@@ -221,7 +221,10 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
     };
     let up: ReturnType<GrpcUpstream['request']>;
     try {
-      up = host.upstream.request(forwardGrpcHeaders(call.headers, remainingMs), call.path);
+      up = host.upstream.request(
+        forwardGrpcHeaders(call.headers, remainingMs, stream.session?.socket.remoteAddress),
+        call.path,
+      );
     } catch (error) {
       unavailable((error as Error).message);
       finish();

@@ -13,6 +13,7 @@ import {
   type OutgoingHttpHeaders,
 } from 'node:http2';
 import { GrpcFrameReader, grpcFrame } from './grpc-frames.js';
+import { forwardedTo } from './upstream-client.js';
 
 /**
  * The origin to dial for a card's gRPC interface URL or a `--upstream-grpc` target: `host:port`,
@@ -49,9 +50,10 @@ const DROPPED = new Set([
 ]);
 
 /**
- * The caller's headers for the upstream: pseudo-headers and hop-by-hop fields dropped, everything
- * else (credentials, `te`, `content-type`, `grpc-encoding`, metadata) unchanged, the deadline
- * left (`grpc-timeout`, ms) when there is one.
+ * The caller's headers for the upstream: pseudo-headers, hop-by-hop fields and `grpc-encoding`
+ * (the message goes uncompressed) dropped, everything else (credentials, `te`, `content-type`,
+ * metadata) unchanged, the deadline left (`grpc-timeout`, ms) when there is one, the client
+ * address appended to `x-forwarded-for` and `forwarded`.
  *
  * @example
  * ```ts
@@ -61,6 +63,7 @@ const DROPPED = new Set([
 export function forwardGrpcHeaders(
   headers: IncomingHttpHeaders,
   remainingMs: number | undefined,
+  clientAddress?: string | undefined,
 ): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
@@ -68,6 +71,7 @@ export function forwardGrpcHeaders(
     out[name] = value;
   }
   if (remainingMs !== undefined) out['grpc-timeout'] = grpcTimeoutValue(remainingMs);
+  if (clientAddress !== undefined) Object.assign(out, forwardedTo(headers, clientAddress));
   return out;
 }
 

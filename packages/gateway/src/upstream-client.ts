@@ -24,6 +24,10 @@ const DROPPED_REQUEST = new Set([
   'content-length',
   'content-encoding',
   'http2-settings',
+  // Method overrides: an agent honouring one would run another route than the one decided.
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
   TICKET_HEADER,
 ]);
 
@@ -50,7 +54,8 @@ function bodyMediaType(type: string | string[] | undefined): string {
 
 /**
  * The headers forwarded with a request: the caller's (credentials unchanged), minus hop-by-hop
- * and recomputed fields, with the client address appended to `x-forwarded-for`. With a `body`,
+ * and recomputed fields and method overrides, with the client address appended to
+ * `x-forwarded-for` and `forwarded`. With a `body`,
  * its `content-type` is the gateway's (the caller's JSON media type, no charset).
  *
  * @example
@@ -70,12 +75,30 @@ export function forwardHeaders(
     out[name] = value;
   }
   if (options.body) out['content-type'] = bodyMediaType(headers['content-type']);
-  if (clientAddress !== undefined) {
-    const prior = headers['x-forwarded-for'];
-    out['x-forwarded-for'] =
-      prior === undefined ? clientAddress : `${[prior].flat().join(', ')}, ${clientAddress}`;
-  }
+  if (clientAddress !== undefined) Object.assign(out, forwardedTo(headers, clientAddress));
   return out;
+}
+
+/**
+ * `x-forwarded-for` and `forwarded` with the client address the gateway saw appended (its last
+ * entry is the one an agent behind the gateway believes; anything before it is the caller's say).
+ *
+ * @example
+ * ```ts
+ * forwardedTo({ forwarded: 'for=10.0.0.9' }, '::1'); // { 'x-forwarded-for': '::1', forwarded: 'for=10.0.0.9, for="[::1]"' }
+ * ```
+ */
+export function forwardedTo(
+  headers: IncomingHttpHeaders,
+  clientAddress: string,
+): { 'x-forwarded-for': string; forwarded: string } {
+  const after = (prior: string | string[] | undefined, entry: string): string =>
+    prior === undefined ? entry : `${[prior].flat().join(', ')}, ${entry}`;
+  const node = clientAddress.includes(':') ? `"[${clientAddress}]"` : clientAddress;
+  return {
+    'x-forwarded-for': after(headers['x-forwarded-for'], clientAddress),
+    forwarded: after(headers.forwarded, `for=${node}`),
+  };
 }
 
 /**
