@@ -11,6 +11,7 @@ import { connect, createServer as createHttp2Server, type Http2Server } from 'no
 import type { AddressInfo } from 'node:net';
 import type { RatePolicy } from 'a2a-ratelimit';
 import { exampleAgentCard } from 'a2a-ratelimit/testing';
+import { createIdentityResolver, identifyWith, parseIdentityConfig } from 'a2a-ratelimit-gateway';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type GrpcTestGateway,
@@ -139,5 +140,75 @@ describe('caller headers the agent would believe', () => {
     const headers = grpc.seen.at(-1) ?? {};
     expect(headers['x-forwarded-for']).toBe('203.0.113.7, 127.0.0.1');
     expect(headers.forwarded).toBe('for=203.0.113.7, for=127.0.0.1');
+  });
+});
+
+describe('a trusted identity header sent from outside its trusted sources', () => {
+  /** A gateway believing `x-user` / `x-tier` from `fromCidrs` only. */
+  async function gatewayTrusting(fromCidrs: string[]) {
+    const http = await startHttpRecorder();
+    const grpc = await startGrpcRecorder();
+    const resolver = await createIdentityResolver(
+      parseIdentityConfig({ trustedHeader: { name: 'X-User', tierName: 'x-tier', fromCidrs } }),
+    );
+    const gw = await startGrpcGateway(http.baseUrl, {
+      policies: [everything],
+      gateway: { upstreamGrpc: grpc.target, identify: identifyWith(() => resolver) },
+    });
+    const close = async () => {
+      await gw.close();
+      await new Promise<void>((resolve) => grpc.server.close(() => resolve()));
+      http.server.closeAllConnections();
+      await new Promise<void>((resolve) => http.server.close(() => resolve()));
+    };
+    return { http, grpc, gw, close };
+  }
+  const claims = { 'x-user': 'admin', 'x-tier': 'enterprise' };
+
+  it('is not forwarded to the agent (HTTP and gRPC); from a trusted source it is', async () => {
+    const outside = await gatewayTrusting(['10.0.0.0/8']);
+    try {
+      const r = await fetch(`${outside.gw.baseUrl}/rest/tasks/t-1`, {
+        headers: { 'a2a-version': '1.0', ...claims },
+      });
+      expect(r.status).toBe(200);
+      const headers = outside.http.seen.at(-1)?.headers ?? {};
+      expect(headers['x-user']).toBeUndefined();
+      expect(headers['x-tier']).toBeUndefined();
+      const body = sendRequestBytes('claim-1');
+      const frame = Buffer.alloc(5 + body.length);
+      frame.writeUInt32BE(body.length, 1);
+      frame.set(body, 5);
+      const session = connect(`http://${outside.gw.grpcTarget}`);
+      await new Promise<void>((resolve) => {
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': '/lf.a2a.v1.A2AService/SendMessage',
+          'content-type': 'application/grpc',
+          te: 'trailers',
+          ...claims,
+        });
+        stream.resume();
+        stream.on('close', () => resolve());
+        stream.end(frame);
+      });
+      session.close();
+      const grpcHeaders = outside.grpc.seen.at(-1) ?? {};
+      expect(grpcHeaders['x-user']).toBeUndefined();
+      expect(grpcHeaders['x-tier']).toBeUndefined();
+    } finally {
+      await outside.close();
+    }
+    const inside = await gatewayTrusting(['127.0.0.0/8']);
+    try {
+      await fetch(`${inside.gw.baseUrl}/rest/tasks/t-1`, {
+        headers: { 'a2a-version': '1.0', ...claims },
+      });
+      const headers = inside.http.seen.at(-1)?.headers ?? {};
+      expect(headers['x-user']).toBe('admin');
+      expect(headers['x-tier']).toBe('enterprise');
+    } finally {
+      await inside.close();
+    }
   });
 });

@@ -16,7 +16,15 @@ import type { ResolveHost } from './webhook-check.js';
  * 401 in the binding's format; never a silent fall back to anonymous).
  */
 export type GatewayIdentity =
-  | { readonly caller: string; readonly tier?: string | undefined }
+  | {
+      readonly caller: string;
+      readonly tier?: string | undefined;
+      /**
+       * Request headers claiming an identity this request is not believed on (a trusted header
+       * from outside its trusted sources): removed before the request is forwarded.
+       */
+      readonly unbelievedHeaders?: readonly string[] | undefined;
+    }
   | { readonly unauthenticated: IdentityFailure };
 
 /**

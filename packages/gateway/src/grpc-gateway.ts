@@ -203,6 +203,8 @@ export function createGrpcHandler(
       }
       return;
     }
+    // A claim the caller is not believed on never reaches the agent (which may believe it).
+    for (const name of identity.unbelievedHeaders ?? []) delete headers[name];
     if (webhooks.length > 0) {
       const why = await host.checkWebhooks(webhooks);
       if (gone()) return;

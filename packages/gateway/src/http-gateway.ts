@@ -248,6 +248,8 @@ export function createHttpHandler(
       writeAnswer(res, answer);
       return;
     }
+    // A claim the caller is not believed on never reaches the agent (which may believe it).
+    for (const name of identity.unbelievedHeaders ?? []) delete req.headers[name];
     if (request.webhookUrls.length > 0) {
       const why = await checkWebhooks(request.webhookUrls);
       if (why !== undefined) {
