@@ -4,7 +4,7 @@
  * the body or the query rather than the path), each counted on the upstream's side.
  */
 
-import type { RatePolicy } from 'a2a-ratelimit';
+import type { Policy, RatePolicy } from 'a2a-ratelimit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   requestsSince,
@@ -153,5 +153,72 @@ describe('a REST tenant named in the body or the query (upstream: sdk)', () => {
       headers: { ...V1, ...auth },
     });
     expect(same.status).toBe(404);
+  });
+});
+
+describe('a task’s usage report, when its run is polled (upstream: sdk)', () => {
+  /** 10,000 tokens an hour, 2,000 reserved per message; the agent reports 9,000 per task. */
+  const tokens = {
+    name: 'tokens',
+    kind: 'rate',
+    unit: 'tokens',
+    scope: 'caller',
+    methods: ['SendMessage'],
+    limit: 10_000,
+    windowSeconds: 3600,
+    estimate: 2_000,
+  } as Policy;
+  const tasks: Policy = { name: 'tasks', kind: 'concurrency', methods: ['SendMessage'], max: 5 };
+  const guard: Policy = { name: 'guard', kind: 'overload', maxInFlight: 100 };
+
+  it('is charged to the caller whose message started it, GetTask polls or not', async () => {
+    const upstream = await startSdkUpstream({ usageTokens: 9_000 });
+    const gw = await startTestGateway(upstream.baseUrl, {
+      policies: [tokens, tasks, guard],
+      gateway: { usage: { path: 'metadata.usage.totalTokens' } },
+    });
+    try {
+      const rpc = async (body: Record<string, unknown>) => {
+        const answer = await post(gw, '/a2a/jsonrpc', JSON.stringify({ jsonrpc: '2.0', ...body }), {
+          authorization: 'Bearer alice',
+        });
+        return JSON.parse(answer.text) as {
+          result?: { task?: { id: string }; status?: { state: string } };
+          error?: { message: string };
+        };
+      };
+      const started = await rpc({
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: textMessageJson('polled-1', 'hold'),
+          configuration: { returnImmediately: true },
+        },
+      });
+      const taskId = started.result?.task?.id as string;
+      // The caller polls its task while it runs (an admission the overload guard holds).
+      const polled = await rpc({ id: 2, method: 'GetTask', params: { id: taskId } });
+      expect(polled.result?.status?.state).toBe('TASK_STATE_WORKING');
+      await upstream.releaseHeld();
+      const done = () => rpc({ id: 3, method: 'GetTask', params: { id: taskId } });
+      while ((await done()).result?.status?.state !== 'TASK_STATE_COMPLETED') {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // 9,000 charged: 1,000 left, less than a message's 2,000 reservation (a message may pass
+      // while the report's charge is on its way; uncharged, four would).
+      let admitted = 0;
+      for (const id of ['polled-2', 'polled-3', 'polled-4']) {
+        const next = await rpc({
+          id,
+          method: 'SendMessage',
+          params: { message: textMessageJson(id, 'hi') },
+        });
+        if (next.error === undefined) admitted++;
+      }
+      expect(admitted).toBeLessThanOrEqual(1);
+    } finally {
+      await gw.close();
+      await upstream.close();
+    }
   });
 });

@@ -21,6 +21,7 @@ import {
 import { encodeGetTaskRequest, grpcWebhookUrls, wrapTask } from './grpc-sightings.js';
 import { forwardGrpcHeaders, grpcTimeoutMs, unaryCall } from './grpc-upstream.js';
 import { encodeGrpcUnauthenticated } from './identity/unauthenticated-response.js';
+import { bindingTicket } from './task-watch.js';
 import { unavailableRejection } from './upstream-failure.js';
 
 /** The gRPC service the gateway relays. */
@@ -259,7 +260,7 @@ export function createGrpcHandler(
       deadlineAtMs,
       ticket: outcome.ticket,
       scope: {
-        ticketId: outcome.ticket.needsEnd ? outcome.ticket.id : undefined,
+        ticketId: bindingTicket(method, outcome.ticket),
         tenant: fields.tenant,
         caller: identity.caller,
       },

@@ -22,7 +22,7 @@ import {
   encodeJsonRpcUnauthenticated,
   encodeRestUnauthenticated,
 } from './identity/unauthenticated-response.js';
-import type { WatchScope } from './task-watch.js';
+import { bindingTicket, type WatchScope } from './task-watch.js';
 import { AGENT_CARD_PATH, type UpstreamCard } from './upstream-card.js';
 import type { TaskQuery } from './upstream-client.js';
 import { unavailableRejection } from './upstream-failure.js';
@@ -327,7 +327,7 @@ export function createHttpHandler(
     }
     const ticket = outcome.ticket;
     const scope: WatchScope = {
-      ticketId: ticket.needsEnd ? ticket.id : undefined,
+      ticketId: bindingTicket(request.method, ticket),
       tenant: request.tenant,
       caller: identity.caller,
     };
