@@ -8,12 +8,17 @@
 import { connect, createServer, type Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
+import { A2AService } from '@a2a-js/sdk/server/grpc';
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
-import type { ConcurrencyPolicy, RatePolicy } from 'a2a-ratelimit';
+import * as grpcJs from '@grpc/grpc-js';
+import type { ConcurrencyPolicy, Policy, RatePolicy } from 'a2a-ratelimit';
+import { textMessage } from 'a2a-ratelimit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SdkUpstream, startSdkUpstream } from './gateway.helpers.js';
 import {
   type GrpcTestGateway,
+  rawClient,
+  rawUnary,
   sendRequestBytes,
   startGrpcGateway,
   startSdkGrpcUpstream,
@@ -246,6 +251,78 @@ describe('a gRPC caller that never ends its side of an answered call', () => {
       expect(await call(gw.grpcTarget, frame(sendRequestBytes('open-2')), v1)).toBe('0');
       expect([...upstream.executions.keys()]).toEqual(['open-1', 'open-2']);
     } finally {
+      await gw.close();
+      await upstream.close();
+    }
+  });
+});
+
+describe('a gRPC task’s usage report, when its run is polled', () => {
+  it('is charged to the caller whose message started it', async () => {
+    const tokens = {
+      name: 'tokens',
+      kind: 'rate',
+      unit: 'tokens',
+      scope: 'caller',
+      methods: ['SendMessage'],
+      limit: 10_000,
+      windowSeconds: 3600,
+      estimate: 2_000,
+    } as Policy;
+    const tasks: Policy = { name: 'tasks', kind: 'concurrency', methods: ['SendMessage'], max: 5 };
+    const guard: Policy = { name: 'guard', kind: 'overload', maxInFlight: 100 };
+    const upstream = await startSdkGrpcUpstream({ usageTokens: 9_000 });
+    const gw = await startGrpcGateway(upstream.baseUrl, {
+      policies: [tokens, tasks, guard],
+      gateway: { usage: { path: 'metadata.usage.totalTokens' } },
+    });
+    const client = rawClient(gw.grpcTarget);
+    try {
+      const md = new grpcJs.Metadata();
+      md.set('a2a-version', '1.0');
+      md.set('authorization', 'Bearer alice');
+      const send = (messageId: string, text: string) =>
+        rawUnary(
+          client,
+          SEND,
+          A2AService.sendMessage.requestSerialize({
+            tenant: '',
+            message: textMessage({ messageId, text }),
+            configuration: {
+              acceptedOutputModes: [],
+              taskPushNotificationConfig: undefined,
+              returnImmediately: true,
+            },
+          } as never),
+          md,
+        );
+      const stateOf = async (id: string) => {
+        const got = await rawUnary(
+          client,
+          '/lf.a2a.v1.A2AService/GetTask',
+          A2AService.getTask.requestSerialize({ tenant: '', id } as never),
+          md,
+        );
+        const task = A2AService.getTask.responseDeserialize(got.answer as Buffer) as unknown as {
+          status?: { state: number };
+        };
+        return task.status?.state;
+      };
+      const started = await send('g-polled-1', 'hold');
+      const answer = A2AService.sendMessage.responseDeserialize(
+        started.answer as Buffer,
+      ) as unknown as { payload?: { value: { id: string } } };
+      const taskId = answer.payload?.value.id as string;
+      expect(await stateOf(taskId)).toBe(2); // polled while WORKING
+      upstream.releaseHeld();
+      while ((await stateOf(taskId)) !== 3) await new Promise((r) => setTimeout(r, 20));
+      let admitted = 0;
+      for (const id of ['g-polled-2', 'g-polled-3', 'g-polled-4']) {
+        if ((await send(id, 'hi')).error === undefined) admitted++;
+      }
+      expect(admitted).toBeLessThanOrEqual(1);
+    } finally {
+      client.close();
       await gw.close();
       await upstream.close();
     }
