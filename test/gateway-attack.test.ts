@@ -222,3 +222,66 @@ describe('a task’s usage report, when its run is polled (upstream: sdk)', () =
     }
   });
 });
+
+describe('protobuf JSON spellings the agent reads and the gateway must too (upstream: sdk)', () => {
+  let upstream: SdkUpstream;
+  let gw: TestGateway;
+  beforeAll(async () => {
+    upstream = await startSdkUpstream();
+    gw = await startTestGateway(upstream.baseUrl, {
+      policies: [{ ...oneMessage, limit: 100, burst: 100 }],
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await upstream?.close();
+  });
+  const rpc = (params: Record<string, unknown>, caller: string) =>
+    post(
+      gw,
+      '/a2a/jsonrpc',
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params }),
+      { authorization: `Bearer ${caller}` },
+    );
+
+  it('a push URL under its proto field name is checked (never reaches the agent unchecked)', async () => {
+    const before = upstream.requests.length;
+    const hook = { url: 'http://169.254.169.254/latest/meta-data' };
+    const snake = await rpc(
+      {
+        message: textMessageJson('snake-push-1', 'hi'),
+        configuration: { task_push_notification_config: hook },
+      },
+      'snake-push',
+    );
+    expect(JSON.parse(snake.text).error?.code).toBe(-32602);
+    const rest = await post(
+      gw,
+      '/a2a/rest/tasks/t-1/pushNotificationConfigs',
+      JSON.stringify({ push_notification_config: hook }),
+      { authorization: 'Bearer snake-push-rest' },
+    );
+    expect(rest.status).toBe(400);
+    expect(upstream.requests.slice(before)).toEqual([]);
+  });
+
+  it('a messageId under its proto field name, or not a string, is not a way to run a message twice', async () => {
+    const message = (extra: Record<string, unknown>) => ({
+      role: 'ROLE_USER',
+      parts: [{ text: 'hi' }],
+      ...extra,
+    });
+    // One message per caller: a copy named the other way is the same message, or refused.
+    for (const [caller, spelling] of [
+      ['snake-id', { message_id: 'twice-1' }],
+      ['number-id', { messageId: 4242 }],
+      ['both-ids', { messageId: null, message_id: 'twice-3' }],
+    ] as const) {
+      await rpc({ message: message(spelling) }, caller);
+      await rpc({ message: message(spelling) }, caller);
+    }
+    for (const id of ['twice-1', '4242', 'twice-3']) {
+      expect(upstream.executions.get(id) ?? 0, id).toBeLessThanOrEqual(1);
+    }
+  });
+});

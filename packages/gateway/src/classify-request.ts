@@ -131,14 +131,56 @@ export function routeRequest(
   };
 }
 
-/** Reads `obj.a.b.c`, or undefined. */
+/** A field named both by its JSON name and its proto name in one object. */
+class AmbiguousField extends Error {}
+
+/**
+ * Reads `obj.a.b.c`, or undefined. Each key is also read under its proto field name
+ * (`messageId` / `message_id`), as every protobuf JSON parser (the SDK's among them) accepts
+ * both; an object naming a field both ways is ambiguous (parsers keep one or the other, or
+ * refuse): {@link AmbiguousField}.
+ */
 function at(value: unknown, ...keys: string[]): unknown {
   let v = value;
   for (const key of keys) {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
-    v = Object.hasOwn(v, key) ? (v as Record<string, unknown>)[key] : undefined;
+    const o = v as Record<string, unknown>;
+    const json = Object.hasOwn(o, key) ? o[key] : undefined;
+    const snake = key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    const proto = snake !== key && Object.hasOwn(o, snake) ? o[snake] : undefined;
+    if (json !== undefined && proto !== undefined) throw new AmbiguousField(`${key} / ${snake}`);
+    v = json ?? proto;
   }
   return v;
+}
+
+/** What a body says, read once; or why it cannot be read one way. */
+type BodyFields =
+  | {
+      readonly tenant: unknown;
+      readonly messageId: string | undefined;
+      readonly taskId: unknown;
+      readonly webhookUrls: string[];
+    }
+  | { readonly refused: string };
+
+/** The fields a request's decision reads from its (parsed) body or params. */
+function bodyFields(method: A2AMethod, params: unknown, tenantAt: 'params' | 'none'): BodyFields {
+  try {
+    const messageId = at(params, 'message', 'messageId');
+    if (messageId !== undefined && messageId !== null && typeof messageId !== 'string') {
+      return { refused: 'message.messageId must be a string' };
+    }
+    return {
+      tenant: tenantAt === 'params' ? at(params, 'tenant') : undefined,
+      messageId: stringOrUndefined(messageId),
+      taskId: at(params, 'id'),
+      webhookUrls: webhookUrlsOf(method, params),
+    };
+  } catch (error) {
+    if (!(error instanceof AmbiguousField)) throw error;
+    return { refused: `the body names ${error.message} both ways` };
+  }
 }
 
 /** The webhook URLs a request body registers (A2A 1.0 and v0.3 field names). */
@@ -225,20 +267,20 @@ export function classifyJsonRpc(
       `Method not found: ${request.method.slice(0, 100)}`,
     );
   }
-  const params = request.params;
-  const tenant = at(params, 'tenant');
+  const fields = bodyFields(method, request.params, 'params');
+  if ('refused' in fields) return jsonRpcError(id, JSON_RPC_ERRORS.invalidParams, fields.refused);
+  const tenant = fields.tenant;
   if (tenant !== undefined && tenant !== null && typeof tenant !== 'string') {
     return jsonRpcError(id, JSON_RPC_ERRORS.invalidParams, 'params.tenant must be a string');
   }
-  const messageId = at(params, 'message', 'messageId');
   return {
     binding: 'jsonrpc',
     method,
     id,
     tenant: stringOrUndefined(tenant),
-    messageId: stringOrUndefined(messageId),
-    taskId: stringOrUndefined(at(params, 'id')),
-    webhookUrls: webhookUrlsOf(method, params),
+    messageId: fields.messageId,
+    taskId: stringOrUndefined(fields.taskId),
+    webhookUrls: fields.webhookUrls,
     path: iface.path + query,
     verb: 'POST',
     body: JSON.stringify(request),
@@ -330,14 +372,16 @@ export function classifyRest(
   }
   const tenant = restTenantOf(routed, parsed, query);
   if (typeof tenant === 'object') return tenant;
+  const fields = bodyFields(routed.method, parsed, 'none');
+  if ('refused' in fields) return restError(400, fields.refused);
   return {
     binding: 'rest',
     method: routed.method,
     id: null,
     tenant,
-    messageId: stringOrUndefined(at(parsed, 'message', 'messageId')),
+    messageId: fields.messageId,
     taskId: routed.taskId,
-    webhookUrls: webhookUrlsOf(routed.method, parsed),
+    webhookUrls: fields.webhookUrls,
     path: routed.path + query,
     verb: routed.verb,
     body: parsed === undefined ? undefined : JSON.stringify(parsed),
