@@ -4,6 +4,7 @@
  * the body or the query rather than the path), each counted on the upstream's side.
  */
 
+import { connect } from 'node:net';
 import type { Policy, RatePolicy } from 'a2a-ratelimit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -283,5 +284,62 @@ describe('protobuf JSON spellings the agent reads and the gateway must too (upst
     for (const id of ['twice-1', '4242', 'twice-3']) {
       expect(upstream.executions.get(id) ?? 0, id).toBeLessThanOrEqual(1);
     }
+  });
+});
+
+describe('HTTP/1.1 framing a front proxy and the gateway could read differently (upstream: sdk)', () => {
+  let upstream: SdkUpstream;
+  let gw: TestGateway;
+  beforeAll(async () => {
+    upstream = await startSdkUpstream();
+    gw = await startTestGateway(upstream.baseUrl, { policies: [oneMessage] });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await upstream?.close();
+  });
+
+  /** Writes `raw` on one connection, half-closes, and reads until the gateway closes. */
+  const exchange = (raw: string): Promise<string> =>
+    new Promise((resolve) => {
+      const port = Number(new URL(gw.baseUrl).port);
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      socket.on('data', (d) => {
+        text += d.toString('latin1');
+      });
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(text));
+      socket.end(raw);
+    });
+
+  it('a spent caller’s message reaches the agent under no framing (TE + CL, two CLs, obs-fold, pipelining)', async () => {
+    const auth = 'Authorization: Bearer smuggler\r\na2a-version: 1.0\r\n';
+    const send = (id: string) =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        method: 'SendMessage',
+        params: { message: textMessageJson(id, 'hi') },
+      });
+    const first = await post(gw, '/a2a/jsonrpc', send('sm-0'), {
+      authorization: 'Bearer smuggler',
+    });
+    expect(first.status).toBe(200);
+    const before = upstream.requests.length;
+    const body = send('sm-1');
+    const inner = `POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${send('sm-2').length}\r\n\r\n${send('sm-2')}`;
+    const chunked = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+    const head = `POST /a2a/jsonrpc HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\n`;
+    const answers = await Promise.all([
+      exchange(`${head}Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n${chunked}${inner}`),
+      exchange(`${head}Content-Length: ${body.length}\r\nContent-Length: 4\r\n\r\n${body}`),
+      exchange(`${head}X-Folded: a\r\n b\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
+      exchange(`${head}Transfer-Encoding: chunked\r\n\r\n${chunked}${inner}`),
+      exchange(`${head}Transfer-Encoding: identity, chunked\r\n\r\n${chunked}`),
+    ]);
+    for (const answer of answers) expect(answer).toMatch(/^HTTP\/1\.1 (400|429|200) /);
+    expect(upstream.requests.slice(before)).toEqual([]);
+    expect([...upstream.executions.keys()]).toEqual(['sm-0']);
   });
 });
