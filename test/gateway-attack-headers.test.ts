@@ -117,6 +117,43 @@ describe('caller headers the agent would believe', () => {
     expect(headers.forwarded).toBe('for=203.0.113.7, for=127.0.0.1');
   });
 
+  it('HTTP: the agent is asked for answers the gateway can read (no content coding)', async () => {
+    // A compressed answer is bytes the gateway cannot read for task states and usage reports:
+    // a caller asking for one would run tasks whose reports are never charged.
+    await fetch(`${gw.baseUrl}/rest/tasks/t-2`, {
+      headers: { 'a2a-version': '1.0', 'accept-encoding': 'gzip, br' },
+    });
+    expect(http.seen.at(-1)?.headers['accept-encoding']).toBe('identity');
+  });
+
+  it('gRPC: the agent may compress answers only in a coding both the gateway and the caller read', async () => {
+    const body = sendRequestBytes('enc-1');
+    const frame = Buffer.alloc(5 + body.length);
+    frame.writeUInt32BE(body.length, 1);
+    frame.set(body, 5);
+    const call = (acceptEncoding: string) =>
+      new Promise<void>((resolve) => {
+        const session = connect(`http://${gw.grpcTarget}`);
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': '/lf.a2a.v1.A2AService/SendMessage',
+          'content-type': 'application/grpc',
+          te: 'trailers',
+          'grpc-accept-encoding': acceptEncoding,
+        });
+        stream.resume();
+        stream.on('close', () => {
+          session.close();
+          resolve();
+        });
+        stream.end(frame);
+      });
+    await call('zstd, gzip ,snappy');
+    expect(grpc.seen.at(-1)?.['grpc-accept-encoding']).toBe('gzip');
+    await call('zstd');
+    expect(grpc.seen.at(-1)?.['grpc-accept-encoding']).toBeUndefined();
+  });
+
   it('gRPC: the client address ends both forwarding headers', async () => {
     const body = sendRequestBytes('fwd-1');
     const frame = Buffer.alloc(5 + body.length);

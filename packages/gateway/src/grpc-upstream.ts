@@ -12,7 +12,7 @@ import {
   type IncomingHttpHeaders,
   type OutgoingHttpHeaders,
 } from 'node:http2';
-import { GrpcFrameReader, grpcFrame } from './grpc-frames.js';
+import { GrpcFrameReader, grpcFrame, READABLE_ENCODINGS } from './grpc-frames.js';
 import { forwardedTo } from './upstream-client.js';
 
 /**
@@ -47,11 +47,13 @@ const DROPPED = new Set([
   'host',
   'grpc-timeout',
   'grpc-encoding',
+  'grpc-accept-encoding',
 ]);
 
 /**
  * The caller's headers for the upstream: pseudo-headers, hop-by-hop fields and `grpc-encoding`
- * (the message goes uncompressed) dropped, everything else (credentials, `te`, `content-type`,
+ * (the message goes uncompressed) dropped, `grpc-accept-encoding` kept to the codings the gateway
+ * reads, everything else (credentials, `te`, `content-type`,
  * metadata) unchanged, the deadline left (`grpc-timeout`, ms) when there is one, the client
  * address appended to `x-forwarded-for` and `forwarded`.
  *
@@ -71,6 +73,13 @@ export function forwardGrpcHeaders(
     out[name] = value;
   }
   if (remainingMs !== undefined) out['grpc-timeout'] = grpcTimeoutValue(remainingMs);
+  // Answers are read for task states and usage reports: the agent may compress them only in a
+  // coding the gateway reads (and the caller asked for).
+  const accepted = String(headers['grpc-accept-encoding'] ?? '')
+    .split(',')
+    .map((coding) => coding.trim())
+    .filter((coding) => READABLE_ENCODINGS.has(coding));
+  if (accepted.length > 0) out['grpc-accept-encoding'] = accepted.join(',');
   if (clientAddress !== undefined) Object.assign(out, forwardedTo(headers, clientAddress));
   return out;
 }

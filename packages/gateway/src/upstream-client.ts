@@ -23,6 +23,7 @@ const DROPPED_REQUEST = new Set([
   'expect',
   'content-length',
   'content-encoding',
+  'accept-encoding',
   'http2-settings',
   // Method overrides: an agent honouring one would run another route than the one decided.
   'x-http-method-override',
@@ -55,7 +56,7 @@ function bodyMediaType(type: string | string[] | undefined): string {
 /**
  * The headers forwarded with a request: the caller's (credentials unchanged), minus hop-by-hop
  * and recomputed fields and method overrides, with the client address appended to
- * `x-forwarded-for` and `forwarded`. With a `body`,
+ * `x-forwarded-for` and `forwarded`, asking for an answer with no content coding. With a `body`,
  * its `content-type` is the gateway's (the caller's JSON media type, no charset).
  *
  * @example
@@ -75,6 +76,9 @@ export function forwardHeaders(
     out[name] = value;
   }
   if (options.body) out['content-type'] = bodyMediaType(headers['content-type']);
+  // The answer is read for task states and usage reports: a compressed one could not be (a
+  // caller asking for gzip would run tasks whose reports the gateway never sees).
+  out['accept-encoding'] = 'identity';
   if (clientAddress !== undefined) Object.assign(out, forwardedTo(headers, clientAddress));
   return out;
 }
