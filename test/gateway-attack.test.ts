@@ -149,6 +149,13 @@ describe('a REST tenant named in the body or the query (upstream: sdk)', () => {
     expect(notString.status).toBe(400);
     expect(await requestsSince(upstream, before)).toEqual([]);
     expect(upstream.executions.size).toBe(0);
+    // Under A2A 1.0 a `/v1/...` path is tenant `v1`'s route (the v0.3 routes are for v0.3
+    // requests, as the SDK routes them): decided as that tenant's.
+    const v1 = await fetch(`${gw.baseUrl}/a2a/rest/v1/tasks`, { headers: { ...V1, ...auth } });
+    expect(v1.status).not.toBe(429); // spends tenant v1
+    const asV1 = await post(gw, '/a2a/rest/v1/message:send', message('t-v1', {}), auth);
+    expect(asV1.status).toBe(429);
+    expect(upstream.executions.has('t-v1')).toBe(false);
     // A tenant named in the path and again, the same, in the body or query is that tenant.
     const same = await fetch(`${gw.baseUrl}/a2a/rest/fresh/tasks/t-1?tenant=fresh`, {
       headers: { ...V1, ...auth },

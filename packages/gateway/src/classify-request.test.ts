@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { classifyJsonRpc, classifyRest, routeRequest } from './classify-request.js';
+import {
+  classifyJsonRpc,
+  classifyRest,
+  isLegacyVersion,
+  routeRequest,
+} from './classify-request.js';
 import type { ProxiedInterface } from './upstream-card.js';
 
 const interfaces: ProxiedInterface[] = [
@@ -39,6 +44,24 @@ describe('routeRequest', () => {
       path: '/a2a/rest/v1/message:send',
       legacy: true,
     });
+    // Under 1.0 a /v1/... path is tenant v1's route, as the SDK routes it.
+    expect(
+      routeRequest('POST', '/a2a/rest/v1/message:send', interfaces, { legacyRoutes: false }),
+    ).toMatchObject({ kind: 'rest', method: 'SendMessage', tenant: 'v1', legacy: false });
+    expect([undefined, '', '0.3', '0.3.0', ' 0.9'].map(isLegacyVersion)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect(['1.0', '1', '2.1', 'x', '0.2'].map(isLegacyVersion)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
     expect(routeRequest('PUT', '/a2a/rest/message:send', interfaces)).toMatchObject({
       kind: 'answer',
       answer: { status: 405 },

@@ -63,8 +63,27 @@ function stripSlash(path: string): string {
 }
 
 /**
+ * Whether an `A2A-Version` header asks for v0.3 (none, or one in [0.3, 1.0)): the SDK's
+ * `isLegacyVersion`, which decides whether its v0.3 REST routes are tried.
+ *
+ * @example
+ * ```ts
+ * isLegacyVersion(undefined); // true
+ * isLegacyVersion('1.0'); // false
+ * ```
+ */
+export function isLegacyVersion(header: string | string[] | undefined): boolean {
+  const version = (typeof header === 'string' ? header : header?.[0])?.trim();
+  if (version === undefined || version === '') return true;
+  const match = /^(\d+)\.(\d+)/.exec(version);
+  return match !== null && Number(match[1]) === 0 && Number(match[2]) >= 3;
+}
+
+/**
  * Routes a request by verb and raw path (no query) onto the card's proxied interfaces: their
- * paths case-insensitively, one optional trailing slash; anything else is a 404 in JSON.
+ * paths case-insensitively, one optional trailing slash; anything else is a 404 in JSON. The v0.3
+ * `/v1/...` REST routes are tried only for a v0.3 request (`legacyRoutes`, {@link
+ * isLegacyVersion}); under 1.0 such a path is tenant `v1`'s, as the SDK routes it.
  *
  * @example
  * ```ts
@@ -75,6 +94,7 @@ export function routeRequest(
   verb: string,
   rawPath: string,
   interfaces: readonly ProxiedInterface[],
+  options: { readonly legacyRoutes: boolean } = { legacyRoutes: true },
 ): RoutedRequest {
   const lower = stripSlash(rawPath).toLowerCase();
   for (const iface of interfaces) {
@@ -99,7 +119,9 @@ export function routeRequest(
     if (iface.binding !== 'rest') continue;
     const prefix = iface.lowerPath === '/' ? '' : iface.lowerPath;
     if (!rawPath.toLowerCase().startsWith(`${prefix}/`)) continue;
-    const route = matchRestRoute(verb, rawPath.slice(prefix.length), { legacy: true });
+    const route = matchRestRoute(verb, rawPath.slice(prefix.length), {
+      legacy: options.legacyRoutes,
+    });
     if (!isRestRoute(route)) {
       if (route.miss === 'no-route') continue;
       if (route.miss === 'bad-escape') {

@@ -11,6 +11,7 @@ import {
   type ClassifiedRequest,
   classifyJsonRpc,
   classifyRest,
+  isLegacyVersion,
   routeRequest,
 } from './classify-request.js';
 import { duplicateAnswer } from './duplicate-answer.js';
@@ -176,7 +177,9 @@ export function createHttpHandler(
       writeAnswer(res, restError(503, why, { 'retry-after': retryAfter }));
       return;
     }
-    const routed = routeRequest(verb, path, card.interfaces);
+    const routed = routeRequest(verb, path, card.interfaces, {
+      legacyRoutes: isLegacyVersion(req.headers['a2a-version']),
+    });
     if (routed.kind === 'answer') {
       req.resume();
       writeAnswer(res, routed.answer);
