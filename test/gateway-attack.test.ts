@@ -350,3 +350,42 @@ describe('HTTP/1.1 framing a front proxy and the gateway could read differently 
     expect([...upstream.executions.keys()]).toEqual(['sm-0']);
   });
 });
+
+describe('push URLs of a caller already refused (upstream: sdk)', () => {
+  it('are not resolved: a refusal costs no DNS lookup', async () => {
+    const upstream = await startSdkUpstream();
+    const looked: string[] = [];
+    const gw = await startTestGateway(upstream.baseUrl, {
+      policies: [oneMessage],
+      gateway: {
+        resolveHost: async (host) => {
+          looked.push(host);
+          return ['93.184.216.34'];
+        },
+      },
+    });
+    try {
+      const send = (i: number) =>
+        post(
+          gw,
+          '/a2a/jsonrpc',
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: i,
+            method: 'SendMessage',
+            params: {
+              message: textMessageJson(`dns-${i}`, 'hi'),
+              configuration: { taskPushNotificationConfig: { url: `https://h${i}.example/hook` } },
+            },
+          }),
+          { authorization: 'Bearer dns-caller' },
+        );
+      for (let i = 0; i < 5; i++) await send(i);
+      // The first was admitted (its URL checked); the four refused cost no lookup.
+      expect(looked).toEqual(['h0.example']);
+    } finally {
+      await gw.close();
+      await upstream.close();
+    }
+  });
+});

@@ -206,15 +206,6 @@ export function createGrpcHandler(
     }
     // A claim the caller is not believed on never reaches the agent (which may believe it).
     for (const name of identity.unbelievedHeaders ?? []) delete headers[name];
-    if (webhooks.length > 0) {
-      const why = await host.checkWebhooks(webhooks);
-      if (gone()) return;
-      if (why !== undefined) {
-        refusal(identity.caller, 400, 'webhook');
-        sendGrpcStatus(stream, CODE.invalidArgument, `push notification URL refused: ${why}`);
-        return;
-      }
-    }
     const outcome = await limiter.admit({
       caller: identity.caller,
       method,
@@ -244,6 +235,24 @@ export function createGrpcHandler(
         outcome.answer?.message,
       );
       return;
+    }
+    // Push URLs are checked once admitted (as the agent's push store checks them in-process): a
+    // refused caller's URLs cost no DNS lookup.
+    if (webhooks.length > 0) {
+      let why: string | undefined;
+      try {
+        why = await host.checkWebhooks(webhooks);
+      } catch (error) {
+        outcome.ticket.end();
+        throw error;
+      }
+      if (why !== undefined) {
+        outcome.ticket.end();
+        if (gone()) return;
+        refusal(identity.caller, 400, 'webhook');
+        sendGrpcStatus(stream, CODE.invalidArgument, `push notification URL refused: ${why}`);
+        return;
+      }
     }
     stopDeadline();
     if (gone()) {

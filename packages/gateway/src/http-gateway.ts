@@ -253,29 +253,7 @@ export function createHttpHandler(
     }
     // A claim the caller is not believed on never reaches the agent (which may believe it).
     for (const name of identity.unbelievedHeaders ?? []) delete req.headers[name];
-    if (request.webhookUrls.length > 0) {
-      const why = await checkWebhooks(request.webhookUrls);
-      if (why !== undefined) {
-        refused({
-          caller: identity.caller,
-          method: request.method,
-          binding,
-          status: 400,
-          policy: 'webhook',
-          reason: 'WEBHOOK_REFUSED',
-          ...tenantOf(request),
-        });
-        const message = `push notification URL refused: ${why}`;
-        writeAnswer(
-          res,
-          binding === 'jsonrpc'
-            ? jsonRpcError(request.id, JSON_RPC_ERRORS.invalidParams, message)
-            : restError(400, message),
-        );
-        return;
-      }
-    }
-    // The client left while it was identified or its webhooks checked: nothing to decide.
+    // The client left while it was identified: nothing to decide.
     if (res.destroyed) return;
     const outcome = await limiter.admit({
       caller: identity.caller,
@@ -329,6 +307,38 @@ export function createHttpHandler(
       return;
     }
     const ticket = outcome.ticket;
+    // Push URLs are checked once admitted (as the agent's push store checks them in-process): a
+    // refused caller's URLs cost no DNS lookup, which a spent caller could otherwise have made
+    // the gateway run for it without bound.
+    if (request.webhookUrls.length > 0) {
+      let why: string | undefined;
+      try {
+        why = await checkWebhooks(request.webhookUrls);
+      } catch (error) {
+        ticket.end();
+        throw error;
+      }
+      if (why !== undefined) {
+        ticket.end();
+        refused({
+          caller: identity.caller,
+          method: request.method,
+          binding,
+          status: 400,
+          policy: 'webhook',
+          reason: 'WEBHOOK_REFUSED',
+          ...tenantOf(request),
+        });
+        const message = `push notification URL refused: ${why}`;
+        writeAnswer(
+          res,
+          binding === 'jsonrpc'
+            ? jsonRpcError(request.id, JSON_RPC_ERRORS.invalidParams, message)
+            : restError(400, message),
+        );
+        return;
+      }
+    }
     const scope: WatchScope = {
       ticketId: bindingTicket(request.method, ticket),
       tenant: request.tenant,
