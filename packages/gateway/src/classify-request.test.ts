@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { classifyJsonRpc, classifyRest, routeRequest } from './classify-request.js';
+import {
+  classifyJsonRpc,
+  classifyRest,
+  isLegacyVersion,
+  routeRequest,
+} from './classify-request.js';
 import type { ProxiedInterface } from './upstream-card.js';
 
 const interfaces: ProxiedInterface[] = [
@@ -39,6 +44,24 @@ describe('routeRequest', () => {
       path: '/a2a/rest/v1/message:send',
       legacy: true,
     });
+    // Under 1.0 a /v1/... path is tenant v1's route, as the SDK routes it.
+    expect(
+      routeRequest('POST', '/a2a/rest/v1/message:send', interfaces, { legacyRoutes: false }),
+    ).toMatchObject({ kind: 'rest', method: 'SendMessage', tenant: 'v1', legacy: false });
+    expect([undefined, '', '0.3', '0.3.0', ' 0.9'].map(isLegacyVersion)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect(['1.0', '1', '2.1', 'x', '0.2'].map(isLegacyVersion)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
     expect(routeRequest('PUT', '/a2a/rest/message:send', interfaces)).toMatchObject({
       kind: 'answer',
       answer: { status: 405 },
@@ -96,5 +119,33 @@ describe('classifyRest', () => {
     expect(classifyRest(routed, '{"message":{},"message":{}}', '', 64)).toMatchObject({
       status: 400,
     });
+  });
+
+  it('takes a tenantless route’s tenant from its body or query, and refuses two that differ', () => {
+    const rest = (verb: string, path: string) => {
+      const routed = routeRequest(verb, path, interfaces);
+      if (routed.kind !== 'rest') throw new Error('not routed');
+      return routed;
+    };
+    const get = rest('GET', '/a2a/rest/tasks/t-1');
+    const tenantOf = (answer: ReturnType<typeof classifyRest>) =>
+      'method' in answer ? answer.tenant : answer.status;
+    expect(tenantOf(classifyRest(get, '', '?tenant=acme', 64))).toBe('acme');
+    expect(tenantOf(classifyRest(get, '', '?Tenant=acme', 64))).toBeUndefined();
+    expect(tenantOf(classifyRest(get, '', '?tenant=', 64))).toBeUndefined();
+    expect(tenantOf(classifyRest(get, '', '?tenant=a&tenant=a', 64))).toBe(400);
+    expect(tenantOf(classifyRest(get, '', '?tenant[x]=a', 64))).toBe(400);
+    expect(tenantOf(classifyRest(get, '', `?${'a=1&'.repeat(1000)}tenant=acme`, 64))).toBe(400);
+    const send = rest('POST', '/a2a/rest/message:send');
+    expect(tenantOf(classifyRest(send, '{"tenant":"acme"}', '', 64))).toBe('acme');
+    expect(tenantOf(classifyRest(send, '{"tenant":null}', '', 64))).toBeUndefined();
+    expect(tenantOf(classifyRest(send, '{"tenant":["acme"]}', '', 64))).toBe(400);
+    expect(tenantOf(classifyRest(send, '{"tenant":"acme"}', '?tenant=other', 64))).toBe(400);
+    const inPath = rest('POST', '/a2a/rest/acme/message:send');
+    expect(tenantOf(classifyRest(inPath, '{"tenant":"acme"}', '?tenant=acme', 64))).toBe('acme');
+    expect(tenantOf(classifyRest(inPath, '{"tenant":"other"}', '', 64))).toBe(400);
+    // v0.3 routes have no tenant, wherever one is named.
+    const legacy = rest('POST', '/a2a/rest/v1/message:send');
+    expect(tenantOf(classifyRest(legacy, '{"tenant":"acme"}', '?tenant=x', 64))).toBeUndefined();
   });
 });

@@ -63,8 +63,27 @@ function stripSlash(path: string): string {
 }
 
 /**
+ * Whether an `A2A-Version` header asks for v0.3 (none, or one in [0.3, 1.0)): the SDK's
+ * `isLegacyVersion`, which decides whether its v0.3 REST routes are tried.
+ *
+ * @example
+ * ```ts
+ * isLegacyVersion(undefined); // true
+ * isLegacyVersion('1.0'); // false
+ * ```
+ */
+export function isLegacyVersion(header: string | string[] | undefined): boolean {
+  const version = (typeof header === 'string' ? header : header?.[0])?.trim();
+  if (version === undefined || version === '') return true;
+  const match = /^(\d+)\.(\d+)/.exec(version);
+  return match !== null && Number(match[1]) === 0 && Number(match[2]) >= 3;
+}
+
+/**
  * Routes a request by verb and raw path (no query) onto the card's proxied interfaces: their
- * paths case-insensitively, one optional trailing slash; anything else is a 404 in JSON.
+ * paths case-insensitively, one optional trailing slash; anything else is a 404 in JSON. The v0.3
+ * `/v1/...` REST routes are tried only for a v0.3 request (`legacyRoutes`, {@link
+ * isLegacyVersion}); under 1.0 such a path is tenant `v1`'s, as the SDK routes it.
  *
  * @example
  * ```ts
@@ -75,6 +94,7 @@ export function routeRequest(
   verb: string,
   rawPath: string,
   interfaces: readonly ProxiedInterface[],
+  options: { readonly legacyRoutes: boolean } = { legacyRoutes: true },
 ): RoutedRequest {
   const lower = stripSlash(rawPath).toLowerCase();
   for (const iface of interfaces) {
@@ -99,7 +119,9 @@ export function routeRequest(
     if (iface.binding !== 'rest') continue;
     const prefix = iface.lowerPath === '/' ? '' : iface.lowerPath;
     if (!rawPath.toLowerCase().startsWith(`${prefix}/`)) continue;
-    const route = matchRestRoute(verb, rawPath.slice(prefix.length), { legacy: true });
+    const route = matchRestRoute(verb, rawPath.slice(prefix.length), {
+      legacy: options.legacyRoutes,
+    });
     if (!isRestRoute(route)) {
       if (route.miss === 'no-route') continue;
       if (route.miss === 'bad-escape') {
@@ -131,14 +153,56 @@ export function routeRequest(
   };
 }
 
-/** Reads `obj.a.b.c`, or undefined. */
+/** A field named both by its JSON name and its proto name in one object. */
+class AmbiguousField extends Error {}
+
+/**
+ * Reads `obj.a.b.c`, or undefined. Each key is also read under its proto field name
+ * (`messageId` / `message_id`), as every protobuf JSON parser (the SDK's among them) accepts
+ * both; an object naming a field both ways is ambiguous (parsers keep one or the other, or
+ * refuse): {@link AmbiguousField}.
+ */
 function at(value: unknown, ...keys: string[]): unknown {
   let v = value;
   for (const key of keys) {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
-    v = Object.hasOwn(v, key) ? (v as Record<string, unknown>)[key] : undefined;
+    const o = v as Record<string, unknown>;
+    const json = Object.hasOwn(o, key) ? o[key] : undefined;
+    const snake = key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    const proto = snake !== key && Object.hasOwn(o, snake) ? o[snake] : undefined;
+    if (json !== undefined && proto !== undefined) throw new AmbiguousField(`${key} / ${snake}`);
+    v = json ?? proto;
   }
   return v;
+}
+
+/** What a body says, read once; or why it cannot be read one way. */
+type BodyFields =
+  | {
+      readonly tenant: unknown;
+      readonly messageId: string | undefined;
+      readonly taskId: unknown;
+      readonly webhookUrls: string[];
+    }
+  | { readonly refused: string };
+
+/** The fields a request's decision reads from its (parsed) body or params. */
+function bodyFields(method: A2AMethod, params: unknown, tenantAt: 'params' | 'none'): BodyFields {
+  try {
+    const messageId = at(params, 'message', 'messageId');
+    if (messageId !== undefined && messageId !== null && typeof messageId !== 'string') {
+      return { refused: 'message.messageId must be a string' };
+    }
+    return {
+      tenant: tenantAt === 'params' ? at(params, 'tenant') : undefined,
+      messageId: stringOrUndefined(messageId),
+      taskId: at(params, 'id'),
+      webhookUrls: webhookUrlsOf(method, params),
+    };
+  } catch (error) {
+    if (!(error instanceof AmbiguousField)) throw error;
+    return { refused: `the body names ${error.message} both ways` };
+  }
 }
 
 /** The webhook URLs a request body registers (A2A 1.0 and v0.3 field names). */
@@ -225,20 +289,20 @@ export function classifyJsonRpc(
       `Method not found: ${request.method.slice(0, 100)}`,
     );
   }
-  const params = request.params;
-  const tenant = at(params, 'tenant');
+  const fields = bodyFields(method, request.params, 'params');
+  if ('refused' in fields) return jsonRpcError(id, JSON_RPC_ERRORS.invalidParams, fields.refused);
+  const tenant = fields.tenant;
   if (tenant !== undefined && tenant !== null && typeof tenant !== 'string') {
     return jsonRpcError(id, JSON_RPC_ERRORS.invalidParams, 'params.tenant must be a string');
   }
-  const messageId = at(params, 'message', 'messageId');
   return {
     binding: 'jsonrpc',
     method,
     id,
     tenant: stringOrUndefined(tenant),
-    messageId: stringOrUndefined(messageId),
-    taskId: stringOrUndefined(at(params, 'id')),
-    webhookUrls: webhookUrlsOf(method, params),
+    messageId: fields.messageId,
+    taskId: stringOrUndefined(fields.taskId),
+    webhookUrls: fields.webhookUrls,
     path: iface.path + query,
     verb: 'POST',
     body: JSON.stringify(request),
@@ -246,6 +310,54 @@ export function classifyJsonRpc(
     ifacePath: iface.path,
     legacy: request.method.includes('/'),
   };
+}
+
+/** The most query parameters a REST request may carry (the agent's parser may read no more). */
+const MAX_QUERY_PARAMETERS = 1000;
+
+/**
+ * The tenant of a REST request: its path's, else its body's `tenant`, else its query's (the
+ * spec's HTTP transcoding, and the SDK's router, take a tenantless route's tenant from there), or
+ * a 400 when they disagree or one is named ambiguously (twice in the query, `tenant[...]`, not a
+ * string in the body): the agent must never be handed a tenant other than the one decided. v0.3
+ * routes have no tenant.
+ */
+function restTenantOf(
+  routed: Extract<RoutedRequest, { kind: 'rest' }>,
+  parsed: Record<string, unknown> | undefined,
+  query: string,
+): string | undefined | GatewayAnswer {
+  if (routed.legacy) return routed.tenant;
+  const named: string[] = [];
+  if (routed.tenant !== undefined && routed.tenant !== '') named.push(routed.tenant);
+  if (parsed !== undefined && Object.hasOwn(parsed, 'tenant')) {
+    const value = parsed.tenant;
+    if (value !== null && typeof value !== 'string') {
+      return restError(400, 'the body’s tenant must be a string');
+    }
+    if (value !== null && value !== '') named.push(value);
+  }
+  if (query.length > 1) {
+    const params = new URLSearchParams(query);
+    let count = 0;
+    let seen = false;
+    for (const [key, value] of params) {
+      if (++count > MAX_QUERY_PARAMETERS) {
+        return restError(400, `the query has more than ${MAX_QUERY_PARAMETERS} parameters`);
+      }
+      if (key !== 'tenant' && !key.startsWith('tenant[') && !key.startsWith('tenant.')) continue;
+      if (key !== 'tenant' || seen) {
+        return restError(400, 'the query names its tenant more than once, or not as tenant=…');
+      }
+      seen = true;
+      if (value !== '') named.push(value);
+    }
+  }
+  const tenant = named[0];
+  if (named.some((t) => t !== tenant)) {
+    return restError(400, 'the path, body and query name different tenants');
+  }
+  return tenant;
 }
 
 /**
@@ -280,14 +392,18 @@ export function classifyRest(
     }
     parsed = value as Record<string, unknown>;
   }
+  const tenant = restTenantOf(routed, parsed, query);
+  if (typeof tenant === 'object') return tenant;
+  const fields = bodyFields(routed.method, parsed, 'none');
+  if ('refused' in fields) return restError(400, fields.refused);
   return {
     binding: 'rest',
     method: routed.method,
     id: null,
-    tenant: routed.tenant,
-    messageId: stringOrUndefined(at(parsed, 'message', 'messageId')),
+    tenant,
+    messageId: fields.messageId,
     taskId: routed.taskId,
-    webhookUrls: webhookUrlsOf(routed.method, parsed),
+    webhookUrls: fields.webhookUrls,
     path: routed.path + query,
     verb: routed.verb,
     body: parsed === undefined ? undefined : JSON.stringify(parsed),

@@ -247,6 +247,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     unavailableRetryAfterMs: host.unavailableRetryAfterMs,
     maxObservedAnswerBytes: GATEWAY_DEFAULTS.maxObservedAnswerBytes,
     maxMessageBytes: maxBodyBytes,
+    readTimeoutMs: options.grpcReadTimeoutMs ?? GATEWAY_DEFAULTS.grpcReadTimeoutMs,
     identify,
     ready: () => card.ready,
     cardError: () => card.lastError,

@@ -16,7 +16,15 @@ import type { ResolveHost } from './webhook-check.js';
  * 401 in the binding's format; never a silent fall back to anonymous).
  */
 export type GatewayIdentity =
-  | { readonly caller: string; readonly tier?: string | undefined }
+  | {
+      readonly caller: string;
+      readonly tier?: string | undefined;
+      /**
+       * Request headers claiming an identity this request is not believed on (a trusted header
+       * from outside its trusted sources): removed before the request is forwarded.
+       */
+      readonly unbelievedHeaders?: readonly string[] | undefined;
+    }
   | { readonly unauthenticated: IdentityFailure };
 
 /**
@@ -106,6 +114,12 @@ export interface GatewayOptions {
    * request message (more is RESOURCE_EXHAUSTED "message too large"). @defaultValue 1 MiB
    */
   readonly maxBodyBytes?: number;
+  /**
+   * How long a gRPC call's request message may take to arrive, ms; then the call is answered
+   * DEADLINE_EXCEEDED (HTTP requests are bounded by the server's own `requestTimeout`).
+   * @defaultValue 300,000 (as node's `requestTimeout`)
+   */
+  readonly grpcReadTimeoutMs?: number;
   /** Deepest JSON nesting accepted. @defaultValue 64 */
   readonly maxJsonDepth?: number;
   /** How long the upstream may take to answer with headers, ms. @defaultValue 30,000 */
@@ -157,6 +171,7 @@ export const GATEWAY_DEFAULTS = Object.freeze({
   maxBodyBytes: 1_048_576,
   maxJsonDepth: 64,
   upstreamTimeoutMs: 30_000,
+  grpcReadTimeoutMs: 300_000,
   unavailableRetryAfterMs: 1_000,
   cardRefreshMs: 60_000,
   cardRetryMs: 1_000,

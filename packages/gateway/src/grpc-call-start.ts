@@ -6,42 +6,46 @@
 
 import type { IncomingMessage } from 'node:http';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { GRPC_PREFIX_BYTES, GrpcFrameReader } from './grpc-frames.js';
+import { GrpcFrameReader } from './grpc-frames.js';
 
-/** The first request message, its frame, and whether the caller ended its side. */
+/** The first request message, and whether the caller ended its side. */
 export type FirstMessage =
   | {
       readonly kind: 'message';
       readonly message: Buffer;
       readonly compressed: boolean;
-      /** The message as it came: its 5-byte prefix and bytes (what is forwarded, nothing more). */
-      readonly frame: Buffer;
       /** Bytes came after the first message (A2A methods take exactly one). */
       readonly extra: boolean;
       readonly ended: boolean;
     }
   | { readonly kind: 'too-large'; readonly size: number }
+  /** Not complete within the read timeout. */
+  | { readonly kind: 'too-slow' }
   | { readonly kind: 'none' };
 
 /**
- * Reads until the first message is complete (or over the bound, or the caller ended / left); the
- * stream is paused with anything after it unread.
+ * Reads until the first message is complete (or over the bound, or the caller ended / left, or
+ * `timeoutMs` passed: a caller trickling its message, or never sending it, holds a stream no
+ * longer); the stream is paused with anything after it unread.
  *
  * @example
  * ```ts
- * const first = await readFirstMessage(stream, 1 << 20);
+ * const first = await readFirstMessage(stream, 1 << 20, 300_000);
  * ```
  */
 export function readFirstMessage(
   stream: ServerHttp2Stream,
   maxBytes: number,
+  timeoutMs: number,
 ): Promise<FirstMessage> {
   return new Promise((resolve) => {
     const reader = new GrpcFrameReader(maxBytes);
     let settled = false;
+    const timer = setTimeout(() => settle({ kind: 'too-slow' }), timeoutMs);
     const settle = (value: FirstMessage): void => {
       if (settled) return;
       settled = true;
+      clearTimeout(timer);
       stream.pause();
       stream.off('data', onData);
       stream.off('end', onEnd);
@@ -54,14 +58,10 @@ export function readFirstMessage(
       if (frame === undefined) return;
       if (frame.message === undefined) settle({ kind: 'too-large', size: frame.length });
       else {
-        const prefix = Buffer.alloc(GRPC_PREFIX_BYTES);
-        prefix[0] = frame.compressed ? 1 : 0;
-        prefix.writeUInt32BE(frame.message.length, 1);
         settle({
           kind: 'message',
           message: frame.message,
           compressed: frame.compressed,
-          frame: Buffer.concat([prefix, frame.message]),
           extra: frames.length > 1 || reader.buffered > 0,
           ended: stream.readableEnded,
         });

@@ -12,6 +12,7 @@ import { identityRequest, readFirstMessage } from './grpc-call-start.js';
 import { grpcFrame, messageBytes, READABLE_ENCODINGS } from './grpc-frames.js';
 import { encodeGrpcMessage, wrapMessage } from './grpc-message.js';
 import {
+  closeWhenAnswered,
   type GrpcCallToRelay,
   type GrpcRelayHost,
   relayGrpcCall,
@@ -20,6 +21,7 @@ import {
 import { encodeGetTaskRequest, grpcWebhookUrls, wrapTask } from './grpc-sightings.js';
 import { forwardGrpcHeaders, grpcTimeoutMs, unaryCall } from './grpc-upstream.js';
 import { encodeGrpcUnauthenticated } from './identity/unauthenticated-response.js';
+import { bindingTicket } from './task-watch.js';
 import { unavailableRejection } from './upstream-failure.js';
 
 /** The gRPC service the gateway relays. */
@@ -44,6 +46,8 @@ export interface GrpcGatewayHost extends GrpcRelayHost {
   readonly cardError: () => string | undefined;
   /** Largest request message read, bytes. */
   readonly maxMessageBytes: number;
+  /** How long a call's request message may take to arrive, ms. */
+  readonly readTimeoutMs: number;
   /** Why a webhook URL is refused, or undefined when all pass (or checks are off). */
   readonly checkWebhooks: (urls: readonly string[]) => Promise<string | undefined>;
   /** The gateway's public base URL and gRPC target (the caller's extended card names them). */
@@ -84,6 +88,7 @@ export function createGrpcHandler(
     const type = String(headers['content-type'] ?? '');
     if (headers[':method'] !== 'POST' || !/^application\/grpc(\+proto)?(;|$)/.test(type)) {
       stream.respond({ ':status': 415, 'content-type': 'text/plain' }, { endStream: true });
+      closeWhenAnswered(stream);
       return;
     }
     if (method === undefined) {
@@ -139,8 +144,16 @@ export function createGrpcHandler(
     stopDeadline: () => void,
   ): Promise<void> => {
     const gone = (): boolean => stream.closed || stream.destroyed || stream.headersSent;
-    const first = await readFirstMessage(stream, host.maxMessageBytes);
+    const first = await readFirstMessage(stream, host.maxMessageBytes, host.readTimeoutMs);
     if (gone()) return;
+    if (first.kind === 'too-slow') {
+      sendGrpcStatus(
+        stream,
+        CODE.deadlineExceeded,
+        `the request message did not arrive within ${host.readTimeoutMs} ms`,
+      );
+      return;
+    }
     if (first.kind === 'too-large') {
       sendGrpcStatus(
         stream,
@@ -191,15 +204,8 @@ export function createGrpcHandler(
       }
       return;
     }
-    if (webhooks.length > 0) {
-      const why = await host.checkWebhooks(webhooks);
-      if (gone()) return;
-      if (why !== undefined) {
-        refusal(identity.caller, 400, 'webhook');
-        sendGrpcStatus(stream, CODE.invalidArgument, `push notification URL refused: ${why}`);
-        return;
-      }
-    }
+    // A claim the caller is not believed on never reaches the agent (which may believe it).
+    for (const name of identity.unbelievedHeaders ?? []) delete headers[name];
     const outcome = await limiter.admit({
       caller: identity.caller,
       method,
@@ -230,6 +236,24 @@ export function createGrpcHandler(
       );
       return;
     }
+    // Push URLs are checked once admitted (as the agent's push store checks them in-process): a
+    // refused caller's URLs cost no DNS lookup.
+    if (webhooks.length > 0) {
+      let why: string | undefined;
+      try {
+        why = await host.checkWebhooks(webhooks);
+      } catch (error) {
+        outcome.ticket.end();
+        throw error;
+      }
+      if (why !== undefined) {
+        outcome.ticket.end();
+        if (gone()) return;
+        refusal(identity.caller, 400, 'webhook');
+        sendGrpcStatus(stream, CODE.invalidArgument, `push notification URL refused: ${why}`);
+        return;
+      }
+    }
     stopDeadline();
     if (gone()) {
       outcome.ticket.end();
@@ -240,12 +264,12 @@ export function createGrpcHandler(
       headers,
       path,
       method,
-      frame: first.frame,
+      frame: grpcFrame(bytes),
       clientEnded: first.ended,
       deadlineAtMs,
       ticket: outcome.ticket,
       scope: {
-        ticketId: outcome.ticket.needsEnd ? outcome.ticket.id : undefined,
+        ticketId: bindingTicket(method, outcome.ticket),
         tenant: fields.tenant,
         caller: identity.caller,
       },
@@ -271,7 +295,10 @@ export function createGrpcHandler(
       { ':status': 200, 'content-type': 'application/grpc' },
       { waitForTrailers: true },
     );
-    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.once('wantTrailers', () => {
+      stream.sendTrailers({ 'grpc-status': '0' });
+      closeWhenAnswered(stream);
+    });
     stream.end(grpcFrame(message));
   };
 
@@ -303,7 +330,7 @@ export function createGrpcHandler(
     const found = await unaryCall(
       host.upstream,
       `${GRPC_SERVICE_PREFIX}GetTask`,
-      forwardGrpcHeaders(headers, undefined),
+      forwardGrpcHeaders(headers, undefined, stream.session?.socket.remoteAddress),
       encodeGetTaskRequest(taskId, fields.tenant),
       host.upstreamTimeoutMs,
     );

@@ -43,7 +43,10 @@ export interface GrpcCallToRelay {
   readonly headers: IncomingHttpHeaders;
   readonly path: string;
   readonly method: A2AMethod;
-  /** The decided request message as it came (prefix and bytes): all the agent is sent. */
+  /**
+   * The decided request message, framed uncompressed (whatever compression it came in, the agent
+   * is sent the very bytes decided): all the agent is sent.
+   */
   readonly frame: Buffer;
   /** Whether the caller already ended its side. */
   readonly clientEnded: boolean;
@@ -119,6 +122,7 @@ export function sendGrpcStatus(
       { ':status': 200, 'content-type': 'application/grpc', ...fields },
       { endStream: true },
     );
+    closeWhenAnswered(stream);
     return;
   }
   // Headers already went: the status goes as trailers once the data is flushed — the relay's own
@@ -126,8 +130,41 @@ export function sendGrpcStatus(
   if (STATUS_OVERRIDES.has(stream) || stream.writableEnded) return;
   STATUS_OVERRIDES.set(stream, fields);
   if (stream.listenerCount('wantTrailers') === 0)
-    stream.once('wantTrailers', () => stream.sendTrailers(fields));
+    stream.once('wantTrailers', () => {
+      stream.sendTrailers(fields);
+      closeWhenAnswered(stream);
+    });
   stream.end();
+}
+
+/** How often, and how many times, a call answered whole is checked for its last frame sent. */
+const ANSWERED_POLL_MS = 10;
+const ANSWERED_POLLS = 200;
+
+/**
+ * Ends a call whose answer's last frame has been submitted: a caller that has not ended its side
+ * (an A2A call takes one message, read by then) is sent RST_STREAM NO_ERROR, as gRPC servers do,
+ * so the call (and its admission, ended on the stream's close) ends with its answer, not when the
+ * caller chooses to half-close. The reset waits for the answer's END_STREAM to have gone out
+ * (a reset submitted sooner drops the trailers), or ~2 s when the caller's socket takes nothing.
+ *
+ * @example
+ * ```ts
+ * stream.sendTrailers({ 'grpc-status': '0' });
+ * closeWhenAnswered(stream);
+ * ```
+ */
+export function closeWhenAnswered(stream: ServerHttp2Stream): void {
+  let polls = 0;
+  const check = (): void => {
+    if (stream.closed || stream.destroyed) return;
+    if (stream.state.localClose === 1 || ++polls > ANSWERED_POLLS) {
+      stream.close(constants.NGHTTP2_NO_ERROR);
+      return;
+    }
+    setTimeout(check, ANSWERED_POLL_MS).unref();
+  };
+  setImmediate(check);
 }
 
 /** A status the gateway decided on a stream whose headers went: sent as its trailers. */
@@ -184,7 +221,10 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
     };
     let up: ReturnType<GrpcUpstream['request']>;
     try {
-      up = host.upstream.request(forwardGrpcHeaders(call.headers, remainingMs), call.path);
+      up = host.upstream.request(
+        forwardGrpcHeaders(call.headers, remainingMs, stream.session?.socket.remoteAddress),
+        call.path,
+      );
     } catch (error) {
       unavailable((error as Error).message);
       finish();
@@ -301,13 +341,17 @@ export function relayGrpcCall(host: GrpcRelayHost, call: GrpcCallToRelay): Promi
       encoding = typeof enc === 'string' ? enc : undefined;
       if ((flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0) {
         // Trailers-Only: the status is in these headers.
-        if (!refuseAsOurs(headers)) stream.respond(out, { endStream: true });
+        if (!refuseAsOurs(headers)) {
+          stream.respond(out, { endStream: true });
+          closeWhenAnswered(stream);
+        }
         return;
       }
       if (!STREAMING.has(call.method)) pending = out;
       else stream.respond(out, { waitForTrailers: true });
     });
     stream.on('wantTrailers', () => {
+      closeWhenAnswered(stream);
       const decided = STATUS_OVERRIDES.get(stream);
       if (decided !== undefined) {
         stream.sendTrailers(decided);

@@ -181,6 +181,12 @@ describe('grpc-sightings (read with the SDK’s own encoder on the other side)',
       'http://10.0.0.1/hook',
     ]);
     expect(grpcWebhookUrls('GetTask', create)).toEqual([]);
+    // A field a URL is read through, with another wire type (protobufjs would read it): unreadable.
+    expect(grpcWebhookUrls('CreateTaskPushNotificationConfig', Uint8Array.of(0x20, 0x05))).toBe(
+      undefined,
+    );
+    expect(grpcWebhookUrls('SendMessage', Uint8Array.of(0x18, 0x01))).toBeUndefined();
+    expect(grpcWebhookUrls('SendMessage', Uint8Array.of(0x1a, 0x02, 0x10, 0x01))).toBeUndefined();
   });
 
   it('reads grpc-timeout and upstream targets', () => {

@@ -126,10 +126,19 @@ export function wrapTask(task: Uint8Array): Uint8Array {
 }
 
 /** The `url` (4) of an encoded `TaskPushNotificationConfig`. */
+/**
+ * A field a webhook is read through, sent with another wire type: one parser's unknown field,
+ * another's value (protobufjs reads by field number alone), so the request is unreadable.
+ */
+function mustBeLengthDelimited(wireType: WireType): void {
+  if (wireType !== WireType.LengthDelimited) throw new RangeError('a field of another wire type');
+}
+
 function pushUrlOf(config: Uint8Array): string | undefined {
   let url: string | undefined;
   readFields(config, (field, reader, wireType) => {
-    if (field !== 4 || wireType !== WireType.LengthDelimited) return false;
+    if (field !== 4) return false;
+    mustBeLengthDelimited(wireType);
     url = reader.string();
     return true;
   });
@@ -139,7 +148,8 @@ function pushUrlOf(config: Uint8Array): string | undefined {
 /**
  * The webhook URLs a request would have the agent call: a SendMessage's
  * `configuration.task_push_notification_config.url` (3 → 2 → 4) and a
- * CreateTaskPushNotificationConfig's `url` (4). Undefined when the bytes cannot be read.
+ * CreateTaskPushNotificationConfig's `url` (4). Undefined when the bytes cannot be read, or one
+ * of these fields comes with another wire type.
  *
  * @example
  * ```ts
@@ -155,9 +165,11 @@ export function grpcWebhookUrls(method: string, bytes: Uint8Array): string[] | u
     if (method !== 'SendMessage' && method !== 'SendStreamingMessage') return [];
     const urls: string[] = [];
     readFields(bytes, (field, reader, wireType) => {
-      if (field !== 3 || wireType !== WireType.LengthDelimited) return false;
+      if (field !== 3) return false;
+      mustBeLengthDelimited(wireType);
       readFields(reader.bytes(), (inner, innerReader, innerType) => {
-        if (inner !== 2 || innerType !== WireType.LengthDelimited) return false;
+        if (inner !== 2) return false;
+        mustBeLengthDelimited(innerType);
         const url = pushUrlOf(innerReader.bytes());
         if (url !== undefined) urls.push(url);
         return true;

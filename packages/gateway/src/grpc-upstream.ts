@@ -12,7 +12,8 @@ import {
   type IncomingHttpHeaders,
   type OutgoingHttpHeaders,
 } from 'node:http2';
-import { GrpcFrameReader, grpcFrame } from './grpc-frames.js';
+import { GrpcFrameReader, grpcFrame, READABLE_ENCODINGS } from './grpc-frames.js';
+import { forwardedTo } from './upstream-client.js';
 
 /**
  * The origin to dial for a card's gRPC interface URL or a `--upstream-grpc` target: `host:port`,
@@ -33,7 +34,10 @@ export function grpcOriginOf(target: string): string | undefined {
   return `${tls ? 'https' : 'http'}://${authority}`;
 }
 
-/** Request headers never forwarded (hop-by-hop, or the gateway's own to set). */
+/**
+ * Request headers never forwarded (hop-by-hop, or the gateway's own to set). The gateway sends
+ * its request messages uncompressed: the caller's `grpc-encoding` described its own frames.
+ */
 const DROPPED = new Set([
   'connection',
   'keep-alive',
@@ -42,12 +46,16 @@ const DROPPED = new Set([
   'upgrade',
   'host',
   'grpc-timeout',
+  'grpc-encoding',
+  'grpc-accept-encoding',
 ]);
 
 /**
- * The caller's headers for the upstream: pseudo-headers and hop-by-hop fields dropped, everything
- * else (credentials, `te`, `content-type`, `grpc-encoding`, metadata) unchanged, the deadline
- * left (`grpc-timeout`, ms) when there is one.
+ * The caller's headers for the upstream: pseudo-headers, hop-by-hop fields and `grpc-encoding`
+ * (the message goes uncompressed) dropped, `grpc-accept-encoding` kept to the codings the gateway
+ * reads, everything else (credentials, `te`, `content-type`,
+ * metadata) unchanged, the deadline left (`grpc-timeout`, ms) when there is one, the client
+ * address appended to `x-forwarded-for` and `forwarded`.
  *
  * @example
  * ```ts
@@ -57,6 +65,7 @@ const DROPPED = new Set([
 export function forwardGrpcHeaders(
   headers: IncomingHttpHeaders,
   remainingMs: number | undefined,
+  clientAddress?: string | undefined,
 ): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
@@ -64,6 +73,14 @@ export function forwardGrpcHeaders(
     out[name] = value;
   }
   if (remainingMs !== undefined) out['grpc-timeout'] = grpcTimeoutValue(remainingMs);
+  // Answers are read for task states and usage reports: the agent may compress them only in a
+  // coding the gateway reads (and the caller asked for).
+  const accepted = String(headers['grpc-accept-encoding'] ?? '')
+    .split(',')
+    .map((coding) => coding.trim())
+    .filter((coding) => READABLE_ENCODINGS.has(coding));
+  if (accepted.length > 0) out['grpc-accept-encoding'] = accepted.join(',');
+  if (clientAddress !== undefined) Object.assign(out, forwardedTo(headers, clientAddress));
   return out;
 }
 

@@ -11,6 +11,7 @@ import {
   type ClassifiedRequest,
   classifyJsonRpc,
   classifyRest,
+  isLegacyVersion,
   routeRequest,
 } from './classify-request.js';
 import { duplicateAnswer } from './duplicate-answer.js';
@@ -22,7 +23,7 @@ import {
   encodeJsonRpcUnauthenticated,
   encodeRestUnauthenticated,
 } from './identity/unauthenticated-response.js';
-import type { WatchScope } from './task-watch.js';
+import { bindingTicket, type WatchScope } from './task-watch.js';
 import { AGENT_CARD_PATH, type UpstreamCard } from './upstream-card.js';
 import type { TaskQuery } from './upstream-client.js';
 import { unavailableRejection } from './upstream-failure.js';
@@ -176,7 +177,9 @@ export function createHttpHandler(
       writeAnswer(res, restError(503, why, { 'retry-after': retryAfter }));
       return;
     }
-    const routed = routeRequest(verb, path, card.interfaces);
+    const routed = routeRequest(verb, path, card.interfaces, {
+      legacyRoutes: isLegacyVersion(req.headers['a2a-version']),
+    });
     if (routed.kind === 'answer') {
       req.resume();
       writeAnswer(res, routed.answer);
@@ -248,29 +251,9 @@ export function createHttpHandler(
       writeAnswer(res, answer);
       return;
     }
-    if (request.webhookUrls.length > 0) {
-      const why = await checkWebhooks(request.webhookUrls);
-      if (why !== undefined) {
-        refused({
-          caller: identity.caller,
-          method: request.method,
-          binding,
-          status: 400,
-          policy: 'webhook',
-          reason: 'WEBHOOK_REFUSED',
-          ...tenantOf(request),
-        });
-        const message = `push notification URL refused: ${why}`;
-        writeAnswer(
-          res,
-          binding === 'jsonrpc'
-            ? jsonRpcError(request.id, JSON_RPC_ERRORS.invalidParams, message)
-            : restError(400, message),
-        );
-        return;
-      }
-    }
-    // The client left while it was identified or its webhooks checked: nothing to decide.
+    // A claim the caller is not believed on never reaches the agent (which may believe it).
+    for (const name of identity.unbelievedHeaders ?? []) delete req.headers[name];
+    // The client left while it was identified: nothing to decide.
     if (res.destroyed) return;
     const outcome = await limiter.admit({
       caller: identity.caller,
@@ -324,8 +307,40 @@ export function createHttpHandler(
       return;
     }
     const ticket = outcome.ticket;
+    // Push URLs are checked once admitted (as the agent's push store checks them in-process): a
+    // refused caller's URLs cost no DNS lookup, which a spent caller could otherwise have made
+    // the gateway run for it without bound.
+    if (request.webhookUrls.length > 0) {
+      let why: string | undefined;
+      try {
+        why = await checkWebhooks(request.webhookUrls);
+      } catch (error) {
+        ticket.end();
+        throw error;
+      }
+      if (why !== undefined) {
+        ticket.end();
+        refused({
+          caller: identity.caller,
+          method: request.method,
+          binding,
+          status: 400,
+          policy: 'webhook',
+          reason: 'WEBHOOK_REFUSED',
+          ...tenantOf(request),
+        });
+        const message = `push notification URL refused: ${why}`;
+        writeAnswer(
+          res,
+          binding === 'jsonrpc'
+            ? jsonRpcError(request.id, JSON_RPC_ERRORS.invalidParams, message)
+            : restError(400, message),
+        );
+        return;
+      }
+    }
     const scope: WatchScope = {
-      ticketId: ticket.needsEnd ? ticket.id : undefined,
+      ticketId: bindingTicket(request.method, ticket),
       tenant: request.tenant,
       caller: identity.caller,
     };

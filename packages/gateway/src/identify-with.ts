@@ -23,8 +23,12 @@ export function identifyWith(current: () => IdentityResolver): IdentifyRequest {
       remoteAddress: req.socket.remoteAddress,
     });
     if (!found.ok) return { unauthenticated: found };
-    return found.tier === undefined
-      ? { caller: found.caller }
-      : { caller: found.caller, tier: found.tier };
+    return {
+      caller: found.caller,
+      ...(found.tier === undefined ? {} : { tier: found.tier }),
+      ...(found.unbelievedHeaders === undefined
+        ? {}
+        : { unbelievedHeaders: found.unbelievedHeaders }),
+    };
   };
 }

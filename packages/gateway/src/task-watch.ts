@@ -4,6 +4,7 @@
  * admissions it forwarded.
  */
 
+import type { A2AMethod } from 'a2a-ratelimit';
 import type { EventBusManagerLike, Limiter } from 'a2a-ratelimit/server';
 import { TICKET_HEADER } from 'a2a-ratelimit/server';
 import type { UsageReports } from './usage-reports.js';
@@ -42,8 +43,28 @@ class QuietBuses implements EventBusManagerLike {
   }
 }
 
+/**
+ * The ticket an admission of `method` binds to the task its answer shows: a message send's only
+ * (the SDK makes a task's bus for a send alone). A GetTask, CancelTask or SubscribeToTask answer
+ * bound its admission too, and a task's usage is charged to the last admission bound to it: a
+ * poll of a running task made its report go to the poll (a method no usage policy counts).
+ *
+ * @example
+ * ```ts
+ * bindingTicket('GetTask', ticket); // undefined
+ * ```
+ */
+export function bindingTicket(
+  method: A2AMethod,
+  ticket: { readonly id: string; readonly needsEnd: boolean },
+): string | undefined {
+  const send = method === 'SendMessage' || method === 'SendStreamingMessage';
+  return send && ticket.needsEnd ? ticket.id : undefined;
+}
+
 /** The scope an admission was made in (a Message answer is kept with it). */
 export interface WatchScope {
+  /** The ticket bound to the task the answer shows ({@link bindingTicket}), if any. */
   readonly ticketId: string | undefined;
   readonly tenant: string | undefined;
   readonly caller: string;

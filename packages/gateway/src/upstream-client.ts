@@ -23,7 +23,12 @@ const DROPPED_REQUEST = new Set([
   'expect',
   'content-length',
   'content-encoding',
+  'accept-encoding',
   'http2-settings',
+  // Method overrides: an agent honouring one would run another route than the one decided.
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
   TICKET_HEADER,
 ]);
 
@@ -39,17 +44,30 @@ const DROPPED_ANSWER = new Set([
 ]);
 
 /**
+ * The media type a forwarded body is sent as: the caller's JSON type with no parameters. The body
+ * forwarded is the gateway's own UTF-8 serialisation; a `charset` the caller named (UTF-7, say)
+ * would have the agent decode those bytes into another request than the one decided.
+ */
+function bodyMediaType(type: string | string[] | undefined): string {
+  const media = typeof type === 'string' ? type.split(';')[0]?.trim().toLowerCase() : undefined;
+  return media === 'application/a2a+json' ? media : 'application/json';
+}
+
+/**
  * The headers forwarded with a request: the caller's (credentials unchanged), minus hop-by-hop
- * and recomputed fields, with the client address appended to `x-forwarded-for`.
+ * and recomputed fields and method overrides, with the client address appended to
+ * `x-forwarded-for` and `forwarded`, asking for an answer with no content coding. With a `body`,
+ * its `content-type` is the gateway's (the caller's JSON media type, no charset).
  *
  * @example
  * ```ts
- * forwardHeaders(req.headers, req.socket.remoteAddress);
+ * forwardHeaders(req.headers, req.socket.remoteAddress, { body: true });
  * ```
  */
 export function forwardHeaders(
   headers: IncomingHttpHeaders,
   clientAddress: string | undefined,
+  options: { readonly body: boolean } = { body: false },
 ): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
@@ -57,12 +75,34 @@ export function forwardHeaders(
     if (value === undefined || DROPPED_REQUEST.has(name)) continue;
     out[name] = value;
   }
-  if (clientAddress !== undefined) {
-    const prior = headers['x-forwarded-for'];
-    out['x-forwarded-for'] =
-      prior === undefined ? clientAddress : `${[prior].flat().join(', ')}, ${clientAddress}`;
-  }
+  if (options.body) out['content-type'] = bodyMediaType(headers['content-type']);
+  // The answer is read for task states and usage reports: a compressed one could not be (a
+  // caller asking for gzip would run tasks whose reports the gateway never sees).
+  out['accept-encoding'] = 'identity';
+  if (clientAddress !== undefined) Object.assign(out, forwardedTo(headers, clientAddress));
   return out;
+}
+
+/**
+ * `x-forwarded-for` and `forwarded` with the client address the gateway saw appended (its last
+ * entry is the one an agent behind the gateway believes; anything before it is the caller's say).
+ *
+ * @example
+ * ```ts
+ * forwardedTo({ forwarded: 'for=10.0.0.9' }, '::1'); // { 'x-forwarded-for': '::1', forwarded: 'for=10.0.0.9, for="[::1]"' }
+ * ```
+ */
+export function forwardedTo(
+  headers: IncomingHttpHeaders,
+  clientAddress: string,
+): { 'x-forwarded-for': string; forwarded: string } {
+  const after = (prior: string | string[] | undefined, entry: string): string =>
+    prior === undefined ? entry : `${[prior].flat().join(', ')}, ${entry}`;
+  const node = clientAddress.includes(':') ? `"[${clientAddress}]"` : clientAddress;
+  return {
+    'x-forwarded-for': after(headers['x-forwarded-for'], clientAddress),
+    forwarded: after(headers.forwarded, `for=${node}`),
+  };
 }
 
 /**

@@ -89,7 +89,9 @@ export function relay(
         origin: host.origin,
         path: request.path,
         method: request.verb,
-        headers: forwardHeaders(req.headers, req.socket.remoteAddress),
+        headers: forwardHeaders(req.headers, req.socket.remoteAddress, {
+          body: request.body !== undefined,
+        }),
         body: request.body ?? null,
         headersTimeout: host.upstreamTimeoutMs,
         bodyTimeout: 0,

@@ -162,7 +162,9 @@ export function scanRequestFields(
     while (pos < end) {
       const tag = varint(end);
       const wireType = tag % 8;
-      if (tag === 0 || wireType === 4) return;
+      // Tag 0, a stray end-group and a field number past 2^29 - 1 are malformed; parsers differ on
+      // them (ts-proto stops reading, protobufjs reads on, truncating the tag to 32 bits).
+      if (tag === 0 || wireType === 4 || tag >= 2 ** 32) throw UNREADABLE;
       if (!onField(Math.floor(tag / 8), wireType)) skip(wireType, end);
     }
   };
@@ -170,26 +172,30 @@ export function scanRequestFields(
   let messageId: string | undefined;
   try {
     fields(bytes.length, (field, wireType) => {
-      if (wireType !== 2) return false;
+      // A field read here with another wire type is one parser's unknown field and another's
+      // value (protobufjs reads by field number alone): unreadable, never decided one way.
+      if (field !== layout.tenantField && field !== layout.messageField) return false;
+      if (wireType !== 2) throw UNREADABLE;
       if (field === layout.tenantField) {
         tenant = text(bytes.length);
         return true;
       }
-      if (field === layout.messageField) {
-        const length = varint(bytes.length);
-        const end = pos + length;
-        if (end > bytes.length) throw UNREADABLE;
-        let id = '';
-        fields(end, (inner, innerType) => {
-          if (inner !== 1 || innerType !== 2) return false;
-          id = text(end);
-          return true;
-        });
-        pos = end;
-        messageId = id;
+      // A message sent twice is merged by a conformant parser (its first messageId kept when the
+      // second has none) and replaced by others (ts-proto, protobufjs): unreadable.
+      if (messageId !== undefined) throw UNREADABLE;
+      const length = varint(bytes.length);
+      const end = pos + length;
+      if (end > bytes.length) throw UNREADABLE;
+      let id = '';
+      fields(end, (inner, innerType) => {
+        if (inner !== 1) return false;
+        if (innerType !== 2) throw UNREADABLE;
+        id = text(end);
         return true;
-      }
-      return false;
+      });
+      pos = end;
+      messageId = id;
+      return true;
     });
   } catch (error) {
     if (error === UNREADABLE) return undefined;

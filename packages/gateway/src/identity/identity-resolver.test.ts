@@ -227,10 +227,19 @@ describe('createIdentityResolver', () => {
       ).toEqual({ ok: true, caller: 'frank', via: 'trustedHeader' });
     });
 
-    it('is ignored from outside its CIDRs: the caller is keyed by address', async () => {
+    it('is ignored from outside its CIDRs: the caller is keyed by address, the header named unbelieved', async () => {
       expect(
         await resolver.resolve(request({ 'x-authenticated-user': 'frank' }, '203.0.113.5')),
-      ).toEqual({ ok: true, caller: 'addr:203.0.113.5', via: 'address' });
+      ).toEqual({
+        ok: true,
+        caller: 'addr:203.0.113.5',
+        via: 'address',
+        unbelievedHeaders: ['x-authenticated-user'],
+      });
+      // From a trusted source, believed: nothing to drop.
+      expect(
+        await resolver.resolve(request({ 'x-authenticated-user': 'frank' }, '10.9.3.4')),
+      ).not.toHaveProperty('unbelievedHeaders');
     });
 
     it('refuses a value that is no caller name', async () => {

@@ -61,6 +61,12 @@ export type IdentityResult =
       readonly caller: string;
       readonly tier?: string;
       readonly via: IdentitySource;
+      /**
+       * Identity headers the request carried but is not believed on (`trustedHeader`'s name and
+       * tier name, sent from outside `fromCidrs`): a proxy drops them before forwarding, so an
+       * agent that believes them from its proxy is not handed the caller's own claim.
+       */
+      readonly unbelievedHeaders?: readonly string[];
     }
   | IdentityFailure;
 
@@ -140,7 +146,11 @@ export async function createIdentityResolver(
   return {
     async resolve(request) {
       try {
-        return await resolveIdentity(resolver, request);
+        const result = await resolveIdentity(resolver, request);
+        const unbelieved = unbelievedHeaders(resolver, request);
+        return result.ok && unbelieved.length > 0
+          ? { ...result, unbelievedHeaders: unbelieved }
+          : result;
       } catch (error) {
         // Nothing above should throw; if it does, the request still gets an answer, not a crash.
         deps.onInternalError?.(error);
@@ -185,6 +195,14 @@ interface ResolverParts {
   readonly trustedProxies: ReturnType<typeof createCidrSet>;
   readonly addressKey: (address: string | undefined) => string;
   readonly config: IdentityConfig;
+}
+
+/** The trusted header's names the request carries from outside the trusted sources. */
+function unbelievedHeaders(parts: ResolverParts, request: IdentityRequest): string[] {
+  const trusted = parts.config.trustedHeader;
+  if (trusted === undefined || parts.trustedSources.contains(request.remoteAddress)) return [];
+  const names = trusted.tierName === undefined ? [trusted.name] : [trusted.name, trusted.tierName];
+  return names.filter((name) => request.headers[name] !== undefined);
 }
 
 async function resolveIdentity(
