@@ -256,10 +256,12 @@ describe('README', () => {
       const first = await runScript(file, 60_000);
       expect(first).toEqual({ code: 0, output: '' });
 
-      // Spend the caller (the agent keys anonymous callers by address): 40 more messages than the
-      // burst hold 40 slots, so the next one is asked to wait about 40 s, more than the quick
-      // start's maxSingleWaitMs of 30 s.
-      for (let i = 0; i < 50; i++) {
+      // Spend the caller (the agent keys anonymous callers by address): 90 more messages than the
+      // burst hold 90 slots, so the next one is asked to wait about 90 s, more than the quick
+      // start's maxSingleWaitMs of 30 s even after a minute of refill on a loaded machine (with
+      // 40 slots, a run whose spending and script start took over 10 s was asked for less than
+      // 30 s, waited, and was answered).
+      for (let i = 0; i < 100; i++) {
         const response = await fetch(`http://127.0.0.1:${agent.port}/a2a/rest/message:send`, {
           method: 'POST',
           headers: { 'a2a-version': '1.0', 'content-type': 'application/a2a+json' },
